@@ -1,0 +1,194 @@
+//! Kaldi data directories: `text`, `wav.scp`, `segments`, `utt2dur`, `utt2spk`.
+//!
+//! Durations come from `utt2dur` when present, else from `segments` (end − start), else from the
+//! WAV headers of `wav.scp` (read with hound). An utterance whose duration cannot be found is an
+//! error naming it: RTFx needs every second of audio accounted for.
+
+use crate::error::{CoreError, Result};
+use crate::io::{find_maybe_gz, open_read};
+use std::collections::{HashMap, HashSet};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+/// One utterance of a corpus.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Utterance {
+    /// Utterance id.
+    pub id: String,
+    /// Reference words.
+    pub words: Vec<String>,
+    /// Audio duration in seconds.
+    pub duration_s: f64,
+    /// Speaker id, when `utt2spk` lists one.
+    pub speaker: Option<String>,
+}
+
+/// A Kaldi data directory's utterances, in the order of its `text` file.
+#[derive(Debug, Clone, Default)]
+pub struct KaldiDataDir {
+    /// The utterances.
+    pub utterances: Vec<Utterance>,
+}
+
+/// Reads a Kaldi `text`-style table: `utt-id word word ...` per line (an id alone means no words).
+/// A repeated id is an error naming the line.
+pub fn read_text_table(path: &Path) -> Result<Vec<(String, Vec<String>)>> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for (i, line) in open_read(path)?.lines().enumerate() {
+        let line = line.map_err(|e| CoreError::io(path, e))?;
+        let mut f = line.split_whitespace();
+        let Some(id) = f.next() else { continue };
+        if !seen.insert(id.to_owned()) {
+            return Err(CoreError::parse(path, i + 1, format!("utterance {id} appears twice")));
+        }
+        out.push((id.to_owned(), f.map(str::to_owned).collect()));
+    }
+    Ok(out)
+}
+
+fn read_pairs(path: &Path, min_fields: usize) -> Result<Vec<(usize, Vec<String>)>> {
+    let mut out = Vec::new();
+    for (i, line) in open_read(path)?.lines().enumerate() {
+        let line = line.map_err(|e| CoreError::io(path, e))?;
+        let f: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+        if f.is_empty() {
+            continue;
+        }
+        if f.len() < min_fields {
+            return Err(CoreError::parse(
+                path,
+                i + 1,
+                format!("expected at least {min_fields} fields, got {}", f.len()),
+            ));
+        }
+        out.push((i + 1, f));
+    }
+    Ok(out)
+}
+
+fn parse_secs(path: &Path, line: usize, s: &str) -> Result<f64> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| CoreError::parse(path, line, format!("{s:?} is not a time in seconds")))
+}
+
+/// Duration of a WAV file from its header.
+pub fn wav_duration(path: &Path) -> Result<f64> {
+    let r = hound::WavReader::open(path)
+        .map_err(|e| CoreError::format(path, format!("cannot read WAV header: {e}")))?;
+    let spec = r.spec();
+    Ok(r.duration() as f64 / spec.sample_rate as f64)
+}
+
+impl KaldiDataDir {
+    /// Reads a data directory.
+    pub fn read(dir: &Path) -> Result<Self> {
+        let file = |name: &str| find_maybe_gz(&dir.join(name));
+        let text_path = file("text").ok_or_else(|| {
+            CoreError::format(dir, "not a Kaldi data directory: no `text` file")
+        })?;
+        let text = read_text_table(&text_path)?;
+
+        let mut durations: HashMap<String, f64> = HashMap::new();
+        if let Some(p) = file("utt2dur") {
+            for (line, f) in read_pairs(&p, 2)? {
+                durations.insert(f[0].clone(), parse_secs(&p, line, &f[1])?);
+            }
+        } else if let Some(p) = file("segments") {
+            for (line, f) in read_pairs(&p, 4)? {
+                let (s, e) = (parse_secs(&p, line, &f[2])?, parse_secs(&p, line, &f[3])?);
+                if e < s {
+                    return Err(CoreError::parse(&p, line, format!("segment ends ({e}) before it starts ({s})")));
+                }
+                durations.insert(f[0].clone(), e - s);
+            }
+        } else if let Some(p) = file("wav.scp") {
+            for (line, f) in read_pairs(&p, 2)? {
+                if f.last().is_some_and(|l| l.ends_with('|')) || f.len() > 2 {
+                    return Err(CoreError::parse(
+                        &p,
+                        line,
+                        "a piped wav.scp command cannot be measured; provide utt2dur",
+                    ));
+                }
+                let wav = PathBuf::from(&f[1]);
+                let wav = if wav.is_relative() && !wav.exists() { dir.join(wav) } else { wav };
+                durations.insert(f[0].clone(), wav_duration(&wav)?);
+            }
+        }
+        let mut speakers: HashMap<String, String> = HashMap::new();
+        if let Some(p) = file("utt2spk") {
+            for (_, f) in read_pairs(&p, 2)? {
+                speakers.insert(f[0].clone(), f[1].clone());
+            }
+        }
+        let mut utterances = Vec::with_capacity(text.len());
+        for (id, words) in text {
+            let duration_s = *durations.get(&id).ok_or_else(|| {
+                CoreError::format(
+                    dir,
+                    format!("utterance {id}: no duration (add it to utt2dur, segments or wav.scp)"),
+                )
+            })?;
+            let speaker = speakers.get(&id).cloned();
+            utterances.push(Utterance { id, words, duration_s, speaker });
+        }
+        Ok(Self { utterances })
+    }
+
+    /// Total audio in seconds.
+    pub fn total_duration_s(&self) -> f64 {
+        self.utterances.iter().map(|u| u.duration_s).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_from_utt2dur_segments_and_wav_headers() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("text"), "u1 hello world\nu2\n").unwrap();
+        std::fs::write(d.join("segments"), "u1 rec 0.5 2.0\nu2 rec 3 4.25\n").unwrap();
+        std::fs::write(d.join("utt2spk"), "u1 s1\nu2 s2\n").unwrap();
+        let c = KaldiDataDir::read(d).unwrap();
+        assert_eq!(c.utterances[0].words, ["hello", "world"]);
+        assert!(c.utterances[1].words.is_empty());
+        assert_eq!(c.utterances[0].speaker.as_deref(), Some("s1"));
+        assert!((c.total_duration_s() - 2.75).abs() < 1e-9);
+
+        std::fs::write(d.join("utt2dur"), "u1 1.0\nu2 2.0\n").unwrap();
+        assert!((KaldiDataDir::read(d).unwrap().total_duration_s() - 3.0).abs() < 1e-9);
+
+        std::fs::remove_file(d.join("utt2dur")).unwrap();
+        std::fs::remove_file(d.join("segments")).unwrap();
+        let spec = hound::WavSpec { channels: 1, sample_rate: 8000, bits_per_sample: 16, sample_format: hound::SampleFormat::Int };
+        for (name, n) in [("a.wav", 12000), ("b.wav", 4000)] {
+            let mut w = hound::WavWriter::create(d.join(name), spec).unwrap();
+            for _ in 0..n {
+                w.write_sample(0i16).unwrap();
+            }
+            w.finalize().unwrap();
+        }
+        std::fs::write(d.join("wav.scp"), "u1 a.wav\nu2 b.wav\n").unwrap();
+        let c = KaldiDataDir::read(d).unwrap();
+        assert!((c.utterances[0].duration_s - 1.5).abs() < 1e-9);
+        assert!((c.utterances[1].duration_s - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn missing_duration_names_the_utterance() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("text"), "u1 a\nu9 b\n").unwrap();
+        std::fs::write(dir.path().join("utt2dur"), "u1 1.0\n").unwrap();
+        let e = KaldiDataDir::read(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("u9"), "{e}");
+        std::fs::write(dir.path().join("text"), "u1 a\nu1 b\n").unwrap();
+        let e = KaldiDataDir::read(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("text:2") && e.contains("twice"), "{e}");
+    }
+}

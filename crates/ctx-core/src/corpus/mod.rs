@@ -1,0 +1,8 @@
+//! Corpora: Kaldi data directories, Earnings-21/22 `.nlp` transcripts with their sidecars, and
+//! Kaldi `text` tables of utterance words.
+
+pub mod earnings;
+pub mod kaldi;
+
+pub use earnings::{EarningsDoc, NlpFile, NlpToken, NormCandidate, Normalization};
+pub use kaldi::{read_text_table, KaldiDataDir, Utterance};

@@ -1,0 +1,505 @@
+//! Score matrices (frames × classes) and their file formats: NumPy `.npy` and Kaldi float-matrix
+//! archives (text `utt [ ... ]` and binary `\0B` + `FM`/`DM`).
+//!
+//! A score matrix holds per-frame log-likelihoods over pdf-ids (hybrid models) or log-probabilities
+//! over tokens including blank (CTC). Every reader checks that all values are finite and names the
+//! utterance and frame of the first bad one, because a NaN silently poisons a Viterbi search.
+
+use crate::error::{CoreError, Result};
+use crate::io::{open_read, read_bytes, write_atomic};
+use std::io::{BufRead, Read, Write};
+use std::path::Path;
+
+/// A dense row-major matrix of f32 scores: one row per frame, one column per class.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoreMatrix {
+    rows: usize,
+    cols: usize,
+    data: Vec<f32>,
+}
+
+impl ScoreMatrix {
+    /// Wraps row-major `data`; its length must be `rows * cols`.
+    pub fn new(rows: usize, cols: usize, data: Vec<f32>) -> Result<Self> {
+        if data.len() != rows * cols {
+            return Err(CoreError::Invalid(format!(
+                "a {rows}×{cols} matrix needs {} values, got {}",
+                rows * cols,
+                data.len()
+            )));
+        }
+        Ok(Self { rows, cols, data })
+    }
+
+    /// A matrix of zeros.
+    pub fn zeros(rows: usize, cols: usize) -> Self {
+        Self {
+            rows,
+            cols,
+            data: vec![0.0; rows * cols],
+        }
+    }
+
+    /// Number of frames.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Number of classes (pdf-ids or tokens).
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Frame `t` as a slice.
+    pub fn row(&self, t: usize) -> &[f32] {
+        &self.data[t * self.cols..(t + 1) * self.cols]
+    }
+
+    /// Frame `t` as a mutable slice.
+    pub fn row_mut(&mut self, t: usize) -> &mut [f32] {
+        &mut self.data[t * self.cols..(t + 1) * self.cols]
+    }
+
+    /// All values, row-major.
+    pub fn data(&self) -> &[f32] {
+        &self.data
+    }
+
+    /// Checks that every value is finite; the error names `utt`, the frame and the column.
+    pub fn check_finite(&self, utt: &str) -> Result<()> {
+        if let Some(i) = self.data.iter().position(|v| !v.is_finite()) {
+            let (t, c) = (i / self.cols.max(1), i % self.cols.max(1));
+            return Err(CoreError::utt(
+                utt,
+                format!("frame {t}, column {c}: non-finite score {}", self.data[i]),
+            ));
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// NumPy .npy
+
+/// Reads a 2-D `.npy` array of little-endian f32, f16 or f64 (read as f32). C order is the norm;
+/// a Fortran-order array is transposed into row-major. The whole array must be finite.
+pub fn read_npy(path: &Path) -> Result<ScoreMatrix> {
+    let bytes = read_bytes(path)?;
+    let bad = |msg: String| CoreError::format(path, msg);
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        return Err(bad("not a .npy file (missing \\x93NUMPY magic)".into()));
+    }
+    let major = bytes[6];
+    let (hlen, hstart) = match major {
+        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+        2 | 3 => {
+            if bytes.len() < 12 {
+                return Err(bad("truncated .npy header".into()));
+            }
+            (
+                u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+                12,
+            )
+        }
+        v => return Err(bad(format!("unsupported .npy format version {v}"))),
+    };
+    let header = bytes
+        .get(hstart..hstart + hlen)
+        .ok_or_else(|| bad("truncated .npy header".into()))?;
+    let header = std::str::from_utf8(header).map_err(|_| bad("header is not text".into()))?;
+    let descr = dict_value(header, "descr").ok_or_else(|| bad(format!("no 'descr' in header {header:?}")))?;
+    let descr = descr.trim_matches(|c| c == '\'' || c == '"');
+    let fortran = dict_value(header, "fortran_order")
+        .ok_or_else(|| bad(format!("no 'fortran_order' in header {header:?}")))?
+        .starts_with("True");
+    let shape_txt = dict_value(header, "shape").ok_or_else(|| bad(format!("no 'shape' in header {header:?}")))?;
+    let shape: Vec<usize> = shape_txt
+        .trim_start_matches('(')
+        .split(')')
+        .next()
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse::<usize>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| bad(format!("bad shape {shape_txt:?}")))?;
+    if shape.len() != 2 {
+        return Err(bad(format!(
+            "expected a 2-D array (frames × classes), got shape {shape:?}"
+        )));
+    }
+    let (rows, cols) = (shape[0], shape[1]);
+    let width = match descr {
+        "<f4" => 4,
+        "<f2" => 2,
+        "<f8" => 8,
+        other => {
+            return Err(bad(format!(
+                "unsupported dtype {other:?}: expected little-endian float ('<f4', '<f2' or '<f8')"
+            )))
+        }
+    };
+    let body = &bytes[hstart + hlen..];
+    let n = rows * cols;
+    if body.len() != n * width {
+        return Err(bad(format!(
+            "shape {rows}×{cols} of {descr} needs {} data bytes, the file has {}",
+            n * width,
+            body.len()
+        )));
+    }
+    let mut data: Vec<f32> = match width {
+        4 => body
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+        2 => body
+            .chunks_exact(2)
+            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+            .collect(),
+        _ => body
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")) as f32)
+            .collect(),
+    };
+    if fortran {
+        let mut t = vec![0.0f32; n];
+        for r in 0..rows {
+            for c in 0..cols {
+                t[r * cols + c] = data[c * rows + r];
+            }
+        }
+        data = t;
+    }
+    let m = ScoreMatrix { rows, cols, data };
+    let name = path.display().to_string();
+    m.check_finite(&name).map_err(|e| bad(e.to_string()))?;
+    Ok(m)
+}
+
+fn dict_value<'a>(header: &'a str, key: &str) -> Option<&'a str> {
+    let pat1 = format!("'{key}'");
+    let pat2 = format!("\"{key}\"");
+    let at = header.find(&pat1).or_else(|| header.find(&pat2))? + pat1.len();
+    let rest = header[at..].trim_start().strip_prefix(':')?.trim_start();
+    if rest.starts_with('(') {
+        let end = rest.find(')')?;
+        Some(&rest[..=end])
+    } else {
+        let end = rest.find([',', '}']).unwrap_or(rest.len());
+        Some(rest[..end].trim())
+    }
+}
+
+/// Writes a matrix as a version-1 `.npy` file of little-endian f32 in C order, atomically.
+pub fn write_npy(path: &Path, m: &ScoreMatrix) -> Result<()> {
+    write_atomic(path, |w| write_npy_to(w, m))
+}
+
+/// Writes a matrix in `.npy` form to any writer.
+pub fn write_npy_to(w: &mut dyn Write, m: &ScoreMatrix) -> std::io::Result<()> {
+    let mut header = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}",
+        m.rows, m.cols
+    );
+    // Pad so that magic (6) + version (2) + length (2) + header + '\n' is a multiple of 64.
+    let total = 10 + header.len() + 1;
+    header.push_str(&" ".repeat((64 - total % 64) % 64));
+    header.push('\n');
+    w.write_all(b"\x93NUMPY\x01\x00")?;
+    w.write_all(&(header.len() as u16).to_le_bytes())?;
+    w.write_all(header.as_bytes())?;
+    for v in &m.data {
+        w.write_all(&v.to_le_bytes())?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kaldi archives
+
+/// Streams `(utterance id, matrix)` pairs from a Kaldi archive of float matrices, text or binary
+/// (detected per entry), plain or gzip. Each matrix is checked for shape and finite values.
+pub struct ArkReader {
+    path: std::path::PathBuf,
+    reader: Box<dyn BufRead>,
+    done: bool,
+}
+
+impl ArkReader {
+    /// Opens an archive.
+    pub fn open(path: &Path) -> Result<Self> {
+        Ok(Self {
+            path: path.to_path_buf(),
+            reader: open_read(path)?,
+            done: false,
+        })
+    }
+
+    fn err(&self, utt: &str, msg: impl Into<String>) -> CoreError {
+        CoreError::format(&self.path, format!("utterance {utt}: {}", msg.into()))
+    }
+
+    fn peek(&mut self) -> Result<Option<u8>> {
+        let buf = self
+            .reader
+            .fill_buf()
+            .map_err(|e| CoreError::io(&self.path, e))?;
+        Ok(buf.first().copied())
+    }
+
+    fn next_byte(&mut self) -> Result<Option<u8>> {
+        let b = self.peek()?;
+        if b.is_some() {
+            self.reader.consume(1);
+        }
+        Ok(b)
+    }
+
+    fn read_exact(&mut self, buf: &mut [u8], utt: &str) -> Result<()> {
+        self.reader
+            .read_exact(buf)
+            .map_err(|_| self.err(utt, "truncated binary matrix"))
+    }
+
+    fn read_entry(&mut self) -> Result<Option<(String, ScoreMatrix)>> {
+        // Skip whitespace between entries.
+        while let Some(b) = self.peek()? {
+            if b.is_ascii_whitespace() {
+                self.reader.consume(1);
+            } else {
+                break;
+            }
+        }
+        let mut key = Vec::new();
+        loop {
+            match self.next_byte()? {
+                None if key.is_empty() => return Ok(None),
+                None => {
+                    let k = String::from_utf8_lossy(&key).into_owned();
+                    return Err(self.err(&k, "archive ends after the key"));
+                }
+                Some(b' ') | Some(b'\t') => break,
+                Some(b'\n') => {
+                    let k = String::from_utf8_lossy(&key).into_owned();
+                    return Err(self.err(&k, "no matrix after the key"));
+                }
+                Some(b) => key.push(b),
+            }
+        }
+        let utt = String::from_utf8(key).map_err(|_| CoreError::format(&self.path, "non-UTF-8 key"))?;
+        while self.peek()? == Some(b' ') {
+            self.reader.consume(1);
+        }
+        if self.peek()? == Some(0) {
+            self.reader.consume(1);
+            if self.next_byte()? != Some(b'B') {
+                return Err(self.err(&utt, "expected binary marker \\0B"));
+            }
+            self.read_binary(&utt).map(|m| Some((utt, m)))
+        } else {
+            self.read_text(&utt).map(|m| Some((utt, m)))
+        }
+    }
+
+    fn read_binary(&mut self, utt: &str) -> Result<ScoreMatrix> {
+        let mut tok = [0u8; 3];
+        self.read_exact(&mut tok, utt)?;
+        let double = match &tok {
+            b"FM " => false,
+            b"DM " => true,
+            b"CM " | b"CM2" | b"CM3" => {
+                return Err(self.err(
+                    utt,
+                    "compressed matrices are not supported; write with --compress=false or copy-feats",
+                ))
+            }
+            other => {
+                return Err(self.err(
+                    utt,
+                    format!(
+                        "expected a float matrix (FM or DM), got {:?}",
+                        String::from_utf8_lossy(other)
+                    ),
+                ))
+            }
+        };
+        let mut dims = [0usize; 2];
+        for d in &mut dims {
+            let mut b = [0u8; 5];
+            self.read_exact(&mut b, utt)?;
+            if b[0] != 4 {
+                return Err(self.err(utt, format!("bad integer size byte {}", b[0])));
+            }
+            let v = i32::from_le_bytes([b[1], b[2], b[3], b[4]]);
+            if v < 0 {
+                return Err(self.err(utt, format!("negative dimension {v}")));
+            }
+            *d = v as usize;
+        }
+        let (rows, cols) = (dims[0], dims[1]);
+        let n = rows * cols;
+        let width = if double { 8 } else { 4 };
+        let mut raw = vec![0u8; n * width];
+        self.read_exact(&mut raw, utt)?;
+        let data: Vec<f32> = if double {
+            raw.chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")) as f32)
+                .collect()
+        } else {
+            raw.chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        };
+        let m = ScoreMatrix { rows, cols, data };
+        m.check_finite(utt).map_err(|e| CoreError::format(&self.path, e.to_string()))?;
+        Ok(m)
+    }
+
+    fn read_text(&mut self, utt: &str) -> Result<ScoreMatrix> {
+        let mut line = String::new();
+        let mut first = true;
+        let mut data: Vec<f32> = Vec::new();
+        let mut cols: Option<usize> = None;
+        let mut rows = 0usize;
+        loop {
+            line.clear();
+            let n = self
+                .reader
+                .read_line(&mut line)
+                .map_err(|e| CoreError::io(&self.path, e))?;
+            if n == 0 {
+                return Err(self.err(utt, "archive ends inside a text matrix (no closing ])"));
+            }
+            let mut toks = line.split_whitespace().peekable();
+            if first {
+                if toks.next() != Some("[") {
+                    return Err(self.err(utt, "expected [ after the key"));
+                }
+                first = false;
+            }
+            let mut row: Vec<f32> = Vec::new();
+            let mut closed = false;
+            for t in toks {
+                if t == "]" {
+                    closed = true;
+                    break;
+                }
+                let v: f32 = t.parse().map_err(|_| {
+                    self.err(utt, format!("row {rows}: {t:?} is not a number"))
+                })?;
+                row.push(v);
+            }
+            if !row.is_empty() {
+                match cols {
+                    None => cols = Some(row.len()),
+                    Some(c) if c != row.len() => {
+                        return Err(self.err(
+                            utt,
+                            format!(
+                                "ragged matrix: row {rows} has {} values, row 0 has {c}",
+                                row.len()
+                            ),
+                        ))
+                    }
+                    _ => {}
+                }
+                data.extend_from_slice(&row);
+                rows += 1;
+            }
+            if closed {
+                break;
+            }
+        }
+        let m = ScoreMatrix {
+            rows,
+            cols: cols.unwrap_or(0),
+            data,
+        };
+        m.check_finite(utt).map_err(|e| CoreError::format(&self.path, e.to_string()))?;
+        Ok(m)
+    }
+}
+
+impl Iterator for ArkReader {
+    type Item = Result<(String, ScoreMatrix)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.read_entry() {
+            Ok(Some(e)) => Some(Ok(e)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Reads a whole archive into memory, refusing duplicate utterance ids.
+pub fn read_ark(path: &Path) -> Result<Vec<(String, ScoreMatrix)>> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for entry in ArkReader::open(path)? {
+        let (utt, m) = entry?;
+        if !seen.insert(utt.clone()) {
+            return Err(CoreError::format(path, format!("utterance {utt} appears twice")));
+        }
+        out.push((utt, m));
+    }
+    Ok(out)
+}
+
+/// Writes `(utterance id, matrix)` pairs as a Kaldi archive, binary (`FM`) or text, atomically.
+pub fn write_ark<'a, I>(path: &Path, entries: I, binary: bool) -> Result<()>
+where
+    I: IntoIterator<Item = (&'a str, &'a ScoreMatrix)>,
+{
+    write_atomic(path, |w| {
+        for (utt, m) in entries {
+            write_ark_entry(w, utt, m, binary)?;
+        }
+        Ok(())
+    })
+}
+
+/// Writes one archive entry to any writer.
+pub fn write_ark_entry(
+    w: &mut dyn Write,
+    utt: &str,
+    m: &ScoreMatrix,
+    binary: bool,
+) -> std::io::Result<()> {
+    if binary {
+        write!(w, "{utt} \0BFM ")?;
+        w.write_all(&[4])?;
+        w.write_all(&(m.rows as i32).to_le_bytes())?;
+        w.write_all(&[4])?;
+        w.write_all(&(m.cols as i32).to_le_bytes())?;
+        for v in &m.data {
+            w.write_all(&v.to_le_bytes())?;
+        }
+    } else {
+        write!(w, "{utt}  [")?;
+        if m.rows == 0 {
+            writeln!(w, " ]")?;
+        }
+        for t in 0..m.rows {
+            w.write_all(b"\n ")?;
+            for v in m.row(t) {
+                write!(w, " {v}")?;
+            }
+            if t + 1 == m.rows {
+                w.write_all(b" ]\n")?;
+            }
+        }
+    }
+    Ok(())
+}
