@@ -260,22 +260,37 @@ impl ArpaLm {
                             ))
                         }
                     };
-                    let p = parse_log(fields[0])
-                        .ok_or_else(|| CoreError::parse(path, lineno, format!("bad log10 probability {:?}", fields[0])))?;
+                    let p = parse_log(fields[0]).ok_or_else(|| {
+                        CoreError::parse(
+                            path,
+                            lineno,
+                            format!("bad log10 probability {:?}", fields[0]),
+                        )
+                    })?;
                     let bo = if with_bo {
                         parse_log(fields[n + 1]).ok_or_else(|| {
-                            CoreError::parse(path, lineno, format!("bad back-off weight {:?}", fields[n + 1]))
+                            CoreError::parse(
+                                path,
+                                lineno,
+                                format!("bad back-off weight {:?}", fields[n + 1]),
+                            )
                         })?
                     } else {
                         0.0
                     };
                     let ids = if n == 1 {
-                        vec![lm.add_word(fields[1]).map_err(|e| CoreError::parse(path, lineno, e.to_string()))?]
+                        vec![lm
+                            .add_word(fields[1])
+                            .map_err(|e| CoreError::parse(path, lineno, e.to_string()))?]
                     } else {
                         let mut ids = Vec::with_capacity(n);
                         for w in &fields[1..=n] {
                             ids.push(*lm.word_ids.get(*w).ok_or_else(|| {
-                                CoreError::parse(path, lineno, format!("word {w:?} is not among the 1-grams"))
+                                CoreError::parse(
+                                    path,
+                                    lineno,
+                                    format!("word {w:?} is not among the 1-grams"),
+                                )
                             })?);
                         }
                         ids
@@ -349,7 +364,9 @@ impl ArpaLm {
 
     /// The n-grams of order `n` (1-based) in file order.
     pub fn entries(&self, n: usize) -> &[NgramEntry] {
-        self.orders.get(n.wrapping_sub(1)).map_or(&[], Vec::as_slice)
+        self.orders
+            .get(n.wrapping_sub(1))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// The vocabulary (unigram words) in id order.
@@ -442,7 +459,9 @@ impl ArpaLm {
         }
         let mut total = 0.0f64;
         for i in first..ids.len() {
-            total += self.log10_prob(&ids[..i], ids[i]).expect("ids come from the vocabulary") as f64;
+            total += self
+                .log10_prob(&ids[..i], ids[i])
+                .expect("ids come from the vocabulary") as f64;
         }
         Ok(SentenceScore {
             log10_prob: total,

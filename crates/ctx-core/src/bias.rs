@@ -49,7 +49,13 @@ impl OovReport {
 
 fn split_phrase(text: &str, lowercase: bool) -> Vec<String> {
     text.split_whitespace()
-        .map(|w| if lowercase { w.to_lowercase() } else { w.to_owned() })
+        .map(|w| {
+            if lowercase {
+                w.to_lowercase()
+            } else {
+                w.to_owned()
+            }
+        })
         .collect()
 }
 
@@ -91,11 +97,18 @@ impl BiasList {
             .collect();
         paths.sort();
         for p in paths {
-            let doc = p.file_stem().expect("has extension").to_string_lossy().into_owned();
+            let doc = p
+                .file_stem()
+                .expect("has extension")
+                .to_string_lossy()
+                .into_owned();
             out.insert(doc, Self::read(&p, lowercase)?);
         }
         if out.is_empty() {
-            return Err(CoreError::format(dir, "no <doc>.txt biasing lists in this directory"));
+            return Err(CoreError::format(
+                dir,
+                "no <doc>.txt biasing lists in this directory",
+            ));
         }
         Ok(out)
     }
@@ -162,9 +175,15 @@ impl BiasList {
     /// Keeps the phrases fully inside the vocabulary and returns them with the report of what was
     /// dropped. An empty or entirely out-of-vocabulary list is an error naming `context` (a file,
     /// document or utterance), because boosting nothing would silently equal the baseline.
-    pub fn usable(&self, in_vocab: impl Fn(&str) -> bool, context: &str) -> Result<(BiasList, OovReport)> {
+    pub fn usable(
+        &self,
+        in_vocab: impl Fn(&str) -> bool,
+        context: &str,
+    ) -> Result<(BiasList, OovReport)> {
         if self.is_empty() {
-            return Err(CoreError::Invalid(format!("{context}: the biasing list is empty")));
+            return Err(CoreError::Invalid(format!(
+                "{context}: the biasing list is empty"
+            )));
         }
         let report = self.oov_report(&in_vocab);
         let kept: Vec<Vec<String>> = self
@@ -212,7 +231,11 @@ impl BiasTable {
             let phrases: Vec<&str> = rest.split('|').collect();
             let list = BiasList::from_phrases(&phrases, lowercase);
             if t.lists.insert(utt.to_owned(), list).is_some() {
-                return Err(CoreError::parse(path, i + 1, format!("utterance {utt} listed twice")));
+                return Err(CoreError::parse(
+                    path,
+                    i + 1,
+                    format!("utterance {utt} listed twice"),
+                ));
             }
         }
         Ok(t)
@@ -249,10 +272,16 @@ mod tests {
         assert_eq!(l.phrases[0], ["goldman", "sachs"]);
         let vocab: HashSet<&str> = ["goldman", "sachs", "co"].into_iter().collect();
         let r = l.oov_report(|w| vocab.contains(w));
-        assert_eq!((r.phrases_with_oov, r.phrases_all_oov, r.words, r.oov_words), (2, 1, 5, 2));
+        assert_eq!(
+            (r.phrases_with_oov, r.phrases_all_oov, r.words, r.oov_words),
+            (2, 1, 5, 2)
+        );
         assert_eq!(r.oov.keys().collect::<Vec<_>>(), ["nigel", "zzq"]);
         let (kept, _) = l.usable(|w| vocab.contains(w), "oracle").unwrap();
-        assert_eq!(kept.phrases, vec![vec!["goldman".to_string(), "sachs".into()]]);
+        assert_eq!(
+            kept.phrases,
+            vec![vec!["goldman".to_string(), "sachs".into()]]
+        );
         assert_eq!(l.unigrams().len(), 5);
     }
 
@@ -261,7 +290,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("empty.txt");
         std::fs::write(&p, "\n  \n").unwrap();
-        assert!(BiasList::read(&p, true).unwrap_err().to_string().contains("empty.txt"));
+        assert!(BiasList::read(&p, true)
+            .unwrap_err()
+            .to_string()
+            .contains("empty.txt"));
         let l = BiasList::from_phrases(&["qqq zzz", "xxx"], true);
         let e = l.usable(|_| false, "utt7").unwrap_err().to_string();
         assert!(e.contains("utt7") && e.contains("all 2 phrases"), "{e}");
@@ -271,7 +303,11 @@ mod tests {
     fn table_round_trip_and_duplicate_ids() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("bias.tsv");
-        std::fs::write(&p, "u1\tLufthansa One Two|Hansa One Two\nu2\t\nu3 speedbird five\n").unwrap();
+        std::fs::write(
+            &p,
+            "u1\tLufthansa One Two|Hansa One Two\nu2\t\nu3 speedbird five\n",
+        )
+        .unwrap();
         let t = BiasTable::read(&p, true).unwrap();
         assert_eq!(t.get("u1").unwrap().len(), 2);
         assert!(t.get("u2").unwrap().is_empty());
@@ -280,6 +316,9 @@ mod tests {
         t.write(&q).unwrap();
         assert_eq!(BiasTable::read(&q, true).unwrap(), t);
         std::fs::write(&p, "u1\ta\nu1\tb\n").unwrap();
-        assert!(BiasTable::read(&p, true).unwrap_err().to_string().contains(":2"));
+        assert!(BiasTable::read(&p, true)
+            .unwrap_err()
+            .to_string()
+            .contains(":2"));
     }
 }

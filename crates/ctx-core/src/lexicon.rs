@@ -80,16 +80,26 @@ impl Lexicon {
                     let p = fields
                         .next()
                         .ok_or_else(|| CoreError::parse(path, lineno, "missing probability"))?;
-                    prob = p.parse().ok().filter(|v: &f32| *v > 0.0 && *v <= 1.0).ok_or_else(|| {
-                        CoreError::parse(path, lineno, format!("probability {p:?} is not in (0, 1]"))
-                    })?;
+                    prob = p
+                        .parse()
+                        .ok()
+                        .filter(|v: &f32| *v > 0.0 && *v <= 1.0)
+                        .ok_or_else(|| {
+                            CoreError::parse(
+                                path,
+                                lineno,
+                                format!("probability {p:?} is not in (0, 1]"),
+                            )
+                        })?;
                 }
                 LexiconFormat::CmuDict { .. } => {
                     if let Some(open) = word.find('(') {
                         let variant = &word[open..];
                         let ok = variant.len() > 2
                             && variant.ends_with(')')
-                            && variant[1..variant.len() - 1].chars().all(|c| c.is_ascii_digit());
+                            && variant[1..variant.len() - 1]
+                                .chars()
+                                .all(|c| c.is_ascii_digit());
                         if !ok {
                             return Err(CoreError::parse(
                                 path,
@@ -211,10 +221,22 @@ mod tests {
         .unwrap();
         let lex = Lexicon::read(&cmu, LexiconFormat::CmuDict { strip_stress: true }).unwrap();
         assert_eq!(lex.len(), 3);
-        let reads: Vec<_> = lex.pronunciations("read").map(|e| e.phones.join(" ")).collect();
+        let reads: Vec<_> = lex
+            .pronunciations("read")
+            .map(|e| e.phones.join(" "))
+            .collect();
         assert_eq!(reads, vec!["R IY D", "R EH D"]);
-        let keep = Lexicon::read(&cmu, LexiconFormat::CmuDict { strip_stress: false }).unwrap();
-        assert_eq!(keep.pronunciations("hansa").next().unwrap().phones, ["HH", "AE1", "N", "S", "AH0"]);
+        let keep = Lexicon::read(
+            &cmu,
+            LexiconFormat::CmuDict {
+                strip_stress: false,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            keep.pronunciations("hansa").next().unwrap().phones,
+            ["HH", "AE1", "N", "S", "AH0"]
+        );
 
         let p = dir.path().join("lexiconp.txt");
         lex.write(&p, true).unwrap();
@@ -222,8 +244,14 @@ mod tests {
         assert_eq!(back.entries(), lex.entries());
         let k = dir.path().join("lexicon.txt");
         lex.write(&k, false).unwrap();
-        assert_eq!(std::fs::read_to_string(&k).unwrap().lines().next(), Some("read\tR IY D"));
-        assert_eq!(Lexicon::read(&k, LexiconFormat::Kaldi).unwrap().entries(), lex.entries());
+        assert_eq!(
+            std::fs::read_to_string(&k).unwrap().lines().next(),
+            Some("read\tR IY D")
+        );
+        assert_eq!(
+            Lexicon::read(&k, LexiconFormat::Kaldi).unwrap().entries(),
+            lex.entries()
+        );
         assert_eq!(
             lex.phones().into_iter().collect::<Vec<_>>(),
             vec!["AE", "AH", "D", "EH", "HH", "IY", "N", "R", "S"]
@@ -235,10 +263,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("lexiconp.txt");
         std::fs::write(&p, "a 1.0 AH\nb 1.5 B IY\n").unwrap();
-        let e = Lexicon::read(&p, LexiconFormat::KaldiProb).unwrap_err().to_string();
+        let e = Lexicon::read(&p, LexiconFormat::KaldiProb)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("lexiconp.txt:2") && e.contains("1.5"), "{e}");
         std::fs::write(&p, "a AH\nb\n").unwrap();
-        let e = Lexicon::read(&p, LexiconFormat::Kaldi).unwrap_err().to_string();
+        let e = Lexicon::read(&p, LexiconFormat::Kaldi)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(":2") && e.contains("no phones"), "{e}");
         std::fs::write(&p, "a AH\nb B XX\n").unwrap();
         let lex = Lexicon::read(&p, LexiconFormat::Kaldi).unwrap();

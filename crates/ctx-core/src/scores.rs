@@ -107,12 +107,14 @@ pub fn read_npy(path: &Path) -> Result<ScoreMatrix> {
         .get(hstart..hstart + hlen)
         .ok_or_else(|| bad("truncated .npy header".into()))?;
     let header = std::str::from_utf8(header).map_err(|_| bad("header is not text".into()))?;
-    let descr = dict_value(header, "descr").ok_or_else(|| bad(format!("no 'descr' in header {header:?}")))?;
+    let descr = dict_value(header, "descr")
+        .ok_or_else(|| bad(format!("no 'descr' in header {header:?}")))?;
     let descr = descr.trim_matches(|c| c == '\'' || c == '"');
     let fortran = dict_value(header, "fortran_order")
         .ok_or_else(|| bad(format!("no 'fortran_order' in header {header:?}")))?
         .starts_with("True");
-    let shape_txt = dict_value(header, "shape").ok_or_else(|| bad(format!("no 'shape' in header {header:?}")))?;
+    let shape_txt = dict_value(header, "shape")
+        .ok_or_else(|| bad(format!("no 'shape' in header {header:?}")))?;
     let shape: Vec<usize> = shape_txt
         .trim_start_matches('(')
         .split(')')
@@ -288,7 +290,8 @@ impl ArkReader {
                 Some(b) => key.push(b),
             }
         }
-        let utt = String::from_utf8(key).map_err(|_| CoreError::format(&self.path, "non-UTF-8 key"))?;
+        let utt =
+            String::from_utf8(key).map_err(|_| CoreError::format(&self.path, "non-UTF-8 key"))?;
         while self.peek()? == Some(b' ') {
             self.reader.consume(1);
         }
@@ -309,12 +312,10 @@ impl ArkReader {
         let double = match &tok {
             b"FM " => false,
             b"DM " => true,
-            b"CM " | b"CM2" | b"CM3" => {
-                return Err(self.err(
-                    utt,
-                    "compressed matrices are not supported; write with --compress=false or copy-feats",
-                ))
-            }
+            b"CM " | b"CM2" | b"CM3" => return Err(self.err(
+                utt,
+                "compressed matrices are not supported; write with --compress=false or copy-feats",
+            )),
             other => {
                 return Err(self.err(
                     utt,
@@ -353,7 +354,8 @@ impl ArkReader {
                 .collect()
         };
         let m = ScoreMatrix { rows, cols, data };
-        m.check_finite(utt).map_err(|e| CoreError::format(&self.path, e.to_string()))?;
+        m.check_finite(utt)
+            .map_err(|e| CoreError::format(&self.path, e.to_string()))?;
         Ok(m)
     }
 
@@ -386,9 +388,9 @@ impl ArkReader {
                     closed = true;
                     break;
                 }
-                let v: f32 = t.parse().map_err(|_| {
-                    self.err(utt, format!("row {rows}: {t:?} is not a number"))
-                })?;
+                let v: f32 = t
+                    .parse()
+                    .map_err(|_| self.err(utt, format!("row {rows}: {t:?} is not a number")))?;
                 row.push(v);
             }
             if !row.is_empty() {
@@ -417,7 +419,8 @@ impl ArkReader {
             cols: cols.unwrap_or(0),
             data,
         };
-        m.check_finite(utt).map_err(|e| CoreError::format(&self.path, e.to_string()))?;
+        m.check_finite(utt)
+            .map_err(|e| CoreError::format(&self.path, e.to_string()))?;
         Ok(m)
     }
 }
@@ -450,7 +453,10 @@ pub fn read_ark(path: &Path) -> Result<Vec<(String, ScoreMatrix)>> {
     for entry in ArkReader::open(path)? {
         let (utt, m) = entry?;
         if !seen.insert(utt.clone()) {
-            return Err(CoreError::format(path, format!("utterance {utt} appears twice")));
+            return Err(CoreError::format(
+                path,
+                format!("utterance {utt} appears twice"),
+            ));
         }
         out.push((utt, m));
     }

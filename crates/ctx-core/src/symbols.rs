@@ -108,7 +108,11 @@ impl SymbolTable {
                 }
             };
             let id: u32 = id.parse().map_err(|_| {
-                CoreError::parse(path, lineno, format!("id {id:?} is not a non-negative integer"))
+                CoreError::parse(
+                    path,
+                    lineno,
+                    format!("id {id:?} is not a non-negative integer"),
+                )
             })?;
             table
                 .insert(sym, id)
@@ -168,6 +172,9 @@ mod tests {
         let e = SymbolTable::read(&p).unwrap_err().to_string();
         assert!(e.contains(":3") && e.contains("already belongs"), "{e}");
         std::fs::write(&p, "a 1 2\n").unwrap();
-        assert!(SymbolTable::read(&p).unwrap_err().to_string().contains(":1"));
+        assert!(SymbolTable::read(&p)
+            .unwrap_err()
+            .to_string()
+            .contains(":1"));
     }
 }

@@ -45,9 +45,15 @@ fn close(a: f64, b: f64) -> bool {
 fn queries_follow_the_backoff_rule() {
     let dir = tempfile::tempdir().unwrap();
     let lm = ArpaLm::read(&write(&dir, "toy.arpa", TOY)).unwrap();
-    assert_eq!((lm.order(), lm.count(1), lm.count(2), lm.count(3)), (3, 5, 4, 2));
+    assert_eq!(
+        (lm.order(), lm.count(1), lm.count(2), lm.count(3)),
+        (3, 5, 4, 2)
+    );
     let id = |w: &str| lm.word_id(w).unwrap();
-    let p = |h: &[&str], w: &str| lm.log10_prob(&h.iter().map(|x| id(x)).collect::<Vec<_>>(), id(w)).unwrap() as f64;
+    let p = |h: &[&str], w: &str| {
+        lm.log10_prob(&h.iter().map(|x| id(x)).collect::<Vec<_>>(), id(w))
+            .unwrap() as f64
+    };
     // Listed trigram.
     assert!(close(p(&["<s>", "a"], "b"), -0.05));
     // Trigram missing: bo(<s> a) + p(a | a) = -0.1 + -0.7.
@@ -96,9 +102,14 @@ fn write_read_round_trip_plain_and_gzip() {
 #[test]
 fn no_unk_means_oov_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let text = TOY.replace("ngram 1=5", "ngram 1=4").replace("-1.2\t<unk>\n", "");
+    let text = TOY
+        .replace("ngram 1=5", "ngram 1=4")
+        .replace("-1.2\t<unk>\n", "");
     let lm = ArpaLm::read(&write(&dir, "nounk.arpa", &text)).unwrap();
-    let e = lm.score_sentence(&["a", "zzz"], true, true).unwrap_err().to_string();
+    let e = lm
+        .score_sentence(&["a", "zzz"], true, true)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("zzz") && e.contains("<unk>"), "{e}");
 }
 
@@ -107,27 +118,48 @@ fn malformed_files_name_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     // Truncated in the middle of the bigrams.
     let cut = &TOY[..TOY.find("-0.3\tb </s>").unwrap()];
-    let e = ArpaLm::read(&write(&dir, "cut.arpa", cut)).unwrap_err().to_string();
-    assert!(e.contains("cut.arpa") && e.contains("truncated") && e.contains("2-grams"), "{e}");
+    let e = ArpaLm::read(&write(&dir, "cut.arpa", cut))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("cut.arpa") && e.contains("truncated") && e.contains("2-grams"),
+        "{e}"
+    );
     // Header count disagrees with the section.
     let bad = TOY.replace("ngram 2=4", "ngram 2=5");
-    let e = ArpaLm::read(&write(&dir, "count.arpa", &bad)).unwrap_err().to_string();
-    assert!(e.contains("count.arpa:") && e.contains("announces 5 2-grams") && e.contains("lists 4"), "{e}");
+    let e = ArpaLm::read(&write(&dir, "count.arpa", &bad))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("count.arpa:") && e.contains("announces 5 2-grams") && e.contains("lists 4"),
+        "{e}"
+    );
     // A bigram over a word that is not a unigram.
     let bad = TOY.replace("-0.7\ta a", "-0.7\ta zz");
-    let e = ArpaLm::read(&write(&dir, "word.arpa", &bad)).unwrap_err().to_string();
+    let e = ArpaLm::read(&write(&dir, "word.arpa", &bad))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("word.arpa:19") && e.contains("zz"), "{e}");
     // A number that is not one.
     let bad = TOY.replace("-0.4\ta b", "x0.4\ta b");
-    let e = ArpaLm::read(&write(&dir, "num.arpa", &bad)).unwrap_err().to_string();
+    let e = ArpaLm::read(&write(&dir, "num.arpa", &bad))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("num.arpa:17"), "{e}");
     // Too many fields.
     let bad = TOY.replace("-0.4\ta b\t-0.15", "-0.4\ta b\t-0.15\t3");
-    assert!(ArpaLm::read(&write(&dir, "f.arpa", &bad)).unwrap_err().to_string().contains("f.arpa:17"));
+    assert!(ArpaLm::read(&write(&dir, "f.arpa", &bad))
+        .unwrap_err()
+        .to_string()
+        .contains("f.arpa:17"));
     // Not an ARPA file at all.
-    let e = ArpaLm::read(&write(&dir, "x.arpa", "hello\n")).unwrap_err().to_string();
+    let e = ArpaLm::read(&write(&dir, "x.arpa", "hello\n"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no \\data\\"), "{e}");
     // Missing file.
-    let e = ArpaLm::read(&dir.path().join("missing.arpa")).unwrap_err().to_string();
+    let e = ArpaLm::read(&dir.path().join("missing.arpa"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("missing.arpa"), "{e}");
 }

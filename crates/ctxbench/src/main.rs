@@ -1,1 +1,50 @@
-fn main() {}
+//! `ctxbench`: the command line of the contextual-biasing benchmark workspace.
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use ctxbench::score::{run_score, Format, ScoreArgs};
+
+#[derive(Parser)]
+#[command(
+    name = "ctxbench",
+    version,
+    about = "Benchmark harnesses for contextual biasing in ASR decoding"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Score hypotheses against references: WER (S/D/I), NE-WER, U-WER, NE-A, per-class WER, P/R/F1.
+    Score(ScoreArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = run(cli) {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Score(args) => {
+            let report = run_score(&args)?;
+            for w in &report.warnings {
+                eprintln!("warning: {w}");
+            }
+            print!(
+                "{}",
+                report.render(args.per_utt || report.format == Format::Nlp)
+            );
+            if let Some(p) = &args.json {
+                report.write_json(p)?;
+                eprintln!("wrote {}", p.display());
+            }
+        }
+    }
+    Ok(())
+}

@@ -40,7 +40,11 @@ pub fn read_text_table(path: &Path) -> Result<Vec<(String, Vec<String>)>> {
         let mut f = line.split_whitespace();
         let Some(id) = f.next() else { continue };
         if !seen.insert(id.to_owned()) {
-            return Err(CoreError::parse(path, i + 1, format!("utterance {id} appears twice")));
+            return Err(CoreError::parse(
+                path,
+                i + 1,
+                format!("utterance {id} appears twice"),
+            ));
         }
         out.push((id.to_owned(), f.map(str::to_owned).collect()));
     }
@@ -86,9 +90,8 @@ impl KaldiDataDir {
     /// Reads a data directory.
     pub fn read(dir: &Path) -> Result<Self> {
         let file = |name: &str| find_maybe_gz(&dir.join(name));
-        let text_path = file("text").ok_or_else(|| {
-            CoreError::format(dir, "not a Kaldi data directory: no `text` file")
-        })?;
+        let text_path = file("text")
+            .ok_or_else(|| CoreError::format(dir, "not a Kaldi data directory: no `text` file"))?;
         let text = read_text_table(&text_path)?;
 
         let mut durations: HashMap<String, f64> = HashMap::new();
@@ -100,7 +103,11 @@ impl KaldiDataDir {
             for (line, f) in read_pairs(&p, 4)? {
                 let (s, e) = (parse_secs(&p, line, &f[2])?, parse_secs(&p, line, &f[3])?);
                 if e < s {
-                    return Err(CoreError::parse(&p, line, format!("segment ends ({e}) before it starts ({s})")));
+                    return Err(CoreError::parse(
+                        &p,
+                        line,
+                        format!("segment ends ({e}) before it starts ({s})"),
+                    ));
                 }
                 durations.insert(f[0].clone(), e - s);
             }
@@ -114,7 +121,11 @@ impl KaldiDataDir {
                     ));
                 }
                 let wav = PathBuf::from(&f[1]);
-                let wav = if wav.is_relative() && !wav.exists() { dir.join(wav) } else { wav };
+                let wav = if wav.is_relative() && !wav.exists() {
+                    dir.join(wav)
+                } else {
+                    wav
+                };
                 durations.insert(f[0].clone(), wav_duration(&wav)?);
             }
         }
@@ -133,7 +144,12 @@ impl KaldiDataDir {
                 )
             })?;
             let speaker = speakers.get(&id).cloned();
-            utterances.push(Utterance { id, words, duration_s, speaker });
+            utterances.push(Utterance {
+                id,
+                words,
+                duration_s,
+                speaker,
+            });
         }
         Ok(Self { utterances })
     }
@@ -166,7 +182,12 @@ mod tests {
 
         std::fs::remove_file(d.join("utt2dur")).unwrap();
         std::fs::remove_file(d.join("segments")).unwrap();
-        let spec = hound::WavSpec { channels: 1, sample_rate: 8000, bits_per_sample: 16, sample_format: hound::SampleFormat::Int };
+        let spec = hound::WavSpec {
+            channels: 1,
+            sample_rate: 8000,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
         for (name, n) in [("a.wav", 12000), ("b.wav", 4000)] {
             let mut w = hound::WavWriter::create(d.join(name), spec).unwrap();
             for _ in 0..n {

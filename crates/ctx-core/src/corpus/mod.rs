@@ -4,5 +4,5 @@
 pub mod earnings;
 pub mod kaldi;
 
-pub use earnings::{EarningsDoc, NlpFile, NlpToken, NormCandidate, Normalization};
+pub use earnings::{EarningsDoc, NlpFile, NlpToken, NormCandidate, Normalization, UNTYPED};
 pub use kaldi::{read_text_table, KaldiDataDir, Utterance};

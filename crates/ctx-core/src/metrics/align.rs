@@ -78,131 +78,312 @@ fn intern<'a>(ids: &mut HashMap<&'a str, u32>, w: &'a str) -> u32 {
     *ids.entry(w).or_insert(n)
 }
 
+/// "Unreachable" cost for cells outside the band; far enough from `u32::MAX` that adding to it
+/// cannot overflow.
+const INF: u32 = u32::MAX / 4;
+
+/// The band of hypothesis positions a row may use: `[lo, hi]` inclusive.
+#[derive(Clone, Copy)]
+struct Band {
+    lo: usize,
+    hi: usize,
+}
+
 /// One DP row transition for reference word `w`: `next[j]` = cost of aligning `hyp[..j]` to the
-/// reference up to and including `w`.
+/// reference up to and including `w`, for `j` in the band; cells outside it are set to [`INF`].
 #[inline]
-fn step_row(prev: &[u32], w: u32, hyp: &[u32], next: &mut [u32]) {
-    let mut left = prev[0] + 1;
-    next[0] = left;
-    for j in 1..prev.len() {
+fn step_row(prev: &[u32], w: u32, hyp: &[u32], next: &mut [u32], band: Band) {
+    let Band { lo, hi } = band;
+    next[..lo].fill(INF);
+    next[hi + 1..].fill(INF);
+    let mut left = INF;
+    let mut j = lo;
+    if j == 0 {
+        left = prev[0] + 1;
+        next[0] = left;
+        j = 1;
+    }
+    while j <= hi {
         let sub = prev[j - 1] + u32::from(hyp[j - 1] != w);
         let del = prev[j] + 1;
-        let v = sub.min(del).min(left + 1);
+        let v = sub.min(del).min(left + 1).min(INF);
         next[j] = v;
         left = v;
+        j += 1;
     }
 }
 
-/// All rows of one block: `rows[a][k]` after `k + 1` words of alternative `a`.
-fn block_rows(block: &[Vec<u32>], row_in: &[u32], hyp: &[u32]) -> Vec<Vec<Vec<u32>>> {
-    block
-        .iter()
-        .map(|alt| {
-            let mut rows: Vec<Vec<u32>> = Vec::with_capacity(alt.len());
-            for &w in alt {
-                let mut next = vec![0u32; row_in.len()];
-                step_row(rows.last().map_or(row_in, |r| r.as_slice()), w, hyp, &mut next);
-                rows.push(next);
-            }
-            rows
-        })
-        .collect()
+/// The reference as blocks with the range of reference lengths before each block, which bounds
+/// where in the hypothesis an alignment of cost at most `t` can be at each row.
+struct Layout<'a> {
+    blocks: &'a [Vec<Vec<u32>>],
+    /// `pre[b]` = (shortest, longest) number of reference words before block `b`; `pre[nb]` is the
+    /// whole reference.
+    pre: Vec<(usize, usize)>,
+    hyp_len: usize,
 }
 
-fn block_out(rows: &[Vec<Vec<u32>>], row_in: &[u32]) -> Vec<u32> {
-    let mut out: Vec<u32> = vec![u32::MAX; row_in.len()];
-    for alt_rows in rows {
-        let end = alt_rows.last().map_or(row_in, |r| r.as_slice());
-        for (o, &v) in out.iter_mut().zip(end) {
-            *o = (*o).min(v);
+impl<'a> Layout<'a> {
+    fn new(blocks: &'a [Vec<Vec<u32>>], hyp_len: usize) -> Self {
+        let mut pre = Vec::with_capacity(blocks.len() + 1);
+        let (mut lo, mut hi) = (0usize, 0usize);
+        pre.push((0, 0));
+        for b in blocks {
+            lo += b.iter().map(Vec::len).min().unwrap_or(0);
+            hi += b.iter().map(Vec::len).max().unwrap_or(0);
+            pre.push((lo, hi));
+        }
+        Self {
+            blocks,
+            pre,
+            hyp_len,
         }
     }
-    out
+
+    /// Band of the row after `k` words of an alternative of block `b` (k = 0: the block's input),
+    /// for alignments whose cost never exceeds `t`: reaching hypothesis position `j` after `i`
+    /// reference words costs at least `|i − j|`.
+    fn band(&self, b: usize, k: usize, t: usize) -> Band {
+        let (lo, hi) = self.pre[b];
+        Band {
+            lo: (lo + k).saturating_sub(t).min(self.hyp_len),
+            hi: (hi + k + t).min(self.hyp_len),
+        }
+    }
+
+    /// A lower bound of the alignment cost from the lengths alone.
+    fn length_bound(&self) -> usize {
+        let (lo, hi) = self.pre[self.blocks.len()];
+        self.hyp_len
+            .saturating_sub(hi)
+            .max(lo.saturating_sub(self.hyp_len))
+    }
 }
 
-/// Forward output row of a block without keeping intermediate rows (two scratch rows only).
-fn advance(block: &[Vec<u32>], row_in: &[u32], hyp: &[u32], a: &mut Vec<u32>, b: &mut Vec<u32>) -> Vec<u32> {
-    if block.len() == 1 && block[0].len() == 1 {
-        let mut next = vec![0u32; row_in.len()];
-        step_row(row_in, block[0][0], hyp, &mut next);
-        return next;
+/// Forward output row of block `b` (`out`), keeping no intermediate rows; `a`/`c` are scratch.
+#[allow(clippy::too_many_arguments)]
+fn advance(
+    lay: &Layout,
+    b: usize,
+    t: usize,
+    row_in: &[u32],
+    hyp: &[u32],
+    out: &mut [u32],
+    a: &mut Vec<u32>,
+    c: &mut Vec<u32>,
+) {
+    let block = &lay.blocks[b];
+    if let [alt] = block.as_slice() {
+        if let [w] = alt.as_slice() {
+            step_row(row_in, *w, hyp, out, lay.band(b, 1, t));
+            return;
+        }
     }
-    let mut out: Vec<u32> = vec![u32::MAX; row_in.len()];
+    out.fill(INF);
     for alt in block {
         a.clear();
         a.extend_from_slice(row_in);
-        for &w in alt {
-            b.resize(row_in.len(), 0);
-            step_row(a, w, hyp, b);
-            std::mem::swap(a, b);
+        for (k, &w) in alt.iter().enumerate() {
+            c.resize(row_in.len(), 0);
+            step_row(a, w, hyp, c, lay.band(b, k + 1, t));
+            std::mem::swap(a, c);
         }
         for (o, &v) in out.iter_mut().zip(a.iter()) {
             *o = (*o).min(v);
         }
     }
-    out
+}
+
+/// Where one block's rows sit in the chunk buffer (row numbers, not offsets).
+struct BlockRows {
+    /// Row entering the block.
+    row_in: usize,
+    /// Per alternative: its first row and number of words (row `first + k` follows word `k`).
+    alts: Vec<(usize, usize)>,
+    /// Row leaving the block (the minimum over the alternatives' last rows).
+    row_out: usize,
+}
+
+/// Appends a row computed from row `prev` of `buf` for word `w`; returns its row number.
+fn push_step(
+    buf: &mut Vec<u32>,
+    width: usize,
+    prev: usize,
+    w: u32,
+    hyp: &[u32],
+    band: Band,
+) -> usize {
+    let next = buf.len() / width;
+    buf.resize(buf.len() + width, 0);
+    let (head, tail) = buf.split_at_mut(next * width);
+    step_row(&head[prev * width..(prev + 1) * width], w, hyp, tail, band);
+    next
+}
+
+/// The first row: `j` insertions, inside the band.
+fn first_row(width: usize, t: usize) -> Vec<u32> {
+    (0..width)
+        .map(|j| if j <= t { j as u32 } else { INF })
+        .collect()
+}
+
+/// Runs the forward pass with band half-width `t`; returns the checkpoint rows (every `k` blocks,
+/// flattened) and the cost found, which is exact whenever it is at most `t`.
+fn forward(lay: &Layout, hyp: &[u32], t: usize, k: usize) -> (Vec<u32>, u32) {
+    let nb = lay.blocks.len();
+    let width = hyp.len() + 1;
+    let mut checkpoints: Vec<u32> = Vec::with_capacity(nb.div_ceil(k) * width);
+    let mut cur = first_row(width, t);
+    let mut next = vec![0u32; width];
+    let (mut sa, mut sb) = (Vec::new(), Vec::new());
+    for b in 0..nb {
+        if b % k == 0 {
+            checkpoints.extend_from_slice(&cur);
+        }
+        advance(lay, b, t, &cur, hyp, &mut next, &mut sa, &mut sb);
+        std::mem::swap(&mut cur, &mut next);
+    }
+    (checkpoints, cur[hyp.len()])
 }
 
 fn align_blocks(blocks: &[Vec<Vec<u32>>], hyp: &[u32]) -> Vec<Step> {
     let nb = blocks.len();
+    let width = hyp.len() + 1;
     let k = ((nb as f64).sqrt().ceil() as usize).max(1);
-    let mut checkpoints: Vec<Vec<u32>> = Vec::with_capacity(nb / k + 1);
-    let mut cur: Vec<u32> = (0..=hyp.len() as u32).collect();
-    let (mut sa, mut sb) = (Vec::new(), Vec::new());
-    for (b, block) in blocks.iter().enumerate() {
-        if b % k == 0 {
-            checkpoints.push(cur.clone());
-        }
-        cur = advance(block, &cur, hyp, &mut sa, &mut sb);
-    }
-    drop(cur);
+    let lay = Layout::new(blocks, hyp.len());
 
+    // Banded forward passes (Ukkonen): a cell more than t positions off every reference length is
+    // only reachable at a cost above t, so a cost ≤ t found inside the band is the true optimum.
+    // The band doubles until that holds, or until it covers every cell.
+    let full = lay.pre[nb].1 + hyp.len();
+    let mut t = lay.length_bound() + 64;
+    let checkpoints = loop {
+        let t_eff = t.min(full);
+        let (ck, cost) = forward(&lay, hyp, t_eff, k);
+        if cost as usize <= t_eff || t_eff == full {
+            t = t_eff;
+            break ck;
+        }
+        t = (2 * t).max(cost as usize);
+    };
+
+    // Backtrace chunk by chunk, recomputing each chunk's rows from its checkpoint.
     let mut steps: Vec<Step> = Vec::with_capacity(nb + hyp.len());
+    let mut buf: Vec<u32> = Vec::new();
+    let mut layout: Vec<BlockRows> = Vec::with_capacity(k);
     let mut j = hyp.len();
-    for c in (0..checkpoints.len()).rev() {
+    let n_chunks = checkpoints.len() / width;
+    for c in (0..n_chunks).rev() {
         let start = c * k;
         let end = (start + k).min(nb);
-        let mut ins: Vec<Vec<u32>> = vec![checkpoints[c].clone()];
-        let mut all_rows: Vec<Vec<Vec<Vec<u32>>>> = Vec::with_capacity(end - start);
-        for block in &blocks[start..end] {
-            let rows = block_rows(block, ins.last().expect("non-empty"), hyp);
-            let out = block_out(&rows, ins.last().expect("non-empty"));
-            all_rows.push(rows);
-            ins.push(out);
+        buf.clear();
+        layout.clear();
+        buf.extend_from_slice(&checkpoints[c * width..(c + 1) * width]);
+        let mut row_in = 0usize;
+        for (b, block) in blocks.iter().enumerate().take(end).skip(start) {
+            let mut alts = Vec::with_capacity(block.len());
+            let mut ends = Vec::with_capacity(block.len());
+            for alt in block {
+                let first = buf.len() / width;
+                let mut prev = row_in;
+                for (kk, &w) in alt.iter().enumerate() {
+                    prev = push_step(&mut buf, width, prev, w, hyp, lay.band(b, kk + 1, t));
+                }
+                alts.push((first, alt.len()));
+                ends.push(prev);
+            }
+            let row_out = if let [only] = ends.as_slice() {
+                *only
+            } else {
+                let out = buf.len() / width;
+                buf.resize(buf.len() + width, INF);
+                for &e in &ends {
+                    for x in 0..width {
+                        let v = buf[e * width + x];
+                        let o = &mut buf[out * width + x];
+                        *o = (*o).min(v);
+                    }
+                }
+                out
+            };
+            layout.push(BlockRows {
+                row_in,
+                alts,
+                row_out,
+            });
+            row_in = row_out;
         }
+        let row = |r: usize| &buf[r * width..(r + 1) * width];
         for b in (start..end).rev() {
-            let row_in = &ins[b - start];
-            let target = ins[b - start + 1][j];
-            let rows = &all_rows[b - start];
-            let alt = (0..rows.len())
-                .find(|&a| rows[a].last().map_or(row_in[j], |r| r[j]) == target)
+            let lay = &layout[b - start];
+            let target = row(lay.row_out)[j];
+            let end_row = |&(first, len): &(usize, usize)| {
+                if len == 0 {
+                    lay.row_in
+                } else {
+                    first + len - 1
+                }
+            };
+            let alt = lay
+                .alts
+                .iter()
+                .position(|a| row(end_row(a))[j] == target)
                 .expect("some alternative reaches the block's minimum");
+            let (first, len) = lay.alts[alt];
             let words = &blocks[b][alt];
-            let mut kk = words.len();
+            let mut kk = len;
             while kk > 0 {
-                let cur_row = &rows[alt][kk - 1];
-                let prev_row = if kk == 1 { row_in } else { &rows[alt][kk - 2] };
+                let cur_row = row(first + kk - 1);
+                let prev_row = if kk == 1 {
+                    row(lay.row_in)
+                } else {
+                    row(first + kk - 2)
+                };
                 let v = cur_row[j];
                 let w = words[kk - 1];
-                let pos = Some(RefPos { segment: b, alt, index: kk - 1 });
+                let pos = Some(RefPos {
+                    segment: b,
+                    alt,
+                    index: kk - 1,
+                });
                 if j > 0 && prev_row[j - 1] + u32::from(hyp[j - 1] != w) == v {
-                    let op = if hyp[j - 1] == w { EditOp::Match } else { EditOp::Sub };
-                    steps.push(Step { op, reference: pos, hyp: Some(j - 1) });
+                    let op = if hyp[j - 1] == w {
+                        EditOp::Match
+                    } else {
+                        EditOp::Sub
+                    };
+                    steps.push(Step {
+                        op,
+                        reference: pos,
+                        hyp: Some(j - 1),
+                    });
                     j -= 1;
                     kk -= 1;
                 } else if prev_row[j] + 1 == v {
-                    steps.push(Step { op: EditOp::Del, reference: pos, hyp: None });
+                    steps.push(Step {
+                        op: EditOp::Del,
+                        reference: pos,
+                        hyp: None,
+                    });
                     kk -= 1;
                 } else {
                     debug_assert!(j > 0 && cur_row[j - 1] + 1 == v);
-                    steps.push(Step { op: EditOp::Ins, reference: None, hyp: Some(j - 1) });
+                    steps.push(Step {
+                        op: EditOp::Ins,
+                        reference: None,
+                        hyp: Some(j - 1),
+                    });
                     j -= 1;
                 }
             }
         }
     }
     while j > 0 {
-        steps.push(Step { op: EditOp::Ins, reference: None, hyp: Some(j - 1) });
+        steps.push(Step {
+            op: EditOp::Ins,
+            reference: None,
+            hyp: Some(j - 1),
+        });
         j -= 1;
     }
     steps.reverse();
@@ -249,7 +430,9 @@ mod tests {
         for (i, &x) in a.iter().enumerate() {
             let mut cur = vec![i as u32 + 1; b.len() + 1];
             for j in 1..=b.len() {
-                cur[j] = (prev[j - 1] + u32::from(x != b[j - 1])).min(prev[j] + 1).min(cur[j - 1] + 1);
+                cur[j] = (prev[j - 1] + u32::from(x != b[j - 1]))
+                    .min(prev[j] + 1)
+                    .min(cur[j - 1] + 1);
             }
             prev = cur;
         }
@@ -288,7 +471,11 @@ mod tests {
             for _ in 0..nb {
                 if rnd(4) == 0 {
                     let alts = 1 + rnd(3) as usize;
-                    blocks.push((0..alts).map(|_| (0..rnd(4)).map(|_| rnd(5) as u32).collect()).collect());
+                    blocks.push(
+                        (0..alts)
+                            .map(|_| (0..rnd(4)).map(|_| rnd(5) as u32).collect())
+                            .collect(),
+                    );
                 } else {
                     blocks.push(vec![vec![rnd(5) as u32]]);
                 }
@@ -296,7 +483,11 @@ mod tests {
             let hyp: Vec<u32> = (0..rnd(10)).map(|_| rnd(5) as u32).collect();
             let steps = align_blocks(&blocks, &hyp);
             let cost = steps.iter().filter(|s| s.op != EditOp::Match).count() as u32;
-            let best = expansions(&blocks).iter().map(|e| lev(e, &hyp)).min().unwrap();
+            let best = expansions(&blocks)
+                .iter()
+                .map(|e| lev(e, &hyp))
+                .min()
+                .unwrap();
             assert_eq!(cost, best, "case {case}: {blocks:?} vs {hyp:?}");
             // The steps spell the hypothesis in order and a valid reference path.
             let hyp_seen: Vec<usize> = steps.iter().filter_map(|s| s.hyp).collect();
@@ -315,7 +506,9 @@ mod tests {
             }
             for (b, e) in by_block.iter().enumerate() {
                 match e {
-                    Some((a, idx)) => assert_eq!(*idx, (0..blocks[b][*a].len()).collect::<Vec<_>>()),
+                    Some((a, idx)) => {
+                        assert_eq!(*idx, (0..blocks[b][*a].len()).collect::<Vec<_>>())
+                    }
                     None => assert!(blocks[b].iter().any(Vec::is_empty), "block {b} skipped"),
                 }
             }
@@ -324,7 +517,10 @@ mod tests {
 
     #[test]
     fn alternatives_absorb_verbalisations() {
-        let tok = |w: &str| RefToken { word: w.into(), entities: vec![] };
+        let tok = |w: &str| RefToken {
+            word: w.into(),
+            entities: vec![],
+        };
         let r = ScoringRef {
             id: "d".into(),
             segments: vec![
@@ -351,6 +547,21 @@ mod tests {
     }
 
     #[test]
+    fn band_widens_until_exact() {
+        // A shift by 200 words costs 400 edits: far outside the first band of 64.
+        let r: Vec<u32> = (0..1000).collect();
+        let mut h: Vec<u32> = (2000..2200).collect();
+        h.extend(0..800);
+        let steps = align_blocks(
+            &[r.iter().map(|&w| vec![vec![w]]).collect::<Vec<_>>()].concat(),
+            &h,
+        );
+        let cost = steps.iter().filter(|s| s.op != EditOp::Match).count() as u32;
+        assert_eq!(cost, lev(&r, &h));
+        assert_eq!(cost, 400);
+    }
+
+    #[test]
     fn long_sequences_use_checkpoints_and_stay_exact() {
         // 2,000 words with every 10th substituted and every 15th deleted: exact counts expected.
         let r: Vec<String> = (0..2000).map(|i| format!("w{i}")).collect();
@@ -368,6 +579,9 @@ mod tests {
         }
         let s = align_words(&r, &h);
         let count = |op| s.iter().filter(|s| s.op == op).count();
-        assert_eq!((count(EditOp::Sub), count(EditOp::Del), count(EditOp::Ins)), (subs, dels, 0));
+        assert_eq!(
+            (count(EditOp::Sub), count(EditOp::Del), count(EditOp::Ins)),
+            (subs, dels, 0)
+        );
     }
 }

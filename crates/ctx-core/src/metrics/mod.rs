@@ -14,4 +14,6 @@ pub mod score;
 pub use align::{align_reference, align_words, EditOp, RefPos, Step};
 pub use normalize::TextNorm;
 pub use reference::{EntityInfo, EntityTable, RefSegment, RefToken, ScoringRef};
-pub use score::{score_utterance, ErrorCounts, NeInsertions, PrfCounts, ScoreOptions, ScoreTotals, UttScore};
+pub use score::{
+    score_utterance, ErrorCounts, NeInsertions, PrfCounts, ScoreOptions, ScoreTotals, UttScore,
+};

@@ -17,7 +17,8 @@ pub enum TextNorm {
 }
 
 const EDGE_PUNCT: &[char] = &[
-    '.', ',', '?', '!', ';', ':', '"', '\'', '(', ')', '[', ']', '{', '}', '…', '“', '”', '‘', '’', '«', '»', '¿', '¡',
+    '.', ',', '?', '!', ';', ':', '"', '\'', '(', ')', '[', ']', '{', '}', '…', '“', '”', '‘', '’',
+    '«', '»', '¿', '¡',
 ];
 
 /// True for non-speech tags such as `<inaudible>`, `<laugh>`, `<unk>`.
@@ -42,7 +43,10 @@ impl TextNorm {
 
     /// Normalises a sequence of tokens, dropping those that vanish.
     pub fn words<S: AsRef<str>>(self, tokens: &[S]) -> Vec<String> {
-        tokens.iter().filter_map(|t| self.token(t.as_ref())).collect()
+        tokens
+            .iter()
+            .filter_map(|t| self.token(t.as_ref()))
+            .collect()
     }
 }
 

@@ -69,17 +69,31 @@ impl ScoringRef {
     }
 
     /// A reference whose entities are given as word spans `(class, start, end)` (end exclusive).
-    pub fn with_spans<S: AsRef<str>>(id: &str, words: &[S], spans: &[(String, usize, usize)]) -> Result<Self> {
+    pub fn with_spans<S: AsRef<str>>(
+        id: &str,
+        words: &[S],
+        spans: &[(String, usize, usize)],
+    ) -> Result<Self> {
         let mut r = Self::plain(id, words);
         for (k, (class, s, e)) in spans.iter().enumerate() {
             if s >= e || *e > words.len() {
                 return Err(CoreError::utt(
                     id,
-                    format!("entity span {s}..{e} is outside the {} reference words", words.len()),
+                    format!(
+                        "entity span {s}..{e} is outside the {} reference words",
+                        words.len()
+                    ),
                 ));
             }
-            let label = words[*s..*e].iter().map(|w| w.as_ref()).collect::<Vec<_>>().join(" ");
-            r.entities.push(EntityInfo { class: class.clone(), label });
+            let label = words[*s..*e]
+                .iter()
+                .map(|w| w.as_ref())
+                .collect::<Vec<_>>()
+                .join(" ");
+            r.entities.push(EntityInfo {
+                class: class.clone(),
+                label,
+            });
             for seg in &mut r.segments[*s..*e] {
                 if let RefSegment::Word(t) = seg {
                     t.entities.push(k as u32);
@@ -92,7 +106,11 @@ impl ScoringRef {
     /// A reference whose entities are given as phrases `(class, words)`; each is located at its first
     /// occurrence that does not overlap an entity located before it. A phrase that does not occur is
     /// an error naming the utterance.
-    pub fn with_entity_phrases<S: AsRef<str>>(id: &str, words: &[S], phrases: &[(String, Vec<String>)]) -> Result<Self> {
+    pub fn with_entity_phrases<S: AsRef<str>>(
+        id: &str,
+        words: &[S],
+        phrases: &[(String, Vec<String>)],
+    ) -> Result<Self> {
         let mut taken = vec![false; words.len()];
         let mut spans = Vec::with_capacity(phrases.len());
         for (class, phrase) in phrases {
@@ -105,7 +123,10 @@ impl ScoringRef {
             let s = found.ok_or_else(|| {
                 CoreError::utt(
                     id,
-                    format!("entity {:?} does not occur in the reference (or overlaps an earlier one)", phrase.join(" ")),
+                    format!(
+                        "entity {:?} does not occur in the reference (or overlaps an earlier one)",
+                        phrase.join(" ")
+                    ),
                 )
             })?;
             taken[s..s + n].iter_mut().for_each(|t| *t = true);
@@ -130,7 +151,10 @@ impl ScoringRef {
             });
         }
         let ents = |tags: &[String]| -> Vec<u32> {
-            let mut v: Vec<u32> = tags.iter().filter_map(|t| index.get(t.as_str()).copied()).collect();
+            let mut v: Vec<u32> = tags
+                .iter()
+                .filter_map(|t| index.get(t.as_str()).copied())
+                .collect();
             v.sort_unstable();
             v.dedup();
             v
@@ -149,11 +173,19 @@ impl ScoringRef {
                     while j < toks.len() && toks[j].label.as_ref().is_some_and(|(l, _)| l == lid) {
                         j += 1;
                     }
-                    let span_tags: Vec<String> = toks[i..j].iter().flat_map(|t| t.wer_tags.iter().cloned()).collect();
+                    let span_tags: Vec<String> = toks[i..j]
+                        .iter()
+                        .flat_map(|t| t.wer_tags.iter().cloned())
+                        .collect();
                     let span_ents = ents(&span_tags);
                     let as_written: Vec<RefToken> = toks[i..j]
                         .iter()
-                        .filter_map(|t| norm.token(&t.token).map(|w| RefToken { word: w, entities: ents(&t.wer_tags) }))
+                        .filter_map(|t| {
+                            norm.token(&t.token).map(|w| RefToken {
+                                word: w,
+                                entities: ents(&t.wer_tags),
+                            })
+                        })
                         .collect();
                     let mut alts = vec![as_written];
                     let mut order: Vec<usize> = (0..cands.candidates.len()).collect();
@@ -167,9 +199,16 @@ impl ScoringRef {
                         let alt: Vec<RefToken> = cands.candidates[k]
                             .verbalization
                             .iter()
-                            .filter_map(|w| norm.token(w).map(|w| RefToken { word: w, entities: span_ents.clone() }))
+                            .filter_map(|w| {
+                                norm.token(w).map(|w| RefToken {
+                                    word: w,
+                                    entities: span_ents.clone(),
+                                })
+                            })
                             .collect();
-                        let same_words = |a: &Vec<RefToken>| a.iter().map(|t| &t.word).eq(alt.iter().map(|t| &t.word));
+                        let same_words = |a: &Vec<RefToken>| {
+                            a.iter().map(|t| &t.word).eq(alt.iter().map(|t| &t.word))
+                        };
                         if !alts.iter().any(same_words) {
                             alts.push(alt);
                         }
@@ -241,17 +280,31 @@ impl EntityTable {
                 }
                 let (class, words) = match item.strip_prefix('[').and_then(|r| r.split_once(']')) {
                     Some((c, w)) if !c.trim().is_empty() => (c.trim().to_owned(), w),
-                    Some(_) => return Err(CoreError::parse(path, i + 1, format!("empty class in {item:?}"))),
+                    Some(_) => {
+                        return Err(CoreError::parse(
+                            path,
+                            i + 1,
+                            format!("empty class in {item:?}"),
+                        ))
+                    }
                     None => ("NE".to_owned(), item),
                 };
                 let words = norm.words(&words.split_whitespace().collect::<Vec<_>>());
                 if words.is_empty() {
-                    return Err(CoreError::parse(path, i + 1, format!("entity {item:?} has no words")));
+                    return Err(CoreError::parse(
+                        path,
+                        i + 1,
+                        format!("entity {item:?} has no words"),
+                    ));
                 }
                 list.push((class, words));
             }
             if t.entities.insert(utt.to_owned(), list).is_some() {
-                return Err(CoreError::parse(path, i + 1, format!("utterance {utt} listed twice")));
+                return Err(CoreError::parse(
+                    path,
+                    i + 1,
+                    format!("utterance {utt} listed twice"),
+                ));
             }
         }
         Ok(t)

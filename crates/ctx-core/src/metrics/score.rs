@@ -93,7 +93,11 @@ impl PrfCounts {
     /// F1 in percent.
     pub fn f1(&self) -> Option<f64> {
         let (p, r) = (self.precision()?, self.recall()?);
-        Some(if p + r > 0.0 { 2.0 * p * r / (p + r) } else { 0.0 })
+        Some(if p + r > 0.0 {
+            2.0 * p * r / (p + r)
+        } else {
+            0.0
+        })
     }
 
     /// Adds another count.
@@ -206,7 +210,11 @@ fn token_at<'a>(r: &'a ScoringRef, s: &Step) -> Option<&'a RefToken> {
 }
 
 /// Aligns `hyp` to `reference` and measures everything [`ScoreOptions`] asks for.
-pub fn score_utterance<T: AsRef<str>>(reference: &ScoringRef, hyp: &[T], opts: &ScoreOptions) -> UttScore {
+pub fn score_utterance<T: AsRef<str>>(
+    reference: &ScoringRef,
+    hyp: &[T],
+    opts: &ScoreOptions,
+) -> UttScore {
     let steps = align_reference(reference, hyp);
     let is_ne = |e: u32| {
         opts.ne_classes
@@ -242,7 +250,11 @@ pub fn score_utterance<T: AsRef<str>>(reference: &ScoringRef, hyp: &[T], opts: &
                 } else {
                     u.unbiased.record(s.op);
                 }
-                let classes: BTreeSet<&str> = t.entities.iter().map(|&e| reference.entities[e as usize].class.as_str()).collect();
+                let classes: BTreeSet<&str> = t
+                    .entities
+                    .iter()
+                    .map(|&e| reference.entities[e as usize].class.as_str())
+                    .collect();
                 for c in classes {
                     u.per_class.entry(c.to_owned()).or_default().record(s.op);
                 }
@@ -257,7 +269,9 @@ pub fn score_utterance<T: AsRef<str>>(reference: &ScoringRef, hyp: &[T], opts: &
                         u.targets.false_neg += 1;
                     }
                 }
-                if s.op == EditOp::Sub && is_target(hyp[s.hyp.expect("substitution has a hyp word")].as_ref()) {
+                if s.op == EditOp::Sub
+                    && is_target(hyp[s.hyp.expect("substitution has a hyp word")].as_ref())
+                {
                     u.targets.false_pos += 1;
                 }
                 prev = Some(t);
@@ -267,9 +281,12 @@ pub fn score_utterance<T: AsRef<str>>(reference: &ScoringRef, hyp: &[T], opts: &
                     u.targets.false_pos += 1;
                 }
                 let shared: Vec<u32> = match (opts.ne_insertions, prev, next_tok[i]) {
-                    (NeInsertions::Inside, Some(a), Some(b)) => {
-                        a.entities.iter().copied().filter(|e| b.entities.contains(e)).collect()
-                    }
+                    (NeInsertions::Inside, Some(a), Some(b)) => a
+                        .entities
+                        .iter()
+                        .copied()
+                        .filter(|e| b.entities.contains(e))
+                        .collect(),
                     _ => Vec::new(),
                 };
                 if shared.iter().any(|&e| is_ne(e)) {
@@ -277,9 +294,15 @@ pub fn score_utterance<T: AsRef<str>>(reference: &ScoringRef, hyp: &[T], opts: &
                 } else {
                     u.unbiased.record(EditOp::Ins);
                 }
-                let classes: BTreeSet<&str> = shared.iter().map(|&e| reference.entities[e as usize].class.as_str()).collect();
+                let classes: BTreeSet<&str> = shared
+                    .iter()
+                    .map(|&e| reference.entities[e as usize].class.as_str())
+                    .collect();
                 for c in classes {
-                    u.per_class.entry(c.to_owned()).or_default().record(EditOp::Ins);
+                    u.per_class
+                        .entry(c.to_owned())
+                        .or_default()
+                        .record(EditOp::Ins);
                 }
             }
         }
@@ -315,37 +338,91 @@ mod tests {
         //   rest: contact M; on one two one decimal M; eight D -> 1 del over 7 words
         let hyp = words("contact lufthansa one uh two four on one two one decimal");
         let u = score_utterance(&reference, &hyp, &ScoreOptions::default());
-        assert_eq!(u.all, ErrorCounts { ref_words: 11, substitutions: 1, deletions: 1, insertions: 1 });
-        assert_eq!(u.ne, ErrorCounts { ref_words: 4, substitutions: 1, deletions: 0, insertions: 1 });
-        assert_eq!(u.unbiased, ErrorCounts { ref_words: 7, substitutions: 0, deletions: 1, insertions: 0 });
+        assert_eq!(
+            u.all,
+            ErrorCounts {
+                ref_words: 11,
+                substitutions: 1,
+                deletions: 1,
+                insertions: 1
+            }
+        );
+        assert_eq!(
+            u.ne,
+            ErrorCounts {
+                ref_words: 4,
+                substitutions: 1,
+                deletions: 0,
+                insertions: 1
+            }
+        );
+        assert_eq!(
+            u.unbiased,
+            ErrorCounts {
+                ref_words: 7,
+                substitutions: 0,
+                deletions: 1,
+                insertions: 0
+            }
+        );
         assert_eq!((u.entities, u.entities_correct), (1, 0));
         assert_eq!(u.ne.rate(), Some(50.0));
         assert_eq!(u.per_class["callsign"].errors(), 2);
 
         // Under fstalign's policy the inserted "uh" goes to U-WER instead.
-        let opts = ScoreOptions { ne_insertions: NeInsertions::Never, ..Default::default() };
+        let opts = ScoreOptions {
+            ne_insertions: NeInsertions::Never,
+            ..Default::default()
+        };
         let u = score_utterance(&reference, &hyp, &opts);
         assert_eq!((u.ne.insertions, u.unbiased.insertions), (0, 1));
 
         // An insertion at the entity's edge is never inside it.
         let hyp = words("contact uh lufthansa one two three on one two one decimal eight");
         let u = score_utterance(&reference, &hyp, &ScoreOptions::default());
-        assert_eq!((u.ne.errors(), u.unbiased.insertions, u.entities_correct), (0, 1, 1));
+        assert_eq!(
+            (u.ne.errors(), u.unbiased.insertions, u.entities_correct),
+            (0, 1, 1)
+        );
     }
 
     #[test]
     fn target_precision_recall() {
         let reference = ScoringRef::plain("u", &words("speedbird five climb level two"));
-        let targets: HashSet<String> = ["speedbird", "hansa"].iter().map(|s| s.to_string()).collect();
-        let opts = ScoreOptions { targets: Some(targets), ..Default::default() };
+        let targets: HashSet<String> = ["speedbird", "hansa"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let opts = ScoreOptions {
+            targets: Some(targets),
+            ..Default::default()
+        };
         // speedbird M (tp); five -> hansa S (fp); "hansa" inserted (fp)
-        let u = score_utterance(&reference, &words("speedbird hansa climb level two hansa"), &opts);
-        assert_eq!(u.targets, PrfCounts { true_pos: 1, false_pos: 2, false_neg: 0 });
+        let u = score_utterance(
+            &reference,
+            &words("speedbird hansa climb level two hansa"),
+            &opts,
+        );
+        assert_eq!(
+            u.targets,
+            PrfCounts {
+                true_pos: 1,
+                false_pos: 2,
+                false_neg: 0
+            }
+        );
         assert!((u.targets.precision().unwrap() - 100.0 / 3.0).abs() < 1e-9);
         assert_eq!(u.targets.recall(), Some(100.0));
         assert!((u.targets.f1().unwrap() - 50.0).abs() < 1e-9);
         let u = score_utterance(&reference, &words("five climb level two"), &opts);
-        assert_eq!(u.targets, PrfCounts { true_pos: 0, false_pos: 0, false_neg: 1 });
+        assert_eq!(
+            u.targets,
+            PrfCounts {
+                true_pos: 0,
+                false_pos: 0,
+                false_neg: 1
+            }
+        );
         assert_eq!(u.targets.precision(), None);
     }
 
@@ -358,14 +435,22 @@ mod tests {
             ("PERSON".to_string(), words("john")),
         ];
         let reference = ScoringRef::with_entity_phrases("u", &r, &ents).unwrap();
-        let opts = ScoreOptions { ne_classes: Some(["PERSON".to_string()].into()), ..Default::default() };
-        let u = score_utterance(&reference, &words("thanks jon smith of acne corp and john"), &opts);
+        let opts = ScoreOptions {
+            ne_classes: Some(["PERSON".to_string()].into()),
+            ..Default::default()
+        };
+        let u = score_utterance(
+            &reference,
+            &words("thanks jon smith of acne corp and john"),
+            &opts,
+        );
         // PERSON words: john smith john (3), one sub; ORG is outside NE here.
         assert_eq!((u.ne.ref_words, u.ne.errors()), (3, 1));
         assert_eq!((u.unbiased.ref_words, u.unbiased.errors()), (5, 1));
         assert_eq!((u.entities, u.entities_correct), (2, 1));
         assert_eq!(u.per_class["ORG"].substitutions, 1);
-        let e = ScoringRef::with_entity_phrases("u9", &r, &[("NE".into(), words("bob"))]).unwrap_err();
+        let e =
+            ScoringRef::with_entity_phrases("u9", &r, &[("NE".into(), words("bob"))]).unwrap_err();
         assert!(e.to_string().contains("u9"));
     }
 }
