@@ -1,14 +1,14 @@
 //! `ctx-core`: the formats and measures every ctxbench crate shares.
 //!
-//! - [`symbols`]: OpenFst text symbol tables.
-//! - [`arpa`]: ARPA n-gram LMs (read, write, query).
-//! - [`scores`]: score matrices in `.npy` and Kaldi archives.
-//! - [`lexicon`]: Kaldi and CMUdict lexicons.
-//! - [`bias`]: biasing lists (global, per document, per utterance) and OOV reports.
-//! - [`corpus`]: Kaldi data directories and Earnings `.nlp` transcripts.
-//! - [`metrics`]: WER, NE-WER, U-WER, NE-A, per-class WER, P/R/F1, fstalign-style normalisation.
-//! - [`timing`]: RTFx.
-//! - [`io`]: gzip-transparent reading and atomic writing.
+//! - [`symbols`] — OpenFst text symbol tables.
+//! - [`arpa`] — ARPA n-gram LMs (read, write, query).
+//! - [`scores`] — score matrices in `.npy` and Kaldi archives.
+//! - [`lexicon`] — Kaldi and CMUdict lexicons.
+//! - [`bias`] — biasing lists (global, per document, per utterance) and OOV reports.
+//! - [`corpus`] — Kaldi data directories and Earnings `.nlp` transcripts.
+//! - [`metrics`] — WER, NE-WER, U-WER, NE-A, per-class WER, P/R/F1, fstalign-style normalisation.
+//! - [`timing`] — RTFx.
+//! - [`io`] — gzip-transparent reading and atomic writing.
 
 pub mod arpa;
 pub mod bias;

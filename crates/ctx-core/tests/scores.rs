@@ -94,7 +94,7 @@ fn ark_round_trips_text_binary_and_gzip() {
     let a = sample(3, 4, 0.25);
     let b = sample(1, 4, -2.0);
     let empty = ScoreMatrix::zeros(0, 0);
-    let entries = vec![("utt-a", &a), ("utt-b", &b), ("utt-empty", &empty)];
+    let entries = [("utt-a", &a), ("utt-b", &b), ("utt-empty", &empty)];
     for (name, binary) in [
         ("t.ark", false),
         ("b.ark", true),

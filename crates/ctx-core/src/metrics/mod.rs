@@ -2,7 +2,7 @@
 //! (NE-WER), unbiased WER (U-WER), entity accuracy (NE-A), per-class WER and precision/recall/F1
 //! of target words, with fstalign-style scoring of Earnings references.
 //!
-//! The pieces: [`normalize`] (text normalisation), [`reference`] (a reference with entity spans and
+//! The pieces: [`normalize`] (text normalisation), [`mod@reference`] (a reference with entity spans and
 //! alternative verbalisations), [`align`] (minimum-edit alignment over such a reference) and
 //! [`score`] (the counts and rates).
 

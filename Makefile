@@ -1,0 +1,42 @@
+# ctxbench: every command a user or CI runs. Nothing needs installing by hand beyond a Rust
+# toolchain (cargo); later issues add the Python venv for NVRTC here.
+
+CARGO ?= cargo
+BIN := target/release/ctxbench
+E21 := datasets/earnings21/nlp_references
+
+.PHONY: all build test reproduce reproduce-quick bench bench-score lint fmt clean
+
+all: build
+
+build:
+	$(CARGO) build --release --workspace
+
+## The tests: what .ci/run runs.
+test:
+	$(CARGO) test --workspace
+
+## The main job. At this stage: build, then score the shipped Earnings-21 references against
+## themselves (must print 0.00% everywhere) into results/earnings21-selfcheck/.
+reproduce: build
+	@mkdir -p results/earnings21-selfcheck
+	$(BIN) score --ref $(E21) --hyp $(E21) --json results/earnings21-selfcheck/score.json \
+		> results/earnings21-selfcheck/score.txt
+	@cat results/earnings21-selfcheck/score.txt | head -8
+
+reproduce-quick: reproduce
+
+bench: bench-score
+
+bench-score:
+	$(CARGO) bench -p ctxbench --bench score
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+clean:
+	$(CARGO) clean
