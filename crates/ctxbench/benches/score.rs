@@ -58,6 +58,7 @@ fn bench(c: &mut Criterion) {
         strict: false,
         json: None,
         per_utt: false,
+        alignment: None,
     };
     g.bench_function("earnings21-all-44-calls-self", |b| {
         b.iter(|| run_score(&args).unwrap())

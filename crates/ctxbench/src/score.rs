@@ -7,8 +7,8 @@ use ctx_core::bias::BiasList;
 use ctx_core::corpus::{read_text_table, EarningsDoc, NlpFile};
 use ctx_core::io::write_atomic;
 use ctx_core::metrics::{
-    score_utterance, EntityTable, ErrorCounts, NeInsertions, ScoreOptions, ScoreTotals, ScoringRef,
-    TextNorm, UttScore,
+    score_utterance, EditOp, EntityTable, ErrorCounts, NeInsertions, ScoreOptions, ScoreTotals,
+    ScoringRef, Step, TextNorm, UttScore,
 };
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -80,6 +80,10 @@ pub struct ScoreArgs {
     /// Print a row per utterance (always on for `.nlp` documents).
     #[arg(long)]
     pub per_utt: bool,
+    /// Write the word alignment here: `id<TAB>ref<TAB>hyp<TAB>op` per step, op C/S/D/I, `*` for
+    /// the missing side.
+    #[arg(long, value_name = "OUT")]
+    pub alignment: Option<PathBuf>,
 }
 
 /// The result of a scoring run.
@@ -301,12 +305,19 @@ pub fn run_score(args: &ScoreArgs) -> Result<ScoreReport> {
     let empty: Vec<String> = Vec::new();
     let mut totals = ScoreTotals::default();
     let mut items = Vec::with_capacity(refs.len());
+    let mut alignment = String::new();
     for r in &refs {
         let hyp = hyps.get(&r.id).unwrap_or(&empty);
         let mut u = score_utterance(r, hyp, &opts);
+        if args.alignment.is_some() {
+            render_alignment(&mut alignment, r, hyp, &u.steps);
+        }
         u.steps = Vec::new();
         totals.add(&u);
         items.push(u);
+    }
+    if let Some(p) = &args.alignment {
+        write_atomic(p, |w| w.write_all(alignment.as_bytes()))?;
     }
     Ok(ScoreReport {
         format,
@@ -318,6 +329,21 @@ pub fn run_score(args: &ScoreArgs) -> Result<ScoreReport> {
         extra_hyps,
         warnings,
     })
+}
+
+fn render_alignment(out: &mut String, r: &ScoringRef, hyp: &[String], steps: &[Step]) {
+    use std::fmt::Write;
+    for s in steps {
+        let rw = s.reference.map_or("*", |p| r.token(p).word.as_str());
+        let hw = s.hyp.map_or("*", |h| hyp[h].as_str());
+        let op = match s.op {
+            EditOp::Match => 'C',
+            EditOp::Sub => 'S',
+            EditOp::Del => 'D',
+            EditOp::Ins => 'I',
+        };
+        let _ = writeln!(out, "{}\t{rw}\t{hw}\t{op}", r.id);
+    }
 }
 
 fn counts_json(c: &ErrorCounts) -> Value {

@@ -24,6 +24,7 @@ fn args(reference: &Path, hyp: &Path) -> ScoreArgs {
         strict: false,
         json: None,
         per_utt: false,
+        alignment: None,
     }
 }
 
@@ -201,7 +202,7 @@ fn kaldi_text_with_entities_missing_hyps_and_strict() {
         "u1\t[callsign] lufthansa one two\nu2\t[place] ruzyne radar\n",
     )
     .unwrap();
-    let (r, h, e, j) = (p("ref"), p("hyp"), p("ents"), p("out.json"));
+    let (r, h, e, j, a) = (p("ref"), p("hyp"), p("ents"), p("out.json"), p("ali.tsv"));
     let out = ctxbench(&[
         "score",
         "--ref",
@@ -212,6 +213,8 @@ fn kaldi_text_with_entities_missing_hyps_and_strict() {
         e.to_str().unwrap(),
         "--json",
         j.to_str().unwrap(),
+        "--alignment",
+        a.to_str().unwrap(),
     ]);
     assert!(
         out.status.success(),
@@ -234,6 +237,12 @@ fn kaldi_text_with_entities_missing_hyps_and_strict() {
     assert_eq!(v["per_class"]["callsign"]["substitutions"], 1);
     assert_eq!(v["per_utterance"]["u3"]["counts"]["deletions"], 2);
     assert_eq!(v["missing_hyps"][0], "u3");
+    let ali = std::fs::read_to_string(&a).unwrap();
+    let lines: Vec<&str> = ali.lines().collect();
+    assert_eq!(lines.len(), 15);
+    assert_eq!(lines[2], "u1\ttwo\tthree\tS");
+    assert_eq!(lines[12], "u2\t*\thello\tI");
+    assert_eq!(lines[14], "u3\tday\t*\tD");
 
     let out = ctxbench(&[
         "score",

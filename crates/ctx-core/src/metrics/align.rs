@@ -96,20 +96,29 @@ fn step_row(prev: &[u32], w: u32, hyp: &[u32], next: &mut [u32], band: Band) {
     let Band { lo, hi } = band;
     next[..lo].fill(INF);
     next[hi + 1..].fill(INF);
-    let mut left = INF;
     let mut j = lo;
     if j == 0 {
-        left = prev[0] + 1;
-        next[0] = left;
+        next[0] = prev[0] + 1;
         j = 1;
     }
-    while j <= hi {
-        let sub = prev[j - 1] + u32::from(hyp[j - 1] != w);
-        let del = prev[j] + 1;
-        let v = sub.min(del).min(left + 1).min(INF);
-        next[j] = v;
-        left = v;
-        j += 1;
+    if j <= hi {
+        // Diagonal and vertical moves first: independent per cell, so this loop vectorises.
+        let (p0, p1, h, out) = (
+            &prev[j - 1..hi],
+            &prev[j..=hi],
+            &hyp[j - 1..hi],
+            &mut next[j..=hi],
+        );
+        for (((o, &d), &u), &x) in out.iter_mut().zip(p0).zip(p1).zip(h) {
+            *o = (d + u32::from(x != w)).min(u + 1).min(INF);
+        }
+        // Then horizontal moves (insertions), a running minimum along the row.
+        let mut left = next[j - 1];
+        for o in &mut next[j..=hi] {
+            let v = (*o).min(left + 1);
+            *o = v;
+            left = v;
+        }
     }
 }
 

@@ -234,6 +234,14 @@ impl ScoringRef {
         }
     }
 
+    /// The reference word at an alignment position.
+    pub fn token(&self, pos: crate::metrics::align::RefPos) -> &RefToken {
+        match &self.segments[pos.segment] {
+            RefSegment::Word(t) => t,
+            RefSegment::Alternatives(a) => &a[pos.alt][pos.index],
+        }
+    }
+
     /// The words as written (first alternative of every span).
     pub fn words_as_written(&self) -> Vec<&str> {
         let mut out = Vec::new();

@@ -15,7 +15,7 @@
 //!   target word that is substituted or inserted a false positive.
 
 use crate::metrics::align::{align_reference, EditOp, Step};
-use crate::metrics::reference::{RefSegment, RefToken, ScoringRef};
+use crate::metrics::reference::{RefToken, ScoringRef};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// Substitution, deletion and insertion counts over a number of reference words.
@@ -202,11 +202,7 @@ impl UttScore {
 }
 
 fn token_at<'a>(r: &'a ScoringRef, s: &Step) -> Option<&'a RefToken> {
-    let p = s.reference?;
-    Some(match &r.segments[p.segment] {
-        RefSegment::Word(t) => t,
-        RefSegment::Alternatives(a) => &a[p.alt][p.index],
-    })
+    s.reference.map(|p| r.token(p))
 }
 
 /// Aligns `hyp` to `reference` and measures everything [`ScoreOptions`] asks for.
