@@ -3,4 +3,5 @@
 //! - [`score`]: `ctxbench score`, scoring hypotheses against Kaldi `text` or Earnings `.nlp`
 //!   references with WER, NE-WER, U-WER, NE-A, per-class WER and target-word P/R/F1.
 
+pub mod lm;
 pub mod score;

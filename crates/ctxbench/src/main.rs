@@ -2,6 +2,7 @@
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use ctxbench::lm::{run_lm, LmCommand};
 use ctxbench::score::{run_score, Format, ScoreArgs};
 
 #[derive(Parser)]
@@ -19,6 +20,9 @@ struct Cli {
 enum Command {
     /// Score hypotheses against references: WER (S/D/I), NE-WER, U-WER, NE-A, per-class WER, P/R/F1.
     Score(ScoreArgs),
+    /// Train or evaluate n-gram language models.
+    #[command(subcommand)]
+    Lm(LmCommand),
 }
 
 fn main() {
@@ -45,6 +49,7 @@ fn run(cli: Cli) -> Result<()> {
                 eprintln!("wrote {}", p.display());
             }
         }
+        Command::Lm(cmd) => run_lm(&cmd)?,
     }
     Ok(())
 }
