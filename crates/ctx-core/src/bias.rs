@@ -7,7 +7,7 @@
 //! counts what a decoder cannot boost; a list with no usable phrase is an error, never a silent no-op.
 
 use crate::error::{CoreError, Result};
-use crate::io::{open_read, write_atomic};
+use crate::io::{open_read, read_keyed_lines, write_atomic};
 use std::collections::{BTreeMap, HashSet};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -215,28 +215,10 @@ impl BiasTable {
     /// run of whitespace); phrases are separated by `|`. A repeated utterance id is an error.
     pub fn read(path: &Path, lowercase: bool) -> Result<Self> {
         let mut t = BiasTable::default();
-        for (i, line) in open_read(path)?.lines().enumerate() {
-            let line = line.map_err(|e| CoreError::io(path, e))?;
-            let line = line.trim_end_matches(['\r', '\n']);
-            if line.trim().is_empty() {
-                continue;
-            }
-            let (utt, rest) = match line.split_once('\t') {
-                Some((u, r)) => (u.trim(), r),
-                None => match line.trim_start().split_once(char::is_whitespace) {
-                    Some((u, r)) => (u, r),
-                    None => (line.trim(), ""),
-                },
-            };
+        for (_, utt, rest) in read_keyed_lines(path)? {
             let phrases: Vec<&str> = rest.split('|').collect();
-            let list = BiasList::from_phrases(&phrases, lowercase);
-            if t.lists.insert(utt.to_owned(), list).is_some() {
-                return Err(CoreError::parse(
-                    path,
-                    i + 1,
-                    format!("utterance {utt} listed twice"),
-                ));
-            }
+            t.lists
+                .insert(utt, BiasList::from_phrases(&phrases, lowercase));
         }
         Ok(t)
     }

@@ -66,6 +66,37 @@ pub fn name_without_gz(path: &Path) -> String {
     name.strip_suffix(".gz").map(str::to_owned).unwrap_or(name)
 }
 
+/// Reads a Kaldi-style keyed table: per non-blank line an id, then the rest of the line (after a
+/// tab, or failing that the first run of whitespace). Returns `(line number, id, rest)`; a repeated
+/// id is an error naming its line.
+pub fn read_keyed_lines(path: &Path) -> Result<Vec<(usize, String, String)>> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (i, line) in open_read(path)?.lines().enumerate() {
+        let line = line.map_err(|e| CoreError::io(path, e))?;
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (id, rest) = match line.split_once('\t') {
+            Some((u, r)) => (u.trim(), r),
+            None => match line.trim_start().split_once(char::is_whitespace) {
+                Some((u, r)) => (u, r),
+                None => (line.trim(), ""),
+            },
+        };
+        if !seen.insert(id.to_owned()) {
+            return Err(CoreError::parse(
+                path,
+                i + 1,
+                format!("utterance {id} listed twice"),
+            ));
+        }
+        out.push((i + 1, id.to_owned(), rest.to_owned()));
+    }
+    Ok(out)
+}
+
 /// Writes a file atomically: `write` fills a temporary sibling file, which is renamed onto `path`
 /// only once everything was written and flushed. Gzip-compresses when `path` ends with `.gz`.
 pub fn write_atomic<F>(path: &Path, write: F) -> Result<()>

@@ -46,20 +46,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("earnings21-longest-call-15pct-errors", |b| {
         b.iter(|| score_utterance(&reference, &noisy, &opts))
     });
-    let args = ScoreArgs {
-        reference: refs(),
-        hyp: refs(),
-        format: None,
-        entities: None,
-        ne_classes: None,
-        targets: None,
-        normalize: None,
-        ne_insertions: None,
-        strict: false,
-        json: None,
-        per_utt: false,
-        alignment: None,
-    };
+    let args = ScoreArgs::new(&refs(), &refs());
     g.bench_function("earnings21-all-44-calls-self", |b| {
         b.iter(|| run_score(&args).unwrap())
     });

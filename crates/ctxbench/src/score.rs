@@ -86,6 +86,26 @@ pub struct ScoreArgs {
     pub alignment: Option<PathBuf>,
 }
 
+impl ScoreArgs {
+    /// Arguments with every option at its default, as `ctxbench score --ref R --hyp H` gives.
+    pub fn new(reference: &Path, hyp: &Path) -> Self {
+        Self {
+            reference: reference.to_path_buf(),
+            hyp: hyp.to_path_buf(),
+            format: None,
+            entities: None,
+            ne_classes: None,
+            targets: None,
+            normalize: None,
+            ne_insertions: None,
+            strict: false,
+            json: None,
+            per_utt: false,
+            alignment: None,
+        }
+    }
+}
+
 /// The result of a scoring run.
 #[derive(Debug, Clone)]
 pub struct ScoreReport {

@@ -12,20 +12,7 @@ fn earnings_refs() -> PathBuf {
 }
 
 fn args(reference: &Path, hyp: &Path) -> ScoreArgs {
-    ScoreArgs {
-        reference: reference.to_path_buf(),
-        hyp: hyp.to_path_buf(),
-        format: None,
-        entities: None,
-        ne_classes: None,
-        targets: None,
-        normalize: None,
-        ne_insertions: None,
-        strict: false,
-        json: None,
-        per_utt: false,
-        alignment: None,
-    }
+    ScoreArgs::new(reference, hyp)
 }
 
 fn ctxbench(a: &[&str]) -> std::process::Output {

@@ -4,10 +4,9 @@
 
 use crate::corpus::EarningsDoc;
 use crate::error::{CoreError, Result};
-use crate::io::open_read;
+use crate::io::read_keyed_lines;
 use crate::metrics::normalize::TextNorm;
 use std::collections::{BTreeMap, HashMap};
-use std::io::BufRead;
 use std::path::Path;
 
 /// A reference word and the entities (indices into [`ScoringRef::entities`]) it belongs to.
@@ -268,18 +267,7 @@ impl EntityTable {
     /// Reads a table; words are normalised with `norm` like the reference will be.
     pub fn read(path: &Path, norm: TextNorm) -> Result<Self> {
         let mut t = EntityTable::default();
-        for (i, line) in open_read(path)?.lines().enumerate() {
-            let line = line.map_err(|e| CoreError::io(path, e))?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let (utt, rest) = match line.split_once('\t') {
-                Some((u, r)) => (u.trim(), r),
-                None => match line.trim_start().split_once(char::is_whitespace) {
-                    Some((u, r)) => (u, r),
-                    None => (line.trim(), ""),
-                },
-            };
+        for (line, utt, rest) in read_keyed_lines(path)? {
             let mut list = Vec::new();
             for item in rest.split('|') {
                 let item = item.trim();
@@ -291,7 +279,7 @@ impl EntityTable {
                     Some(_) => {
                         return Err(CoreError::parse(
                             path,
-                            i + 1,
+                            line,
                             format!("empty class in {item:?}"),
                         ))
                     }
@@ -301,19 +289,13 @@ impl EntityTable {
                 if words.is_empty() {
                     return Err(CoreError::parse(
                         path,
-                        i + 1,
+                        line,
                         format!("entity {item:?} has no words"),
                     ));
                 }
                 list.push((class, words));
             }
-            if t.entities.insert(utt.to_owned(), list).is_some() {
-                return Err(CoreError::parse(
-                    path,
-                    i + 1,
-                    format!("utterance {utt} listed twice"),
-                ));
-            }
+            t.entities.insert(utt, list);
         }
         Ok(t)
     }
