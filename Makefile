@@ -41,12 +41,10 @@ fmt:
 clean:
 	$(CARGO) clean
 
-## The README's LM figure: an Earnings-22 trigram (needs ../shared/data; the data issue will ship
-## the derived text) scored on five Earnings-21 calls.
-SHARED ?= ../shared/data
+## The README's LM figure: an Earnings-22 trigram (from the shipped text) scored on five
+## Earnings-21 calls.
 lm-earnings22: build
 	@mkdir -p results/lm-earnings22
-	python3 scripts/nlp_sentences.py $(SHARED)/earnings22/nlp_references > results/lm-earnings22/train.txt
 	python3 scripts/nlp_sentences.py $(wordlist 1,5,$(sort $(wildcard $(E21)/*.nlp.gz))) > results/lm-earnings22/test.txt
-	$(BIN) lm train --text results/lm-earnings22/train.txt --order 3 --out results/lm-earnings22/lm.arpa.gz
+	$(BIN) lm train --text datasets/earnings22/lm_text.txt.gz --order 3 --out results/lm-earnings22/lm.arpa.gz
 	$(BIN) lm ppl --lm results/lm-earnings22/lm.arpa.gz --text results/lm-earnings22/test.txt
