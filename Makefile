@@ -21,7 +21,8 @@ test:
 reproduce: build
 	@mkdir -p results/earnings21-selfcheck
 	$(BIN) score --ref $(E21) --hyp $(E21) --json results/earnings21-selfcheck/score.json \
-		> results/earnings21-selfcheck/score.txt
+		> results/earnings21-selfcheck/score.txt.tmp
+	mv results/earnings21-selfcheck/score.txt.tmp results/earnings21-selfcheck/score.txt
 	@cat results/earnings21-selfcheck/score.txt | head -8
 
 reproduce-quick: reproduce
@@ -45,6 +46,7 @@ clean:
 ## Earnings-21 calls.
 lm-earnings22: build
 	@mkdir -p results/lm-earnings22
-	python3 scripts/nlp_sentences.py $(wordlist 1,5,$(sort $(wildcard $(E21)/*.nlp.gz))) > results/lm-earnings22/test.txt
+	python3 scripts/nlp_sentences.py $(wordlist 1,5,$(sort $(wildcard $(E21)/*.nlp.gz))) > results/lm-earnings22/test.txt.tmp
+	mv results/lm-earnings22/test.txt.tmp results/lm-earnings22/test.txt
 	$(BIN) lm train --text datasets/earnings22/lm_text.txt.gz --order 3 --out results/lm-earnings22/lm.arpa.gz
 	$(BIN) lm ppl --lm results/lm-earnings22/lm.arpa.gz --text results/lm-earnings22/test.txt
