@@ -5,7 +5,7 @@ CARGO ?= cargo
 BIN := target/release/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: all build test reproduce reproduce-quick bench bench-score lint fmt clean
+.PHONY: all build test reproduce reproduce-quick bench bench-score lint fmt clean lm-earnings22 peer-kenlm
 
 all: build
 
@@ -50,3 +50,10 @@ lm-earnings22: build
 	mv results/lm-earnings22/test.txt.tmp results/lm-earnings22/test.txt
 	$(BIN) lm train --text datasets/earnings22/lm_text.txt.gz --order 3 --out results/lm-earnings22/lm.arpa.gz
 	$(BIN) lm ppl --lm results/lm-earnings22/lm.arpa.gz --text results/lm-earnings22/test.txt
+
+## Peer check of the ARPA writer and queries: KenLM (PyPI, in .venv-peers) scores the same text with
+## the model of lm-earnings22. Comparison only; nothing else depends on it.
+peer-kenlm: lm-earnings22
+	test -x .venv-peers/bin/python || python3 -m venv .venv-peers
+	.venv-peers/bin/pip install -q kenlm
+	.venv-peers/bin/python scripts/kenlm_check.py results/lm-earnings22/lm.arpa.gz results/lm-earnings22/test.txt

@@ -33,6 +33,8 @@ fn bench(c: &mut Criterion) {
             _ => noisy.push(w.clone()),
         }
     }
+    // Worst case: a hypothesis unrelated to the reference (its words reversed, ~98% WER).
+    let unrelated: Vec<String> = words.iter().rev().cloned().collect();
     let opts = ScoreOptions {
         ne_classes: Some(["PERSON".to_string(), "ORG".to_string()].into()),
         ne_insertions: NeInsertions::Never,
@@ -45,6 +47,9 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("earnings21-longest-call-15pct-errors", |b| {
         b.iter(|| score_utterance(&reference, &noisy, &opts))
+    });
+    g.bench_function("earnings21-longest-call-unrelated", |b| {
+        b.iter(|| score_utterance(&reference, &unrelated, &opts))
     });
     let args = ScoreArgs::new(&refs(), &refs());
     g.bench_function("earnings21-all-44-calls-self", |b| {

@@ -69,6 +69,14 @@ fn read_sentences(path: &Path, lowercase: bool) -> Result<Vec<Vec<String>>> {
     Ok(out)
 }
 
+/// Peak resident set size of this process in MB (Linux `VmHWM`; `None` elsewhere).
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
 /// Runs an `lm` subcommand, printing a summary.
 pub fn run_lm(cmd: &LmCommand) -> Result<()> {
     match cmd {
@@ -106,6 +114,9 @@ pub fn run_lm(cmd: &LmCommand) -> Result<()> {
                     d[1],
                     d[2]
                 );
+            }
+            if let Some(mb) = peak_rss_mb() {
+                println!("peak resident memory {mb:.0} MB");
             }
             println!("wrote {}", a.out.display());
         }
