@@ -1,0 +1,275 @@
+//! Graph compilation: HCLG for hybrid models and TLG for CTC models, with per-step statistics.
+//!
+//! - LG = min(det(L ∘ G)) — L and G carry disambiguation symbols, so determinization (functional,
+//!   over Gallic weights) terminates; minimization encodes labels and weights and minimizes the
+//!   resulting acceptor (Kaldi's `fstminimizeencoded`: no weight pushing).
+//! - HCLG: Ha ∘ LG, determinized and minimized again, disambiguation inputs replaced by ε, then
+//!   HMM self-loops added ([`crate::hmm::add_self_loops`]). C is the identity (monophones).
+//! - TLG: T ∘ LG, disambiguation inputs replaced by ε (001 writes T ∘ det(min(L ∘ G)); minimizing
+//!   needs a deterministic input, so det comes first here).
+//!
+//! Output labels stay on the arcs where determinization placed them (usually the first arc that
+//! makes a word certain), which is what arc-index boosting searches for.
+
+use crate::ctc::{self, CtcTopology};
+use crate::error::{GraphError, Result};
+use crate::grammar::{build_grammar_fst, GrammarReport, MissingWords};
+use crate::hmm::{self, HmmTopology};
+use crate::lexicon_fst::{build_lexicon_fst, LangSymbols, LexiconFst, SilenceOptions};
+use crate::StdFst;
+use ctx_core::arpa::ArpaLm;
+use ctx_core::lexicon::Lexicon;
+use rustfst::algorithms::determinize::{
+    determinize_with_config, DeterminizeConfig, DeterminizeType,
+};
+use rustfst::algorithms::encode::{decode, encode, EncodeType};
+use rustfst::algorithms::tr_compares::{ILabelCompare, OLabelCompare};
+use rustfst::algorithms::{acceptor_minimize, compose::compose, connect, tr_sort};
+use rustfst::prelude::*;
+use std::time::Instant;
+
+/// Which decoding graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphKind {
+    /// H ∘ C ∘ L ∘ G over pdf-ids (hybrid models).
+    Hclg,
+    /// T ∘ L ∘ G over CTC tokens with the given topology.
+    Tlg(CtcTopology),
+}
+
+impl GraphKind {
+    /// `hclg`, `tlg-normal` or `tlg-compact`.
+    pub fn name(&self) -> String {
+        match self {
+            GraphKind::Hclg => "hclg".into(),
+            GraphKind::Tlg(t) => format!("tlg-{}", t.name()),
+        }
+    }
+
+    /// Parses the names of [`GraphKind::name`].
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "hclg" => Some(GraphKind::Hclg),
+            _ => s
+                .strip_prefix("tlg-")
+                .and_then(CtcTopology::parse)
+                .map(GraphKind::Tlg),
+        }
+    }
+}
+
+/// Size and time of one build step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuildStep {
+    /// What ran ("L ∘ G", "det(LG)", ...).
+    pub name: String,
+    /// States of the result.
+    pub states: usize,
+    /// Arcs of the result.
+    pub arcs: usize,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+/// A compiled decoding graph with its symbol tables.
+#[derive(Debug, Clone)]
+pub struct Graph {
+    /// What it is.
+    pub kind: GraphKind,
+    /// The graph: input label k > 0 reads score column k − 1, outputs are word ids.
+    pub fst: StdFst,
+    /// Word and unit tables.
+    pub symbols: LangSymbols,
+    /// Score columns the graph reads (pdfs, or tokens incl. blank).
+    pub num_columns: u32,
+    /// The steps that built it.
+    pub steps: Vec<BuildStep>,
+}
+
+/// Number of arcs of an FST.
+pub fn num_arcs(fst: &StdFst) -> usize {
+    (0..fst.num_states() as StateId)
+        .map(|s| fst.num_trs(s).unwrap_or(0))
+        .sum()
+}
+
+struct Steps(Vec<BuildStep>);
+
+impl Steps {
+    fn run(&mut self, name: &str, f: impl FnOnce() -> Result<StdFst>) -> Result<StdFst> {
+        let t = Instant::now();
+        let fst = f()?;
+        self.0.push(BuildStep {
+            name: name.to_string(),
+            states: fst.num_states(),
+            arcs: num_arcs(&fst),
+            seconds: t.elapsed().as_secs_f64(),
+        });
+        Ok(fst)
+    }
+}
+
+/// a ∘ b with a sorted on outputs and b on inputs, trimmed.
+pub fn compose_sorted(a: &StdFst, b: &StdFst, step: &str) -> Result<StdFst> {
+    let mut a = a.clone();
+    let mut b = b.clone();
+    tr_sort(&mut a, OLabelCompare {});
+    tr_sort(&mut b, ILabelCompare {});
+    let mut c: StdFst = compose::<TropicalWeight, StdFst, StdFst, StdFst, _, _>(a, b)
+        .map_err(|e| GraphError::fst(step, e))?;
+    connect(&mut c).map_err(|e| GraphError::fst(step, e))?;
+    Ok(c)
+}
+
+/// Functional determinization (the input must be functional, e.g. thanks to disambiguation).
+pub fn determinize_functional(fst: &StdFst, step: &str) -> Result<StdFst> {
+    let cfg = DeterminizeConfig::default().with_det_type(DeterminizeType::DeterminizeFunctional);
+    determinize_with_config(fst, cfg).map_err(|e| GraphError::fst(step, e))
+}
+
+/// Minimization of a deterministic transducer as an acceptor over (ilabel, olabel, weight)
+/// triples, without weight pushing (Kaldi's `fstminimizeencoded`).
+pub fn minimize_encoded(fst: &mut StdFst, step: &str) -> Result<()> {
+    let table =
+        encode(fst, EncodeType::EncodeWeightsAndLabels).map_err(|e| GraphError::fst(step, e))?;
+    acceptor_minimize(fst, true).map_err(|e| GraphError::fst(step, e))?;
+    decode(fst, table).map_err(|e| GraphError::fst(step, e))?;
+    Ok(())
+}
+
+/// Replaces every input label ≥ `first` (disambiguation symbols) with ε.
+pub fn remove_input_labels_from(fst: &StdFst, first: u32) -> Result<StdFst> {
+    let mut out = fst.clone();
+    for s in 0..out.num_states() as StateId {
+        let mut it = out
+            .tr_iter_mut(s)
+            .map_err(|e| GraphError::fst("remove disambiguation", e))?;
+        for i in 0..it.len() {
+            if it[i].ilabel >= first {
+                it.set_ilabel(i, 0)
+                    .map_err(|e| GraphError::fst("remove disambiguation", e))?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// LG = min(det(L ∘ G)), recording steps.
+fn build_lg(l: &LexiconFst, g: &StdFst, steps: &mut Steps) -> Result<StdFst> {
+    let lg = steps.run("L ∘ G", || compose_sorted(&l.fst, g, "L ∘ G"))?;
+    if lg.start().is_none() {
+        return Err(GraphError::Invalid(
+            "L ∘ G is empty: no word of G has a pronunciation".into(),
+        ));
+    }
+    let lg = steps.run("det(LG)", || determinize_functional(&lg, "det(LG)"))?;
+    steps.run("min(LG)", || {
+        let mut lg = lg;
+        minimize_encoded(&mut lg, "min(LG)")?;
+        Ok(lg)
+    })
+}
+
+/// HCLG from L and G (both over `l.symbols`).
+pub fn compile_hclg(l: &LexiconFst, g: &StdFst, topo: &HmmTopology) -> Result<Graph> {
+    let mut steps = Steps(Vec::new());
+    let syms = &l.symbols;
+    let lg = build_lg(l, g, &mut steps)?;
+    let h = hmm::build_h(topo, syms.num_units, syms.num_disambig)?;
+    let num_pdfs = topo.num_pdfs(syms.num_units);
+    let hclg = steps.run("H ∘ LG", || compose_sorted(&h, &lg, "H ∘ LG"))?;
+    let hclg = steps.run("det(HCLG)", || determinize_functional(&hclg, "det(HCLG)"))?;
+    let hclg = steps.run("min(HCLG)", || {
+        let mut f = hclg;
+        minimize_encoded(&mut f, "min(HCLG)")?;
+        Ok(f)
+    })?;
+    let hclg = steps.run("remove disambiguation", || {
+        remove_input_labels_from(&hclg, num_pdfs + 1)
+    })?;
+    let hclg = steps.run("add self-loops", || {
+        hmm::add_self_loops(&hclg, topo, num_pdfs)
+    })?;
+    Ok(Graph {
+        kind: GraphKind::Hclg,
+        fst: hclg,
+        symbols: syms.clone(),
+        num_columns: num_pdfs,
+        steps: steps.0,
+    })
+}
+
+/// TLG from L (words spelled in units = CTC tokens) and G.
+pub fn compile_tlg(l: &LexiconFst, g: &StdFst, topo: CtcTopology) -> Result<Graph> {
+    let mut steps = Steps(Vec::new());
+    let syms = &l.symbols;
+    let lg = build_lg(l, g, &mut steps)?;
+    let t = ctc::build_t(topo, syms.num_units, syms.num_disambig)?;
+    let tlg = steps.run("T ∘ LG", || compose_sorted(&t, &lg, "T ∘ LG"))?;
+    let first = ctc::disambig_label(syms.num_units, 0);
+    let tlg = steps.run("remove disambiguation", || {
+        remove_input_labels_from(&tlg, first)
+    })?;
+    Ok(Graph {
+        kind: GraphKind::Tlg(topo),
+        fst: tlg,
+        symbols: syms.clone(),
+        num_columns: syms.num_units + 1,
+        steps: steps.0,
+    })
+}
+
+/// Everything a graph is built from, for [`build_graph`] and the cache key.
+#[derive(Debug, Clone)]
+pub struct GraphInputs<'a> {
+    /// Pronunciations (phones) or spellings (pieces) of the words.
+    pub lexicon: &'a Lexicon,
+    /// The unit inventory in id order (phones, or pieces without blank).
+    pub units: &'a [String],
+    /// The LM.
+    pub lm: &'a ArpaLm,
+    /// What to do with LM words that have no pronunciation.
+    pub missing_words: MissingWords,
+    /// Optional silence (hybrid graphs).
+    pub silence: Option<SilenceOptions>,
+    /// HMM topology (hybrid graphs).
+    pub hmm: HmmTopology,
+}
+
+/// Builds L, G and the requested graph; returns it with G's report.
+pub fn build_graph(kind: GraphKind, inputs: &GraphInputs<'_>) -> Result<(Graph, GrammarReport)> {
+    let t = Instant::now();
+    let l = build_lexicon_fst(inputs.lexicon, inputs.units, inputs.silence.as_ref())?;
+    let l_secs = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let (g, report) = build_grammar_fst(
+        inputs.lm,
+        &l.symbols.words,
+        l.symbols.word_disambig,
+        inputs.missing_words,
+    )?;
+    let g_secs = t.elapsed().as_secs_f64();
+    let mut graph = match kind {
+        GraphKind::Hclg => compile_hclg(&l, &g, &inputs.hmm)?,
+        GraphKind::Tlg(topo) => compile_tlg(&l, &g, topo)?,
+    };
+    graph.steps.insert(
+        0,
+        BuildStep {
+            name: "G".into(),
+            states: g.num_states(),
+            arcs: num_arcs(&g),
+            seconds: g_secs,
+        },
+    );
+    graph.steps.insert(
+        0,
+        BuildStep {
+            name: "L".into(),
+            states: l.fst.num_states(),
+            arcs: num_arcs(&l.fst),
+            seconds: l_secs,
+        },
+    );
+    Ok((graph, report))
+}
