@@ -9,6 +9,11 @@
 //!    letter, as such codes are spoken.
 //! 4. [`Source::Rules`]: letter-to-sound rules (longest grapheme match, a little context), a crude
 //!    but deterministic English reading that only uses the 39 CMUdict phones.
+//!
+//! Written forms with numbers and symbols (`2021`, `$2.1`, `20%`, `r&d`, `10:30`), as the Earnings
+//! transcripts have them, are first verbalised ([`verbalize`]: cardinals, years, decimals,
+//! currencies, percent, `&` = "and") and reported as [`Source::Verbalized`]; digits inside a
+//! letter run (`a320`, `5g`) are read digit by digit, as codes are spoken.
 
 use ctx_core::lexicon::{Lexicon, LexiconEntry, LexiconFormat};
 use std::collections::BTreeMap;
@@ -25,6 +30,8 @@ pub enum Source {
     Spelled,
     /// Letter-to-sound rules.
     Rules,
+    /// A written form with numbers or symbols, verbalised first.
+    Verbalized,
 }
 
 /// Errors of the pronouncer.
@@ -216,6 +223,209 @@ fn rules(word: &str) -> Vec<String> {
     out.into_iter().map(str::to_owned).collect()
 }
 
+const ONES: [&str; 20] = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+];
+const TENS: [&str; 10] = [
+    "", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
+];
+const SCALES: [&str; 5] = ["", "thousand", "million", "billion", "trillion"];
+
+/// Cardinal words of `n` < 1000 (nothing for 0).
+fn below_thousand(n: u64, out: &mut Vec<String>) {
+    let (h, r) = (n / 100, n % 100);
+    if h > 0 {
+        out.push(ONES[h as usize].into());
+        out.push("hundred".into());
+    }
+    if r >= 20 {
+        out.push(TENS[(r / 10) as usize].into());
+        if r % 10 > 0 {
+            out.push(ONES[(r % 10) as usize].into());
+        }
+    } else if r > 0 {
+        out.push(ONES[r as usize].into());
+    }
+}
+
+/// Spoken words of a digit string: years 1100–2099 as years ("twenty twenty one", "two thousand
+/// nine"), other numbers as cardinals; leading zeros and numbers of 16+ digits digit by digit.
+fn number_words(digits: &str, as_year: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    if digits.is_empty() {
+        return out;
+    }
+    if (digits.len() > 1 && digits.starts_with('0')) || digits.len() > 15 {
+        for c in digits.chars() {
+            out.push(ONES[c.to_digit(10).unwrap() as usize].into());
+        }
+        return out;
+    }
+    let n: u64 = digits.parse().unwrap();
+    if n == 0 {
+        return vec!["zero".into()];
+    }
+    if as_year && digits.len() == 4 && (1100..2100).contains(&n) && !(2000..2010).contains(&n) {
+        below_thousand(n / 100, &mut out);
+        match n % 100 {
+            0 => out.push("hundred".into()),
+            r if r < 10 => {
+                out.push("oh".into());
+                out.push(ONES[r as usize].into());
+            }
+            r => below_thousand(r, &mut out),
+        }
+        return out;
+    }
+    let mut groups = Vec::new();
+    let mut m = n;
+    while m > 0 {
+        groups.push(m % 1000);
+        m /= 1000;
+    }
+    for (i, &g) in groups.iter().enumerate().rev() {
+        if g > 0 {
+            below_thousand(g, &mut out);
+            if i > 0 {
+                out.push(SCALES[i].into());
+            }
+        }
+    }
+    out
+}
+
+/// Spoken words for a written form with numbers or symbols, or `None` when a character cannot be
+/// read. `$2.1` → "two point one dollars", `20%` → "twenty percent", `2021` → "twenty twenty
+/// one", `1,200` → "one thousand two hundred", `r&d` → "r and d", `10:30` → "ten thirty",
+/// `u.s.` → "u s"; letters between are kept as words, non-ASCII letters folded (`ł` → `l`).
+pub fn verbalize(word: &str) -> Option<Vec<String>> {
+    let chars: Vec<char> = word
+        .chars()
+        .map(|c| match c {
+            'ł' => 'l',
+            'ø' => 'o',
+            'ı' => 'i',
+            'é' | 'è' | 'ê' => 'e',
+            'á' | 'à' | 'ä' => 'a',
+            'ó' | 'ö' => 'o',
+            'ü' | 'ú' => 'u',
+            'ñ' => 'n',
+            '–' | '—' => '-',
+            c => c,
+        })
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut unit: Option<&str> = None;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_ascii_digit() {
+            // A number: digits with thousands commas and one decimal point.
+            let mut int = String::new();
+            let mut frac = String::new();
+            let mut j = i;
+            while j < chars.len() {
+                let d = chars[j];
+                let next_digit = chars.get(j + 1).is_some_and(|x| x.is_ascii_digit());
+                if d.is_ascii_digit() {
+                    if frac.is_empty() && !chars[i..j].contains(&'.') {
+                        int.push(d);
+                    } else {
+                        frac.push(d);
+                    }
+                } else if d == ',' && next_digit && !chars[i..j].contains(&'.') {
+                } else if d == '.' && next_digit && !chars[i..j].contains(&'.') {
+                } else {
+                    break;
+                }
+                j += 1;
+            }
+            let letters_around = (i > 0 && chars[i - 1].is_ascii_alphabetic())
+                || chars.get(j).is_some_and(|x| x.is_ascii_alphabetic());
+            if letters_around && frac.is_empty() {
+                // A code: digit by digit.
+                for d in int.chars() {
+                    out.push(ONES[d.to_digit(10).unwrap() as usize].into());
+                }
+            } else {
+                out.extend(number_words(&int, unit.is_none() && frac.is_empty()));
+                if !frac.is_empty() {
+                    out.push("point".into());
+                    for d in frac.chars() {
+                        out.push(ONES[d.to_digit(10).unwrap() as usize].into());
+                    }
+                }
+                if let Some(u) = unit.take() {
+                    out.push(u.into());
+                }
+            }
+            i = j;
+            continue;
+        }
+        if c.is_ascii_alphabetic() || c == '\'' {
+            let mut j = i;
+            let mut run = String::new();
+            while j < chars.len() && (chars[j].is_ascii_alphabetic() || chars[j] == '\'') {
+                run.push(chars[j]);
+                j += 1;
+            }
+            if run.chars().any(|c| c.is_ascii_alphabetic()) {
+                out.push(run);
+            }
+            i = j;
+            continue;
+        }
+        match c {
+            '$' => unit = Some("dollars"),
+            '€' => unit = Some("euros"),
+            '£' => unit = Some("pounds"),
+            '¥' => unit = Some("yen"),
+            '₽' => unit = Some("rubles"),
+            '₦' => unit = Some("naira"),
+            '₱' => unit = Some("pesos"),
+            '₵' => unit = Some("cedis"),
+            '¢' => out.push("cents".into()),
+            '%' => out.push("percent".into()),
+            '&' => out.push("and".into()),
+            '+' => out.push("plus".into()),
+            '@' => out.push("at".into()),
+            '=' => out.push("equals".into()),
+            '#' => out.push("number".into()),
+            '/' => out.push("slash".into()),
+            '.' | ',' | ':' | '-' | '_' | '*' | '\\' => {}
+            _ => return None,
+        }
+        i += 1;
+    }
+    if let Some(u) = unit {
+        out.push(u.into());
+    }
+    if out.is_empty() {
+        None
+    } else {
+        Some(out)
+    }
+}
+
 impl Pronouncer {
     /// Wraps a lexicon (phones should be stress-free CMU phones).
     pub fn new(dict: Lexicon) -> Self {
@@ -241,10 +451,24 @@ impl Pronouncer {
         if !dict.is_empty() {
             return Ok((dict, Source::Dict));
         }
-        if let Some(bad) = w
-            .chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '\'' | '-' | '_')))
-        {
+        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '\'' | '-' | '_');
+        let pure_number = |p: &str| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit());
+        if !w.chars().all(plain) || w.split(['-', '_']).any(pure_number) {
+            let spoken = verbalize(&w).ok_or_else(|| PronounceError::Unreadable {
+                word: word.to_owned(),
+                ch: w.chars().find(|&c| !plain(c)).unwrap_or(' '),
+            })?;
+            let mut phones = Vec::new();
+            for s in &spoken {
+                let (pr, _) = self.pronounce(s).map_err(|_| PronounceError::Unreadable {
+                    word: word.to_owned(),
+                    ch: s.chars().find(|&c| !plain(c)).unwrap_or(' '),
+                })?;
+                phones.extend(pr[0].iter().cloned());
+            }
+            return Ok((vec![phones], Source::Verbalized));
+        }
+        if let Some(bad) = w.chars().find(|&c| !plain(c)) {
             return Err(PronounceError::Unreadable {
                 word: word.to_owned(),
                 ch: bad,
@@ -264,11 +488,11 @@ impl Pronouncer {
                 let mut run = String::new();
                 let flush =
                     |run: &mut String, phones: &mut Vec<String>| -> Result<(), PronounceError> {
-                        if !run.is_empty() {
+                        if run.chars().any(|c| c.is_ascii_alphabetic()) {
                             let (pr, _) = self.pronounce(run)?;
                             phones.extend(pr[0].iter().cloned());
-                            run.clear();
                         }
+                        run.clear();
                         Ok(())
                     };
                 for c in p.chars() {
@@ -382,6 +606,39 @@ mod tests {
     }
 
     #[test]
+    fn written_numbers_and_symbols_are_verbalised() {
+        let v = |w: &str| verbalize(w).map(|x| x.join(" "));
+        assert_eq!(v("2021").as_deref(), Some("twenty twenty one"));
+        assert_eq!(v("2005").as_deref(), Some("two thousand five"));
+        assert_eq!(v("1900").as_deref(), Some("nineteen hundred"));
+        assert_eq!(v("$2.1").as_deref(), Some("two point one dollars"));
+        assert_eq!(
+            v("$2,021").as_deref(),
+            Some("two thousand twenty one dollars")
+        );
+        assert_eq!(v("20%").as_deref(), Some("twenty percent"));
+        assert_eq!(
+            v("1,200,005").as_deref(),
+            Some("one million two hundred thousand five")
+        );
+        assert_eq!(v("r&d").as_deref(), Some("r and d"));
+        assert_eq!(v("10:30").as_deref(), Some("ten thirty"));
+        assert_eq!(v("u.s.").as_deref(), Some("u s"));
+        assert_eq!(v("q4").as_deref(), Some("q four"));
+        assert_eq!(v("007").as_deref(), Some("zero zero seven"));
+        assert_eq!(v("€115").as_deref(), Some("one hundred fifteen euros"));
+        assert_eq!(v("☃"), None);
+        let p = pron();
+        let (r, s) = p.pronounce("20%").unwrap();
+        assert_eq!(s, Source::Verbalized);
+        assert_eq!(r[0][..4].join(" "), "T W EH N");
+        assert!(p.pronounce("☃").is_err());
+        // covid-19: the pure-number part is a cardinal.
+        let (_, s) = p.pronounce("covid-19").unwrap();
+        assert_eq!(s, Source::Verbalized);
+    }
+
+    #[test]
     fn rules_use_only_cmu_phones_and_bad_words_are_errors() {
         let inv: BTreeSet<&str> = CMU_PHONES.into_iter().collect();
         for w in [
@@ -403,8 +660,11 @@ mod tests {
                 r[0]
             );
         }
-        let e = pron().pronounce("zürich").unwrap_err().to_string();
-        assert!(e.contains("zürich") && e.contains('ü'), "{e}");
+        let e = pron().pronounce("z☃rich").unwrap_err().to_string();
+        assert!(e.contains("z☃rich") && e.contains('☃'), "{e}");
+        // Accented letters are folded.
+        assert!(pron().pronounce("zürich").is_ok());
+
         let (lex, by) = pron()
             .lexicon_for(&["read", "klm", "lufthansa", "READ"])
             .unwrap();

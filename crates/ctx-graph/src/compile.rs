@@ -177,13 +177,17 @@ pub fn compile_hclg(l: &LexiconFst, g: &StdFst, topo: &HmmTopology) -> Result<Gr
     let lg = build_lg(l, g, &mut steps)?;
     let h = hmm::build_h(topo, syms.num_units, syms.num_disambig)?;
     let num_pdfs = topo.num_pdfs(syms.num_units);
-    let hclg = steps.run("H ∘ LG", || compose_sorted(&h, &lg, "H ∘ LG"))?;
-    let hclg = steps.run("det(HCLG)", || determinize_functional(&hclg, "det(HCLG)"))?;
-    let hclg = steps.run("min(HCLG)", || {
-        let mut f = hclg;
-        minimize_encoded(&mut f, "min(HCLG)")?;
-        Ok(f)
-    })?;
+    let mut hclg = steps.run("H ∘ LG", || compose_sorted(&h, &lg, "H ∘ LG"))?;
+    if topo.states_per_phone > 1 {
+        // With one state per phone H only relabels phones as pdfs, so H ∘ LG is as
+        // deterministic and minimal as LG already is; with more states, det and min run again.
+        hclg = steps.run("det(HCLG)", || determinize_functional(&hclg, "det(HCLG)"))?;
+        hclg = steps.run("min(HCLG)", || {
+            let mut f = hclg;
+            minimize_encoded(&mut f, "min(HCLG)")?;
+            Ok(f)
+        })?;
+    }
     let hclg = steps.run("remove disambiguation", || {
         remove_input_labels_from(&hclg, num_pdfs + 1)
     })?;
