@@ -352,9 +352,8 @@ pub fn verbalize(word: &str) -> Option<Vec<String>> {
                     } else {
                         frac.push(d);
                     }
-                } else if d == ',' && next_digit && !chars[i..j].contains(&'.') {
-                } else if d == '.' && next_digit && !chars[i..j].contains(&'.') {
-                } else {
+                } else if !((d == ',' || d == '.') && next_digit && !chars[i..j].contains(&'.')) {
+                    // Thousands commas and one decimal point stay inside the number.
                     break;
                 }
                 j += 1;
