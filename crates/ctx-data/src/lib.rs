@@ -3,5 +3,10 @@
 //! - [`kneser_ney`] — word or token n-gram LMs by interpolated modified Kneser-Ney, written as ARPA.
 //! - [`pronounce`] — pronunciations: CMUdict, compounds, spelled codes, letter-to-sound rules.
 
+pub mod atc;
+pub mod dataset;
+pub mod earnings;
 pub mod kneser_ney;
 pub mod pronounce;
+pub mod registry;
+pub mod rng;

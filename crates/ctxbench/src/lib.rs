@@ -3,5 +3,6 @@
 //! - [`score`]: `ctxbench score`, scoring hypotheses against Kaldi `text` or Earnings `.nlp`
 //!   references with WER, NE-WER, U-WER, NE-A, per-class WER and target-word P/R/F1.
 
+pub mod data;
 pub mod lm;
 pub mod score;

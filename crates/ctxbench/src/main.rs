@@ -2,6 +2,7 @@
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use ctxbench::data::{run_data, DataCommand};
 use ctxbench::lm::{run_lm, LmCommand};
 use ctxbench::score::{run_score, Format, ScoreArgs};
 
@@ -23,6 +24,9 @@ enum Command {
     /// Train or evaluate n-gram language models.
     #[command(subcommand)]
     Lm(LmCommand),
+    /// List, describe and prepare the datasets of datasets.toml.
+    #[command(subcommand)]
+    Data(DataCommand),
 }
 
 fn main() {
@@ -50,6 +54,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Lm(cmd) => run_lm(&cmd)?,
+        Command::Data(cmd) => run_data(&cmd)?,
     }
     Ok(())
 }

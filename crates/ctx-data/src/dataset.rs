@@ -1,0 +1,472 @@
+//! Datasets in memory: utterances with reference words, durations, entity spans and biasing
+//! lists, loaded from the registry; their statistics; and `prepare`, which writes them as a
+//! Kaldi-style data folder any tool can read.
+
+use crate::atc::{self, AtcResources, AtcSimConfig};
+use crate::earnings::{self, Segment};
+use crate::pronounce::Pronouncer;
+use crate::registry::{DatasetSpec, Registry, RegistryError};
+use ctx_core::bias::{BiasList, BiasTable};
+use ctx_core::io::write_atomic;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Errors of dataset loading and preparation.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    /// Registry problem.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// File problem.
+    #[error(transparent)]
+    Core(#[from] ctx_core::CoreError),
+    /// ATC generation problem.
+    #[error(transparent)]
+    Atc(#[from] atc::AtcError),
+    /// Pronunciation problem.
+    #[error(transparent)]
+    Pronounce(#[from] crate::pronounce::PronounceError),
+    /// Anything else, with context.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Which part of a dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subset {
+    /// Everything.
+    Full,
+    /// A few minutes for tests and CI.
+    Quick,
+}
+
+/// One utterance (an ATC transmission or an Earnings segment).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Utterance {
+    /// Utterance id.
+    pub id: String,
+    /// The document (Earnings call) it belongs to.
+    pub doc: Option<String>,
+    /// Reference words (as the scorer sees them after normalisation).
+    pub words: Vec<String>,
+    /// Duration in seconds.
+    pub duration_s: f64,
+    /// Entity spans `(class, start, end)` over `words`.
+    pub entities: Vec<(String, usize, usize)>,
+    /// ATC: the ICAO callsign spoken (`None` = NO_CALLSIGN); Earnings: `None`.
+    pub callsign: Option<String>,
+}
+
+/// Whose list an utterance is biased with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListScope {
+    /// One list per utterance (ATC radar lists).
+    Utterance,
+    /// One list per document (Earnings per-file oracle lists).
+    Document,
+}
+
+/// A loaded dataset.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    /// Registry name (with `-quick` for the quick subset).
+    pub name: String,
+    /// The utterances in order.
+    pub utterances: Vec<Utterance>,
+    /// Biasing lists keyed by utterance or document id.
+    pub lists: BTreeMap<String, BiasList>,
+    /// What `lists` is keyed by.
+    pub list_scope: ListScope,
+    /// Extra named lists (Earnings: the global `oracle` and `distractor` lists).
+    pub global_lists: BTreeMap<String, BiasList>,
+    /// LM training sentences.
+    pub lm_text: Vec<String>,
+    /// Whether utterances carry a callsign ground truth (ATC).
+    pub has_callsigns: bool,
+    /// Earnings: where each segment comes from.
+    pub segments: Vec<Segment>,
+}
+
+/// Figures of `ctxbench data stats`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DatasetStats {
+    /// Dataset name.
+    pub name: String,
+    /// Utterances (segments for Earnings).
+    pub utterances: usize,
+    /// Documents (Earnings calls; 0 for ATC).
+    pub documents: usize,
+    /// Hours of audio.
+    pub hours: f64,
+    /// Reference words.
+    pub words: usize,
+    /// Entity spans (callsigns for ATC, PERSON/ORG for Earnings).
+    pub entities: usize,
+    /// Median number of list entries (phrases) an utterance is biased with.
+    pub median_list_entities: f64,
+    /// Share of distinct list words missing from the LM vocabulary.
+    pub list_oov_rate: f64,
+    /// Share of list word tokens missing from the LM vocabulary.
+    pub list_oov_token_rate: f64,
+    /// Share of NO_CALLSIGN utterances (ATC; null otherwise).
+    pub no_callsign_share: Option<f64>,
+    /// Words of the LM training text.
+    pub lm_words: usize,
+    /// Sizes of the global lists (Earnings oracle/distractor).
+    pub global_lists: BTreeMap<String, usize>,
+}
+
+fn median(v: &mut [usize]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_unstable();
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2] as f64
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) as f64 / 2.0
+    }
+}
+
+/// Reads an LM text entry's sentences.
+fn lm_text_of(reg: &Registry, name: &str) -> Result<Vec<String>, DataError> {
+    match reg.get(name)? {
+        DatasetSpec::LmText { path, .. } => Ok(ctx_core::io::read_text(&reg.resolve(path))?
+            .lines()
+            .map(str::to_string)
+            .filter(|l| !l.trim().is_empty())
+            .collect()),
+        _ => Err(DataError::Invalid(format!(
+            "dataset '{name}' is not an lm-text entry"
+        ))),
+    }
+}
+
+/// The CMUdict pronouncer shipped with the repository.
+pub fn shipped_pronouncer(reg: &Registry) -> Result<Pronouncer, DataError> {
+    Ok(Pronouncer::from_cmudict(
+        &reg.resolve("datasets/cmudict/cmudict.dict.gz"),
+    )?)
+}
+
+impl Dataset {
+    /// Loads (or generates) dataset `name` of the registry.
+    pub fn load(reg: &Registry, name: &str, subset: Subset) -> Result<Self, DataError> {
+        let spec = reg.get(name)?.clone();
+        let shown = match subset {
+            Subset::Full => name.to_string(),
+            Subset::Quick => format!("{name}-quick"),
+        };
+        match spec {
+            DatasetSpec::Earnings {
+                path,
+                lm_text,
+                segment_s,
+                entity_classes,
+                quick_docs,
+                quick_segments,
+                ..
+            } => {
+                let classes: BTreeSet<String> = entity_classes.into_iter().collect();
+                let e = earnings::load_segments(&reg.resolve(&path), segment_s, &classes)?;
+                let (mut utterances, mut segments) = (e.utterances, e.segments);
+                if subset == Subset::Quick {
+                    let keep: Vec<bool> = {
+                        let mut per_doc: BTreeMap<&str, usize> = BTreeMap::new();
+                        segments
+                            .iter()
+                            .map(|s| {
+                                let n = per_doc.entry(s.doc.as_str()).or_default();
+                                *n += 1;
+                                quick_docs.contains(&s.doc) && *n <= quick_segments
+                            })
+                            .collect()
+                    };
+                    let mut k = keep.iter();
+                    utterances.retain(|_| *k.next().unwrap());
+                    let mut k = keep.iter();
+                    segments.retain(|_| *k.next().unwrap());
+                }
+                let docs: BTreeSet<&str> = segments.iter().map(|s| s.doc.as_str()).collect();
+                let lists = e
+                    .doc_lists
+                    .into_iter()
+                    .filter(|(d, _)| docs.contains(d.as_str()))
+                    .collect();
+                Ok(Self {
+                    name: shown,
+                    utterances,
+                    lists,
+                    list_scope: ListScope::Document,
+                    global_lists: e.global_lists,
+                    lm_text: lm_text_of(reg, &lm_text)?,
+                    has_callsigns: false,
+                    segments,
+                })
+            }
+            DatasetSpec::AtcSim {
+                resources,
+                seed,
+                utterances,
+                radar_aircraft,
+                dwell_s,
+                no_callsign_share,
+                known_minor_share,
+                phone_s,
+                edge_silence_s,
+                quick_utterances,
+                lm_sentences,
+                ..
+            } => {
+                let res = AtcResources::load(&reg.resolve(&resources))?;
+                let cfg = AtcSimConfig {
+                    seed,
+                    utterances,
+                    radar_aircraft,
+                    dwell_s,
+                    no_callsign_share,
+                    known_minor_share,
+                    lm_sentences,
+                    ..AtcSimConfig::default()
+                };
+                let sim = atc::generate(&res, &cfg, name)?;
+                let pron = shipped_pronouncer(reg)?;
+                let take = match subset {
+                    Subset::Full => sim.utterances.len(),
+                    Subset::Quick => quick_utterances.min(sim.utterances.len()),
+                };
+                let mut utts = Vec::with_capacity(take);
+                let mut lists = BTreeMap::new();
+                for u in sim.utterances.into_iter().take(take) {
+                    let mut phones = 0usize;
+                    for w in &u.words {
+                        let (p, _) = pron
+                            .pronounce(w)
+                            .map_err(|e| DataError::Invalid(format!("utterance {}: {e}", u.id)))?;
+                        phones += p[0].len();
+                    }
+                    let duration_s = 2.0 * edge_silence_s + phone_s * phones as f64;
+                    let mut phrases: Vec<Vec<String>> = Vec::new();
+                    for cs in &u.radar {
+                        let (code, id) = atc::split_callsign(cs);
+                        phrases.extend(atc::callsign_variants(&res.telephony[code], id));
+                    }
+                    lists.insert(u.id.clone(), BiasList { phrases });
+                    let entities = u
+                        .callsign_span
+                        .map(|(s, e)| vec![("CALLSIGN".to_string(), s, e)])
+                        .unwrap_or_default();
+                    utts.push(Utterance {
+                        id: u.id,
+                        doc: None,
+                        words: u.words,
+                        duration_s: (duration_s * 100.0).round() / 100.0,
+                        entities,
+                        callsign: u.callsign,
+                    });
+                }
+                Ok(Self {
+                    name: shown,
+                    utterances: utts,
+                    lists,
+                    list_scope: ListScope::Utterance,
+                    global_lists: BTreeMap::new(),
+                    lm_text: sim.lm_text,
+                    has_callsigns: true,
+                    segments: Vec::new(),
+                })
+            }
+            DatasetSpec::LmText { .. } => Err(DataError::Invalid(format!(
+                "'{name}' is LM training text only, not a test set"
+            ))),
+        }
+    }
+
+    /// The list an utterance is biased with.
+    pub fn list_for(&self, u: &Utterance) -> Option<&BiasList> {
+        match self.list_scope {
+            ListScope::Utterance => self.lists.get(&u.id),
+            ListScope::Document => u.doc.as_ref().and_then(|d| self.lists.get(d)),
+        }
+    }
+
+    /// The LM vocabulary (distinct words of the LM text).
+    pub fn lm_vocabulary(&self) -> BTreeSet<&str> {
+        self.lm_text
+            .iter()
+            .flat_map(|l| l.split_whitespace())
+            .collect()
+    }
+
+    /// Statistics of the dataset.
+    pub fn stats(&self) -> DatasetStats {
+        let vocab = self.lm_vocabulary();
+        let mut sizes = Vec::with_capacity(self.utterances.len());
+        let mut list_words: BTreeSet<&str> = BTreeSet::new();
+        let (mut tokens, mut oov_tokens) = (0usize, 0usize);
+        for u in &self.utterances {
+            sizes.push(self.list_for(u).map_or(0, |l| l.len()));
+        }
+        for l in self.lists.values() {
+            for p in &l.phrases {
+                for w in p {
+                    tokens += 1;
+                    if !vocab.contains(w.as_str()) {
+                        oov_tokens += 1;
+                    }
+                    list_words.insert(w);
+                }
+            }
+        }
+        let oov_types = list_words.iter().filter(|w| !vocab.contains(*w)).count();
+        let docs: BTreeSet<&str> = self
+            .utterances
+            .iter()
+            .filter_map(|u| u.doc.as_deref())
+            .collect();
+        DatasetStats {
+            name: self.name.clone(),
+            utterances: self.utterances.len(),
+            documents: docs.len(),
+            hours: self.utterances.iter().map(|u| u.duration_s).sum::<f64>() / 3600.0,
+            words: self.utterances.iter().map(|u| u.words.len()).sum(),
+            entities: self.utterances.iter().map(|u| u.entities.len()).sum(),
+            median_list_entities: median(&mut sizes),
+            list_oov_rate: if list_words.is_empty() {
+                0.0
+            } else {
+                oov_types as f64 / list_words.len() as f64
+            },
+            list_oov_token_rate: if tokens == 0 {
+                0.0
+            } else {
+                oov_tokens as f64 / tokens as f64
+            },
+            no_callsign_share: self.has_callsigns.then(|| {
+                self.utterances
+                    .iter()
+                    .filter(|u| u.callsign.is_none())
+                    .count() as f64
+                    / self.utterances.len().max(1) as f64
+            }),
+            lm_words: self
+                .lm_text
+                .iter()
+                .map(|l| l.split_whitespace().count())
+                .sum(),
+            global_lists: self
+                .global_lists
+                .iter()
+                .map(|(k, v)| (k.clone(), v.len()))
+                .collect(),
+        }
+    }
+
+    /// Writes the dataset as a data folder: `text`, `utt2dur`, `entities.tsv`, the lists
+    /// (`bias_table.tsv` per utterance, or `bias/<doc>.txt` per document plus the global lists),
+    /// `callsigns.tsv` (ATC), `utt2doc` and `segments.tsv` (Earnings), `lm_text.txt.gz` and
+    /// `stats.json`. Everything goes to a temporary folder renamed at the end, so a failed run
+    /// leaves no half-written dataset.
+    pub fn prepare(&self, out: &Path) -> Result<PathBuf, DataError> {
+        let parent = out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).map_err(|e| ctx_core::CoreError::io(parent, e))?;
+        let tmp = parent.join(format!(
+            ".{}.tmp-{}",
+            out.file_name().and_then(|n| n.to_str()).unwrap_or("data"),
+            std::process::id()
+        ));
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(|e| ctx_core::CoreError::io(&tmp, e))?;
+        }
+        std::fs::create_dir_all(&tmp).map_err(|e| ctx_core::CoreError::io(&tmp, e))?;
+        let lines = |name: &str, f: &dyn Fn(&mut dyn Write) -> std::io::Result<()>| {
+            write_atomic(&tmp.join(name), |w| f(w))
+        };
+        lines("text", &|w| {
+            for u in &self.utterances {
+                writeln!(w, "{} {}", u.id, u.words.join(" "))?;
+            }
+            Ok(())
+        })?;
+        lines("utt2dur", &|w| {
+            for u in &self.utterances {
+                writeln!(w, "{} {:.2}", u.id, u.duration_s)?;
+            }
+            Ok(())
+        })?;
+        lines("entities.tsv", &|w| {
+            for u in &self.utterances {
+                for (c, s, e) in &u.entities {
+                    writeln!(w, "{}\t{c}\t{s}\t{e}\t{}", u.id, u.words[*s..*e].join(" "))?;
+                }
+            }
+            Ok(())
+        })?;
+        match self.list_scope {
+            ListScope::Utterance => {
+                let table = BiasTable {
+                    lists: self.lists.clone(),
+                };
+                table.write(&tmp.join("bias_table.tsv"))?;
+            }
+            ListScope::Document => {
+                std::fs::create_dir_all(tmp.join("bias"))
+                    .map_err(|e| ctx_core::CoreError::io(&tmp, e))?;
+                for (doc, l) in &self.lists {
+                    l.write(&tmp.join("bias").join(format!("{doc}.txt")))?;
+                }
+                for (name, l) in &self.global_lists {
+                    l.write(&tmp.join(format!("{name}_list.txt")))?;
+                }
+                lines("utt2doc", &|w| {
+                    for u in &self.utterances {
+                        writeln!(w, "{} {}", u.id, u.doc.as_deref().unwrap_or(""))?;
+                    }
+                    Ok(())
+                })?;
+                lines("segments.tsv", &|w| {
+                    writeln!(w, "utt\tdoc\tfirst_token\tend_token\tstart_s\tend_s")?;
+                    for (u, s) in self.utterances.iter().zip(&self.segments) {
+                        writeln!(
+                            w,
+                            "{}\t{}\t{}\t{}\t{:.2}\t{:.2}",
+                            u.id, s.doc, s.tokens.start, s.tokens.end, s.start_s, s.end_s
+                        )?;
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+        if self.has_callsigns {
+            lines("callsigns.tsv", &|w| {
+                for u in &self.utterances {
+                    writeln!(
+                        w,
+                        "{}\t{}",
+                        u.id,
+                        u.callsign.as_deref().unwrap_or("NO_CALLSIGN")
+                    )?;
+                }
+                Ok(())
+            })?;
+        }
+        write_atomic(&tmp.join("lm_text.txt.gz"), |w| {
+            for l in &self.lm_text {
+                writeln!(w, "{l}")?;
+            }
+            Ok(())
+        })?;
+        let stats = serde_json::to_string_pretty(&self.stats()).expect("stats serialise");
+        lines("stats.json", &|w| writeln!(w, "{stats}"))?;
+        if out.exists() {
+            std::fs::remove_dir_all(out).map_err(|e| ctx_core::CoreError::io(out, e))?;
+        }
+        std::fs::rename(&tmp, out).map_err(|e| ctx_core::CoreError::io(out, e))?;
+        Ok(out.to_path_buf())
+    }
+}

@@ -1,0 +1,157 @@
+//! The registered datasets: published sizes, determinism, segmentation, and bad input.
+
+use ctx_data::dataset::{Dataset, Subset};
+use ctx_data::registry::Registry;
+use std::path::Path;
+
+fn registry() -> Registry {
+    Registry::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets.toml")).unwrap()
+}
+
+fn within(x: f64, published: f64, tol: f64) -> bool {
+    (x - published).abs() <= tol * published
+}
+
+#[test]
+fn atc_sets_match_the_published_ones_within_ten_percent() {
+    let reg = registry();
+    // (name, utterances, hours, median list entries, NO_CALLSIGN share) of thesis Table 2.4.
+    for (name, utts, hours, median, nc) in [
+        ("atco2-sim-4h", 3535.0, 4.0, 214.0, 701.0 / 3535.0),
+        ("atco2-sim-1h", 871.0, 1.0, 140.0, 85.0 / 841.0),
+    ] {
+        let s = Dataset::load(&reg, name, Subset::Full).unwrap().stats();
+        println!("{s:?}");
+        assert!(
+            within(s.utterances as f64, utts, 0.10),
+            "{name} utterances {}",
+            s.utterances
+        );
+        assert!(within(s.hours, hours, 0.10), "{name} hours {}", s.hours);
+        assert!(
+            within(s.median_list_entities, median, 0.10),
+            "{name} median {}",
+            s.median_list_entities
+        );
+        // "About 10% OOV words in the lists" (of the distinct list words).
+        assert!(
+            (0.07..=0.13).contains(&s.list_oov_rate),
+            "{name} OOV {}",
+            s.list_oov_rate
+        );
+        let share = s.no_callsign_share.unwrap();
+        assert!(within(share, nc, 0.15), "{name} NO_CALLSIGN {share}");
+    }
+}
+
+#[test]
+fn the_same_seed_gives_byte_identical_files() {
+    let reg = registry();
+    let dir = tempfile::tempdir().unwrap();
+    let a = Dataset::load(&reg, "atco2-sim-1h", Subset::Quick).unwrap();
+    let b = Dataset::load(&reg, "atco2-sim-1h", Subset::Quick).unwrap();
+    a.prepare(&dir.path().join("a")).unwrap();
+    b.prepare(&dir.path().join("b")).unwrap();
+    for f in [
+        "text",
+        "utt2dur",
+        "bias_table.tsv",
+        "callsigns.tsv",
+        "entities.tsv",
+        "lm_text.txt.gz",
+        "stats.json",
+    ] {
+        let x = std::fs::read(dir.path().join("a").join(f)).unwrap();
+        let y = std::fs::read(dir.path().join("b").join(f)).unwrap();
+        assert!(!x.is_empty() && x == y, "{f} differs");
+    }
+    // The quick subset is the head of the full set, and every callsign is on its radar list
+    // as one of its spoken variants.
+    let full = Dataset::load(&reg, "atco2-sim-1h", Subset::Full).unwrap();
+    assert_eq!(a.utterances[..], full.utterances[..a.utterances.len()]);
+    for u in &a.utterances {
+        if let Some((_, s, e)) = u.entities.first() {
+            let said = &u.words[*s..*e];
+            assert!(
+                a.lists[&u.id].phrases.iter().any(|p| p == said),
+                "{}: {said:?}",
+                u.id
+            );
+            assert!(u.callsign.is_some());
+        } else {
+            assert!(u.callsign.is_none());
+        }
+    }
+}
+
+#[test]
+fn earnings21_segments_cover_every_call_without_splitting_entities() {
+    let reg = registry();
+    let ds = Dataset::load(&reg, "earnings21", Subset::Full).unwrap();
+    let s = ds.stats();
+    assert_eq!(s.documents, 44);
+    // 39.2 hours of audio in the metadata, 361,302 scored words (as `make reproduce` counts).
+    assert!((s.hours - 39.26).abs() < 0.01, "{}", s.hours);
+    assert_eq!(s.words, 361_302);
+    assert_eq!(s.global_lists["oracle"], 1013);
+    assert_eq!(s.global_lists["distractor"], 1782);
+    let mean = s.hours * 3600.0 / s.utterances as f64;
+    assert!((160.0..=200.0).contains(&mean), "mean segment {mean} s");
+    // Segments tile each call's tokens.
+    let mut last: Option<(&str, usize)> = None;
+    for seg in &ds.segments {
+        match last {
+            Some((d, end)) if d == seg.doc => assert_eq!(seg.tokens.start, end),
+            _ => assert_eq!(seg.tokens.start, 0),
+        }
+        last = Some((&seg.doc, seg.tokens.end));
+    }
+    // No PERSON/ORG entity is cut in two: the span count equals the count over whole calls
+    // (5,082, the NE-A denominator of `make reproduce`).
+    assert_eq!(s.entities, 5082);
+    // Per-call oracle lists hold only phrases that occur in the call.
+    let u = &ds.utterances[0];
+    let doc_words: Vec<&String> = ds
+        .utterances
+        .iter()
+        .filter(|v| v.doc == u.doc)
+        .flat_map(|v| &v.words)
+        .collect();
+    for p in &ds.list_for(u).unwrap().phrases {
+        assert!(
+            doc_words
+                .windows(p.len())
+                .any(|w| w.iter().zip(p).all(|(a, b)| *a == b)),
+            "{p:?}"
+        );
+    }
+    let quick = Dataset::load(&reg, "earnings21", Subset::Quick)
+        .unwrap()
+        .stats();
+    assert_eq!(quick.utterances, 2);
+    assert!(quick.hours < 0.15);
+}
+
+#[test]
+fn bad_registry_entries_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("datasets.toml");
+    std::fs::write(&p, "[x]\nkind = \"atc-sim\"\nresources = \"nowhere\"\n").unwrap();
+    let e = Registry::read(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("datasets.toml") && e.contains("missing field"),
+        "{e}"
+    );
+    let reg = registry();
+    let e = Dataset::load(&reg, "atco2-sim-9h", Subset::Full)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("atco2-sim-9h") && e.contains("atco2-sim-4h"),
+        "{e}"
+    );
+    let e = Dataset::load(&reg, "earnings22", Subset::Full)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("LM training text only"), "{e}");
+}
