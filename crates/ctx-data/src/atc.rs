@@ -497,14 +497,17 @@ impl<'a> Traffic<'a> {
                 w.extend(s("is now current"));
                 w
             }
-            5 => s(*rng.pick(&[
-                "good morning",
-                "good day",
-                "hello",
-                "bonjour",
-                "servus",
-                "gruezi",
-            ])),
+            5 => {
+                let greeting: &&str = rng.pick(&[
+                    "good morning",
+                    "good day",
+                    "hello",
+                    "bonjour",
+                    "servus",
+                    "gruezi",
+                ]);
+                s(greeting)
+            }
             6 => s("roger"),
             _ => s("go ahead"),
         }
