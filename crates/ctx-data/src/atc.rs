@@ -237,11 +237,13 @@ fn two_digit_words(n: u32) -> Vec<String> {
     match n {
         0..=9 => vec!["zero".into(), DIGIT_WORDS[n as usize].into()],
         10..=19 => vec![TEENS[(n - 10) as usize].into()],
-        _ if n % 10 == 0 => vec![TENS[(n / 10) as usize].into()],
-        _ => vec![
-            TENS[(n / 10) as usize].into(),
-            DIGIT_WORDS[(n % 10) as usize].into(),
-        ],
+        _ => match n % 10 {
+            0 => vec![TENS[(n / 10) as usize].into()],
+            d => vec![
+                TENS[(n / 10) as usize].into(),
+                DIGIT_WORDS[d as usize].into(),
+            ],
+        },
     }
 }
 
