@@ -4,6 +4,7 @@
 //! - [`pronounce`] — pronunciations: CMUdict, compounds, spelled codes, letter-to-sound rules.
 
 pub mod atc;
+pub mod bpe;
 pub mod dataset;
 pub mod earnings;
 pub mod kneser_ney;

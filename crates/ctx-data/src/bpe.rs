@@ -1,0 +1,265 @@
+//! Byte-pair encoding trained on LM text, for CTC tokens and token-level LMs (DESIGN.md §5).
+//!
+//! SentencePiece-style pieces: each word starts with the boundary mark `▁`, so the piece
+//! sequence of a sentence decodes back to its words. Training starts from the characters of
+//! the text and repeatedly merges the most frequent adjacent pair (ties: the pair whose pieces
+//! sort first), until the inventory has `vocab_size` pieces. Encoding applies the learned merges
+//! in order of rank. Token id 0 is reserved for the CTC blank; pieces are ids 1..=V.
+
+use ctx_core::io::{read_text, write_atomic};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// The word-boundary mark.
+pub const BOUNDARY: char = '▁';
+/// Name of the CTC blank (token id 0).
+pub const BLANK: &str = "<blk>";
+/// Piece for characters the model has not seen.
+pub const UNK: &str = "<unk>";
+
+/// Errors of BPE training and loading.
+#[derive(Debug, thiserror::Error)]
+pub enum BpeError {
+    /// File problem.
+    #[error(transparent)]
+    Core(#[from] ctx_core::CoreError),
+    /// Bad settings or model file.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A trained BPE model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bpe {
+    /// Pieces in id order (id = index + 1; id 0 is the blank).
+    pieces: Vec<String>,
+    ids: HashMap<String, u32>,
+    /// Merge rank of each pair.
+    ranks: HashMap<(String, String), usize>,
+    /// Merges in order.
+    merges: Vec<(String, String)>,
+}
+
+impl Bpe {
+    /// Trains on sentences until `vocab_size` pieces (characters + merges + `<unk>`).
+    pub fn train<S: AsRef<str>>(sentences: &[S], vocab_size: usize) -> Result<Self, BpeError> {
+        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        for s in sentences {
+            for w in s.as_ref().split_whitespace() {
+                *counts.entry(w.to_string()).or_default() += 1;
+            }
+        }
+        if counts.is_empty() {
+            return Err(BpeError::Invalid("BPE training text is empty".into()));
+        }
+        // Words as symbol sequences.
+        let mut words: Vec<(Vec<String>, u64)> = counts
+            .iter()
+            .map(|(w, &c)| {
+                let mut syms = vec![format!("{BOUNDARY}{}", w.chars().next().unwrap())];
+                syms.extend(w.chars().skip(1).map(|c| c.to_string()));
+                (syms, c)
+            })
+            .collect();
+        let mut pieces: Vec<String> = vec![UNK.to_string()];
+        let mut seen: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        for (syms, _) in &words {
+            for s in syms {
+                seen.insert(s.clone());
+            }
+        }
+        pieces.extend(seen.iter().cloned());
+        if pieces.len() > vocab_size {
+            return Err(BpeError::Invalid(format!(
+                "vocabulary size {vocab_size} is smaller than the {} characters of the text",
+                pieces.len()
+            )));
+        }
+        let mut merges = Vec::new();
+        while pieces.len() < vocab_size {
+            let mut pairs: HashMap<(&str, &str), u64> = HashMap::new();
+            for (syms, c) in &words {
+                for p in syms.windows(2) {
+                    *pairs.entry((p[0].as_str(), p[1].as_str())).or_default() += c;
+                }
+            }
+            let Some(((a, b), _)) = pairs
+                .into_iter()
+                .max_by(|(p1, c1), (p2, c2)| c1.cmp(c2).then_with(|| p2.cmp(p1)))
+            else {
+                break; // every word is a single piece
+            };
+            let (a, b) = (a.to_string(), b.to_string());
+            let merged = format!("{a}{b}");
+            for (syms, _) in &mut words {
+                let mut i = 0;
+                while i + 1 < syms.len() {
+                    if syms[i] == a && syms[i + 1] == b {
+                        syms[i] = merged.clone();
+                        syms.remove(i + 1);
+                    }
+                    i += 1;
+                }
+            }
+            pieces.push(merged);
+            merges.push((a, b));
+        }
+        Ok(Self::from_parts(pieces, merges))
+    }
+
+    fn from_parts(pieces: Vec<String>, merges: Vec<(String, String)>) -> Self {
+        let ids = pieces
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.clone(), i as u32 + 1))
+            .collect();
+        let ranks = merges
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.clone(), i))
+            .collect();
+        Self {
+            pieces,
+            ids,
+            ranks,
+            merges,
+        }
+    }
+
+    /// Number of pieces (without the blank).
+    pub fn len(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// Whether the model has no pieces.
+    pub fn is_empty(&self) -> bool {
+        self.pieces.is_empty()
+    }
+
+    /// The pieces in id order (id = index + 1).
+    pub fn pieces(&self) -> &[String] {
+        &self.pieces
+    }
+
+    /// The token id of a piece.
+    pub fn id(&self, piece: &str) -> Option<u32> {
+        self.ids.get(piece).copied()
+    }
+
+    /// The pieces of one word (unknown characters become `<unk>`).
+    pub fn encode_word(&self, word: &str) -> Vec<String> {
+        let mut syms: Vec<String> = Vec::new();
+        for (i, c) in word.chars().enumerate() {
+            let s = if i == 0 { format!("{BOUNDARY}{c}") } else { c.to_string() };
+            syms.push(if self.ids.contains_key(&s) { s } else { UNK.to_string() });
+        }
+        loop {
+            let best = syms
+                .windows(2)
+                .enumerate()
+                .filter_map(|(i, p)| {
+                    self.ranks
+                        .get(&(p[0].clone(), p[1].clone()))
+                        .map(|&r| (r, i))
+                })
+                .min();
+            let Some((_, i)) = best else { break };
+            let merged = format!("{}{}", syms[i], syms[i + 1]);
+            syms[i] = merged;
+            syms.remove(i + 1);
+        }
+        syms
+    }
+
+    /// Token ids of a sentence.
+    pub fn encode(&self, sentence: &str) -> Vec<u32> {
+        sentence
+            .split_whitespace()
+            .flat_map(|w| self.encode_word(w))
+            .map(|p| self.ids[&p])
+            .collect()
+    }
+
+    /// The sentence of a token-id sequence (blank and unknown ids skipped).
+    pub fn decode(&self, ids: &[u32]) -> String {
+        let mut s = String::new();
+        for &i in ids {
+            if let Some(p) = i.checked_sub(1).and_then(|k| self.pieces.get(k as usize)) {
+                s.push_str(p);
+            }
+        }
+        s.replace(BOUNDARY, " ").trim().to_string()
+    }
+
+    /// Writes the model: a header, the pieces, then the merges.
+    pub fn write(&self, path: &Path) -> Result<(), BpeError> {
+        write_atomic(path, |w| {
+            writeln!(w, "ctxbench-bpe 1 {} {}", self.pieces.len(), self.merges.len())?;
+            for p in &self.pieces {
+                writeln!(w, "{p}")?;
+            }
+            for (a, b) in &self.merges {
+                writeln!(w, "{a} {b}")?;
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// Reads a model written by [`Bpe::write`].
+    pub fn read(path: &Path) -> Result<Self, BpeError> {
+        let text = read_text(path)?;
+        let mut lines = text.lines();
+        let bad = |line: usize, m: &str| BpeError::Core(ctx_core::CoreError::parse(path, line, m));
+        let header: Vec<&str> = lines.next().unwrap_or("").split(' ').collect();
+        let (np, nm) = match header.as_slice() {
+            ["ctxbench-bpe", "1", p, m] => (
+                p.parse::<usize>().map_err(|_| bad(1, "bad piece count"))?,
+                m.parse::<usize>().map_err(|_| bad(1, "bad merge count"))?,
+            ),
+            _ => return Err(bad(1, "not a ctxbench BPE model")),
+        };
+        let pieces: Vec<String> = lines.by_ref().take(np).map(str::to_string).collect();
+        let mut merges = Vec::with_capacity(nm);
+        for (i, l) in lines.enumerate() {
+            let (a, b) = l
+                .split_once(' ')
+                .ok_or_else(|| bad(np + i + 2, "expected two pieces"))?;
+            merges.push((a.to_string(), b.to_string()));
+        }
+        if pieces.len() != np || merges.len() != nm {
+            return Err(bad(0, "truncated model"));
+        }
+        Ok(Self::from_parts(pieces, merges))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merges_follow_pair_counts_and_round_trip() {
+        // "▁l o" and "o w" both occur 5 times (low ×3, lower, lowest); "o w" sorts first
+        // ('▁' is U+2581), then "▁l ow" (5) — by hand.
+        let text = ["low lower lowest", "low low newer", "wider"];
+        let alphabet = {
+            let b = Bpe::train(&text, 1).unwrap_err().to_string();
+            assert!(b.contains("smaller"), "{b}");
+            // characters: ▁l ▁n ▁w o w e r s t i d + <unk>
+            12
+        };
+        let bpe = Bpe::train(&text, alphabet + 2).unwrap();
+        assert_eq!(bpe.merges[0], ("o".to_string(), "w".to_string()));
+        assert_eq!(bpe.merges[1], ("▁l".to_string(), "ow".to_string()));
+        assert_eq!(bpe.encode_word("lowest"), ["▁low", "e", "s", "t"]);
+        let ids = bpe.encode("low newer");
+        assert_eq!(bpe.decode(&ids), "low newer");
+        assert!(!ids.contains(&0), "0 is the blank");
+        assert_eq!(bpe.encode_word("lox"), ["▁l", "o", UNK]);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bpe.model");
+        bpe.write(&p).unwrap();
+        assert_eq!(Bpe::read(&p).unwrap(), bpe);
+    }
+}
