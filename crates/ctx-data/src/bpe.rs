@@ -150,8 +150,16 @@ impl Bpe {
     pub fn encode_word(&self, word: &str) -> Vec<String> {
         let mut syms: Vec<String> = Vec::new();
         for (i, c) in word.chars().enumerate() {
-            let s = if i == 0 { format!("{BOUNDARY}{c}") } else { c.to_string() };
-            syms.push(if self.ids.contains_key(&s) { s } else { UNK.to_string() });
+            let s = if i == 0 {
+                format!("{BOUNDARY}{c}")
+            } else {
+                c.to_string()
+            };
+            syms.push(if self.ids.contains_key(&s) {
+                s
+            } else {
+                UNK.to_string()
+            });
         }
         loop {
             let best = syms
@@ -194,7 +202,12 @@ impl Bpe {
     /// Writes the model: a header, the pieces, then the merges.
     pub fn write(&self, path: &Path) -> Result<(), BpeError> {
         write_atomic(path, |w| {
-            writeln!(w, "ctxbench-bpe 1 {} {}", self.pieces.len(), self.merges.len())?;
+            writeln!(
+                w,
+                "ctxbench-bpe 1 {} {}",
+                self.pieces.len(),
+                self.merges.len()
+            )?;
             for p in &self.pieces {
                 writeln!(w, "{p}")?;
             }

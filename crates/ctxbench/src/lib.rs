@@ -4,5 +4,6 @@
 //!   references with WER, NE-WER, U-WER, NE-A, per-class WER and target-word P/R/F1.
 
 pub mod data;
+pub mod graph;
 pub mod lm;
 pub mod score;

@@ -3,6 +3,7 @@
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use ctxbench::data::{run_data, DataCommand};
+use ctxbench::graph::{run_graph, GraphCommand};
 use ctxbench::lm::{run_lm, LmCommand};
 use ctxbench::score::{run_score, Format, ScoreArgs};
 
@@ -27,6 +28,9 @@ enum Command {
     /// List, describe and prepare the datasets of datasets.toml.
     #[command(subcommand)]
     Data(DataCommand),
+    /// Build decoding graphs (HCLG, TLG) of the datasets.
+    #[command(subcommand)]
+    Graph(GraphCommand),
 }
 
 fn main() {
@@ -55,6 +59,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Lm(cmd) => run_lm(&cmd)?,
         Command::Data(cmd) => run_data(&cmd)?,
+        Command::Graph(cmd) => run_graph(&cmd)?,
     }
     Ok(())
 }

@@ -1,0 +1,395 @@
+//! Simulated acoustic models (DESIGN.md §5): per-utterance score matrices generated on demand
+//! from the reference words only (never the biasing list or entity tags), seeded by utterance id.
+//!
+//! - **Hybrid** ([`HybridSim`]): words → first pronunciation → phones (SIL at both ends) →
+//!   monophone HMM states → frames (30 ms by default). Frames are shared out among the phones
+//!   with random weights (each HMM state at least one frame). Each frame's log-likelihoods over all
+//!   pdfs: the true pdf 0, another pdf −`separation`·(1 + distance of the phones) (0.5 extra for
+//!   another state of the same phone), plus Gaussian noise whose level σ_u = noise·exp(spread·z)
+//!   varies per utterance. A phone is confused with its nearest phone with probability
+//!   `confusion`·σ_u/noise; its frames then look like the other phone. Phone distance comes from
+//!   articulatory features (vowels: height, backness, rounding, diphthong; consonants: place,
+//!   manner, voicing).
+//! - **CTC** ([`CtcSim`]): words → BPE pieces → a peaky alignment at 40 ms (each piece on one or
+//!   two frames, blanks between and around) → log-softmax rows: the aligned token gets logit
+//!   `separation`, pieces near it in spelling share mass (logit −`separation`·distance), plus the
+//!   same noise and confusion model.
+//!
+//! Knobs live in datasets.toml (`[<dataset>.acoustic]`); `noise` is calibrated once per dataset in
+//! the decoder issue so that the unbiased baseline WER lands near the published one.
+
+use crate::bpe::Bpe;
+use crate::pronounce::{Pronouncer, CMU_PHONES};
+use crate::registry::AcousticSpec;
+use crate::rng::Rng;
+use ctx_core::scores::ScoreMatrix;
+
+/// Errors of the simulators.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// A word could not be pronounced or encoded; names the utterance.
+    #[error("utterance {utt}: {message}")]
+    Utterance {
+        /// Utterance id.
+        utt: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Articulatory features of SIL and the 39 CMU phones: (is_vowel, a, b, c, d).
+/// Vowels: height (0 low–2 high), backness (0 front–2 back), rounded, diphthong.
+/// Consonants: place (0 bilabial … 7 glottal), manner (0 stop, 1 fricative, 2 affricate,
+/// 3 nasal, 4 liquid, 5 glide), voiced, 0.
+fn features(p: &str) -> Option<(bool, u8, u8, u8, u8)> {
+    Some(match p {
+        "AA" => (true, 0, 2, 0, 0),
+        "AE" => (true, 0, 0, 0, 0),
+        "AH" => (true, 1, 1, 0, 0),
+        "AO" => (true, 1, 2, 1, 0),
+        "AW" => (true, 0, 1, 1, 1),
+        "AY" => (true, 0, 1, 0, 1),
+        "EH" => (true, 1, 0, 0, 0),
+        "ER" => (true, 1, 1, 1, 0),
+        "EY" => (true, 1, 0, 0, 1),
+        "IH" => (true, 2, 0, 0, 0),
+        "IY" => (true, 2, 0, 0, 1),
+        "OW" => (true, 1, 2, 1, 1),
+        "OY" => (true, 1, 2, 1, 1),
+        "UH" => (true, 2, 2, 1, 0),
+        "UW" => (true, 2, 2, 1, 1),
+        "B" => (false, 0, 0, 1, 0),
+        "P" => (false, 0, 0, 0, 0),
+        "M" => (false, 0, 3, 1, 0),
+        "W" => (false, 0, 5, 1, 0),
+        "F" => (false, 1, 1, 0, 0),
+        "V" => (false, 1, 1, 1, 0),
+        "TH" => (false, 2, 1, 0, 0),
+        "DH" => (false, 2, 1, 1, 0),
+        "T" => (false, 3, 0, 0, 0),
+        "D" => (false, 3, 0, 1, 0),
+        "S" => (false, 3, 1, 0, 0),
+        "Z" => (false, 3, 1, 1, 0),
+        "N" => (false, 3, 3, 1, 0),
+        "L" => (false, 3, 4, 1, 0),
+        "R" => (false, 4, 4, 1, 0),
+        "SH" => (false, 4, 1, 0, 0),
+        "ZH" => (false, 4, 1, 1, 0),
+        "CH" => (false, 4, 2, 0, 0),
+        "JH" => (false, 4, 2, 1, 0),
+        "Y" => (false, 5, 5, 1, 0),
+        "K" => (false, 6, 0, 0, 0),
+        "G" => (false, 6, 0, 1, 0),
+        "NG" => (false, 6, 3, 1, 0),
+        "HH" => (false, 7, 1, 0, 0),
+        _ => return None,
+    })
+}
+
+/// Phonetic distance in [0, 1] between two phones (SIL is far from everything).
+pub fn phone_distance(a: &str, b: &str) -> f64 {
+    if a == b {
+        return 0.0;
+    }
+    match (features(a), features(b)) {
+        (Some(x), Some(y)) if x.0 == y.0 => {
+            let d = |u: u8, v: u8, range: f64| (u as f64 - v as f64).abs() / range;
+            if x.0 {
+                (d(x.1, y.1, 2.0) + d(x.2, y.2, 2.0) + d(x.3, y.3, 1.0) + d(x.4, y.4, 1.0)) / 4.0
+            } else {
+                (d(x.1, y.1, 7.0).min(1.0) * 1.5
+                    + (x.2 != y.2) as u8 as f64 * 1.5
+                    + d(x.3, y.3, 1.0))
+                    / 4.0
+            }
+            .clamp(0.05, 1.0)
+        }
+        _ => 1.0,
+    }
+}
+
+/// The unit inventory of hybrid graphs and simulators: SIL then the 39 CMU phones.
+pub fn hybrid_units() -> Vec<String> {
+    let mut u = vec!["SIL".to_string()];
+    u.extend(CMU_PHONES.iter().map(|s| s.to_string()));
+    u
+}
+
+/// The hybrid simulator.
+#[derive(Debug, Clone)]
+pub struct HybridSim {
+    knobs: AcousticSpec,
+    states_per_phone: usize,
+    /// Frame shift in seconds.
+    pub frame_s: f64,
+    /// Logit gap between the true pdf and a maximally distant one (nats).
+    pub separation: f64,
+    units: Vec<String>,
+    /// `dist[a][b]` between units.
+    dist: Vec<Vec<f64>>,
+    /// Nearest other unit of each unit (confusion target).
+    nearest: Vec<usize>,
+}
+
+impl HybridSim {
+    /// A simulator over [`hybrid_units`] with `states_per_phone` pdfs per phone.
+    pub fn new(knobs: AcousticSpec, states_per_phone: usize) -> Self {
+        let units = hybrid_units();
+        let dist: Vec<Vec<f64>> = units
+            .iter()
+            .map(|a| units.iter().map(|b| phone_distance(a, b)).collect())
+            .collect();
+        let nearest = (0..units.len())
+            .map(|i| {
+                (0..units.len())
+                    .filter(|&j| j != i)
+                    .min_by(|&x, &y| dist[i][x].total_cmp(&dist[i][y]).then(x.cmp(&y)))
+                    .unwrap()
+            })
+            .collect();
+        Self {
+            knobs,
+            states_per_phone: states_per_phone.max(1),
+            frame_s: 0.03,
+            separation: 6.0,
+            units,
+            dist,
+            nearest,
+        }
+    }
+
+    /// Number of pdfs (score columns): units × states per phone; pdf of state k of unit u
+    /// (0-based) is u·states_per_phone + k, as in ctx-graph's H.
+    pub fn num_pdfs(&self) -> usize {
+        self.units.len() * self.states_per_phone
+    }
+
+    /// The true pdf of each frame and the noise level used, plus the score matrix.
+    pub fn simulate(
+        &self,
+        utt: &str,
+        words: &[String],
+        duration_s: f64,
+        pron: &Pronouncer,
+    ) -> Result<(ScoreMatrix, Vec<u32>), SimError> {
+        let mut rng = Rng::for_key(self.knobs.seed, utt);
+        let sigma = self.knobs.noise * (self.knobs.noise_spread * rng.normal()).exp();
+        let unit_index = |p: &str| self.units.iter().position(|u| u == p);
+        let mut phones: Vec<usize> = vec![0];
+        for w in words {
+            let (prons, _) = pron.pronounce(w).map_err(|e| SimError::Utterance {
+                utt: utt.to_string(),
+                message: e.to_string(),
+            })?;
+            for p in &prons[0] {
+                phones.push(unit_index(p).ok_or_else(|| SimError::Utterance {
+                    utt: utt.to_string(),
+                    message: format!("phone {p} of '{w}' is not a CMU phone"),
+                })?);
+            }
+        }
+        phones.push(0);
+        // Confusions: a phone's frames look like its nearest phone.
+        let p_conf = (self.knobs.confusion * sigma / self.knobs.noise.max(1e-9)).min(1.0);
+        let acoustic: Vec<usize> = phones
+            .iter()
+            .map(|&p| {
+                if p != 0 && rng.chance(p_conf) {
+                    self.nearest[p]
+                } else {
+                    p
+                }
+            })
+            .collect();
+        // Frames per HMM state.
+        let s = self.states_per_phone;
+        let min_frames = phones.len() * s;
+        let frames = ((duration_s / self.frame_s).round() as usize).max(min_frames);
+        let weights: Vec<f64> = (0..min_frames)
+            .map(|_| 0.3 + rng.exponential(1.0))
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let extra = frames - min_frames;
+        let mut counts: Vec<usize> = weights
+            .iter()
+            .map(|w| 1 + (w / total * extra as f64).floor() as usize)
+            .collect();
+        let mut left = frames - counts.iter().sum::<usize>();
+        let (mut i, n) = (0, counts.len());
+        while left > 0 {
+            counts[i % n] += 1;
+            left -= 1;
+            i += 7;
+        }
+        let npdf = self.num_pdfs();
+        let mut m = ScoreMatrix::zeros(frames, npdf);
+        let mut truth = Vec::with_capacity(frames);
+        let mut t = 0;
+        for (k, &c) in counts.iter().enumerate() {
+            let (ph, st) = (k / s, k % s);
+            let a = acoustic[ph];
+            truth.push_n((phones[ph] * s + st) as u32, c);
+            for _ in 0..c {
+                let row = m.row_mut(t);
+                for (u, d) in self.dist[a].iter().enumerate() {
+                    for j in 0..s {
+                        let gap = if u == a {
+                            if j == st {
+                                0.0
+                            } else {
+                                0.5
+                            }
+                        } else {
+                            1.0 + d
+                        };
+                        row[u * s + j] = (-self.separation * gap + sigma * rng.normal()) as f32;
+                    }
+                }
+                t += 1;
+            }
+        }
+        Ok((m, truth))
+    }
+}
+
+trait PushN {
+    fn push_n(&mut self, v: u32, n: usize);
+}
+
+impl PushN for Vec<u32> {
+    fn push_n(&mut self, v: u32, n: usize) {
+        self.extend(std::iter::repeat_n(v, n));
+    }
+}
+
+fn edit_distance(a: &[char], b: &[char]) -> usize {
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur.push(
+                (prev[j] + (ca != cb) as usize)
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The CTC simulator over a BPE model's pieces (column 0 = blank, column i = piece id i).
+#[derive(Debug, Clone)]
+pub struct CtcSim {
+    knobs: AcousticSpec,
+    bpe: Bpe,
+    /// Frame shift in seconds.
+    pub frame_s: f64,
+    /// Logit of the aligned token above a maximally distant one (nats).
+    pub separation: f64,
+    /// Per piece, its near pieces (normalised spelling distance ≤ 0.5) with their distance.
+    near: Vec<Vec<(usize, f64)>>,
+}
+
+impl CtcSim {
+    /// A simulator for a BPE model.
+    pub fn new(knobs: AcousticSpec, bpe: Bpe) -> Self {
+        let chars: Vec<Vec<char>> = bpe
+            .pieces()
+            .iter()
+            .map(|p| p.trim_start_matches(crate::bpe::BOUNDARY).chars().collect())
+            .collect();
+        let near = (0..chars.len())
+            .map(|i| {
+                (0..chars.len())
+                    .filter(|&j| j != i)
+                    .filter_map(|j| {
+                        let l = chars[i].len().max(chars[j].len()).max(1);
+                        let d = edit_distance(&chars[i], &chars[j]) as f64 / l as f64;
+                        (d <= 0.5).then_some((j, d.max(0.1)))
+                    })
+                    .collect()
+            })
+            .collect();
+        Self {
+            knobs,
+            bpe,
+            frame_s: 0.04,
+            separation: 8.0,
+            near,
+        }
+    }
+
+    /// Score columns: blank + pieces.
+    pub fn num_tokens(&self) -> usize {
+        self.bpe.len() + 1
+    }
+
+    /// Log-softmax rows for an utterance, and the aligned token of each frame (0 = blank).
+    pub fn simulate(
+        &self,
+        utt: &str,
+        words: &[String],
+        duration_s: f64,
+    ) -> Result<(ScoreMatrix, Vec<u32>), SimError> {
+        let mut rng = Rng::for_key(self.knobs.seed, utt);
+        let sigma = self.knobs.noise * (self.knobs.noise_spread * rng.normal()).exp();
+        let p_conf = (self.knobs.confusion * sigma / self.knobs.noise.max(1e-9)).min(1.0);
+        let mut tokens: Vec<u32> = Vec::new();
+        for w in words {
+            for p in self.bpe.encode_word(w) {
+                let id = self.bpe.id(&p).expect("encode yields known pieces");
+                let near = &self.near[id as usize - 1];
+                let shown = if !near.is_empty() && rng.chance(p_conf) {
+                    near.iter()
+                        .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
+                        .unwrap()
+                        .0 as u32
+                        + 1
+                } else {
+                    id
+                };
+                tokens.push(shown);
+            }
+        }
+        let spans: Vec<usize> = tokens
+            .iter()
+            .map(|_| 1 + rng.chance(0.3) as usize)
+            .collect();
+        let need = spans.iter().sum::<usize>() + tokens.len() + 1;
+        let frames = ((duration_s / self.frame_s).round() as usize).max(need);
+        // Tokens spread evenly; blanks elsewhere.
+        let mut truth = vec![0u32; frames];
+        let slot = frames as f64 / (tokens.len() + 1) as f64;
+        let mut prev_end = 0;
+        for (i, (&tok, &n)) in tokens.iter().zip(&spans).enumerate() {
+            let start = (((i + 1) as f64 * slot) as usize)
+                .max(prev_end + 1)
+                .min(frames - n);
+            for f in truth.iter_mut().skip(start).take(n) {
+                *f = tok;
+            }
+            prev_end = start + n;
+        }
+        let v = self.num_tokens();
+        let mut m = ScoreMatrix::zeros(frames, v);
+        for (t, &tok) in truth.iter().enumerate() {
+            let row = m.row_mut(t);
+            for x in row.iter_mut() {
+                *x = (-self.separation + sigma * rng.normal()) as f32;
+            }
+            row[tok as usize] += self.separation as f32;
+            if tok != 0 {
+                for &(j, d) in &self.near[tok as usize - 1] {
+                    row[j + 1] += (self.separation * (1.0 - d)) as f32 * 0.5;
+                }
+            }
+            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let lse = max + row.iter().map(|x| (x - max).exp()).sum::<f32>().ln();
+            for x in row.iter_mut() {
+                *x -= lse;
+            }
+        }
+        Ok((m, truth))
+    }
+}

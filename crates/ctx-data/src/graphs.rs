@@ -1,0 +1,157 @@
+//! Decoding graphs for registered datasets: LM from the dataset's LM text (Kneser-Ney), lexicon
+//! from the pronouncer (hybrid) or BPE spellings (CTC), then HCLG or TLG through ctx-graph, with
+//! the on-disk cache keyed by every input.
+
+use crate::bpe::Bpe;
+use crate::dataset::{shipped_pronouncer, DataError, Dataset, Subset};
+use crate::kneser_ney::{estimate, KnOptions};
+use crate::pronounce::CMU_PHONES;
+use crate::registry::{DatasetSpec, LmSpec, Registry};
+use ctx_core::lexicon::{Lexicon, LexiconEntry};
+use ctx_graph::cache::{CacheKey, GraphCache};
+use ctx_graph::compile::{build_graph, Graph, GraphInputs, GraphKind};
+use ctx_graph::grammar::MissingWords;
+use ctx_graph::hmm::HmmTopology;
+use ctx_graph::lexicon_fst::SilenceOptions;
+use std::path::Path;
+use std::time::Instant;
+
+/// BPE vocabulary size of the CTC graphs (DESIGN.md: 1,024 pieces + blank).
+pub const DEFAULT_BPE_SIZE: usize = 1024;
+
+/// What a dataset graph build did.
+#[derive(Debug, Clone)]
+pub struct GraphBuildReport {
+    /// The graph (loaded from the cache or built).
+    pub graph: Graph,
+    /// Whether it came from the cache.
+    pub cached: bool,
+    /// Seconds for the LM estimate (0 when cached).
+    pub lm_seconds: f64,
+    /// Words of the LM vocabulary without a pronunciation (skipped, counted).
+    pub skipped_words: Vec<String>,
+    /// n-grams dropped with them.
+    pub skipped_ngrams: usize,
+    /// Total seconds.
+    pub seconds: f64,
+}
+
+fn lm_spec(reg: &Registry, name: &str) -> Result<LmSpec, DataError> {
+    Ok(match reg.get(name)? {
+        DatasetSpec::Earnings { lm, .. } | DatasetSpec::AtcSim { lm, .. } => lm.clone(),
+        DatasetSpec::LmText { .. } => LmSpec::default(),
+    })
+}
+
+/// Builds (or loads from `cache_dir`) the decoding graph of a dataset.
+pub fn dataset_graph(
+    reg: &Registry,
+    name: &str,
+    kind: GraphKind,
+    bpe_size: usize,
+    cache_dir: &Path,
+) -> Result<GraphBuildReport, DataError> {
+    let t0 = Instant::now();
+    let ds = Dataset::load(reg, name, Subset::Full)?;
+    let spec = lm_spec(reg, name)?;
+    let mut key = CacheKey::new();
+    key.add("dataset", name.as_bytes());
+    for l in &ds.lm_text {
+        key.add("s", l.as_bytes());
+    }
+    key.add("lm", format!("{:?}", spec).as_bytes());
+    if let GraphKind::Tlg(_) = kind {
+        key.add("bpe", &bpe_size.to_le_bytes());
+    }
+    let cache = GraphCache::new(cache_dir);
+    if let Some(graph) = cache
+        .load(kind, &key)
+        .map_err(|e| DataError::Invalid(e.to_string()))?
+    {
+        return Ok(GraphBuildReport {
+            graph,
+            cached: true,
+            lm_seconds: 0.0,
+            skipped_words: Vec::new(),
+            skipped_ngrams: 0,
+            seconds: t0.elapsed().as_secs_f64(),
+        });
+    }
+    let t = Instant::now();
+    let sentences: Vec<Vec<&str>> = ds
+        .lm_text
+        .iter()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let opts = KnOptions {
+        order: spec.order,
+        prune: spec.prune.clone(),
+        ..KnOptions::default()
+    };
+    let (lm, _) = estimate(&sentences, &opts).map_err(|e| DataError::Invalid(e.to_string()))?;
+    let lm_seconds = t.elapsed().as_secs_f64();
+    let words: Vec<&str> = lm
+        .vocab()
+        .iter()
+        .map(String::as_str)
+        .filter(|w| !w.starts_with('<') && !w.starts_with('#'))
+        .collect();
+    let (lexicon, units, silence) = match kind {
+        GraphKind::Hclg => {
+            let pron = shipped_pronouncer(reg)?;
+            let mut lex = Lexicon::new();
+            for w in &words {
+                if let Ok((prons, _)) = pron.pronounce(w) {
+                    for phones in prons {
+                        lex.push(LexiconEntry {
+                            word: w.to_string(),
+                            prob: 1.0,
+                            phones,
+                        });
+                    }
+                }
+            }
+            let mut units = vec!["SIL".to_string()];
+            units.extend(CMU_PHONES.iter().map(|s| s.to_string()));
+            let sil = SilenceOptions {
+                unit: "SIL".into(),
+                prob: 0.5,
+            };
+            (lex, units, Some(sil))
+        }
+        GraphKind::Tlg(_) => {
+            let bpe =
+                Bpe::train(&ds.lm_text, bpe_size).map_err(|e| DataError::Invalid(e.to_string()))?;
+            let mut lex = Lexicon::new();
+            for w in &words {
+                lex.push(LexiconEntry {
+                    word: w.to_string(),
+                    prob: 1.0,
+                    phones: bpe.encode_word(w),
+                });
+            }
+            (lex, bpe.pieces().to_vec(), None)
+        }
+    };
+    let inputs = GraphInputs {
+        lexicon: &lexicon,
+        units: &units,
+        lm: &lm,
+        missing_words: MissingWords::Skip,
+        silence,
+        hmm: HmmTopology::default(),
+    };
+    let (graph, report) =
+        build_graph(kind, &inputs).map_err(|e| DataError::Invalid(e.to_string()))?;
+    cache
+        .store(&key, &graph)
+        .map_err(|e| DataError::Invalid(e.to_string()))?;
+    Ok(GraphBuildReport {
+        graph,
+        cached: false,
+        lm_seconds,
+        skipped_words: report.skipped_words,
+        skipped_ngrams: report.skipped_ngrams,
+        seconds: t0.elapsed().as_secs_f64(),
+    })
+}

@@ -1,0 +1,138 @@
+//! Simulated acoustics: documented shape, determinism, and accuracy falling with noise.
+
+use ctx_data::acoustic::{phone_distance, CtcSim, HybridSim};
+use ctx_data::bpe::Bpe;
+use ctx_data::pronounce::Pronouncer;
+use ctx_data::registry::AcousticSpec;
+use std::path::Path;
+
+fn pron() -> Pronouncer {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets");
+    Pronouncer::from_cmudict(&root.join("cmudict/cmudict.dict.gz")).unwrap()
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(str::to_string).collect()
+}
+
+fn knobs(noise: f64) -> AcousticSpec {
+    AcousticSpec {
+        noise,
+        noise_spread: 0.0,
+        confusion: 0.0,
+        seed: 3,
+    }
+}
+
+fn argmax(row: &[f32]) -> u32 {
+    row.iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .unwrap()
+        .0 as u32
+}
+
+fn accuracy(m: &ctx_core::scores::ScoreMatrix, truth: &[u32]) -> f64 {
+    let ok = (0..m.rows())
+        .filter(|&t| argmax(m.row(t)) == truth[t])
+        .count();
+    ok as f64 / m.rows() as f64
+}
+
+const UTTS: [&str; 3] = [
+    "lufthansa five kilo x-ray descend flight level one two zero",
+    "ryanair one romeo kilo contact zurich radar one three two decimal eight five",
+    "good morning swiss two six eight nine cleared ils approach runway one four",
+];
+
+#[test]
+fn phone_distance_follows_articulation() {
+    assert_eq!(phone_distance("P", "P"), 0.0);
+    assert!(phone_distance("P", "B") < phone_distance("P", "S"));
+    assert!(phone_distance("IY", "IH") < phone_distance("IY", "AA"));
+    assert_eq!(phone_distance("P", "AA"), 1.0, "consonant vs vowel");
+    assert_eq!(phone_distance("SIL", "AA"), 1.0);
+}
+
+#[test]
+fn hybrid_scores_have_the_documented_shape_and_degrade_with_noise() {
+    let p = pron();
+    let sim = HybridSim::new(knobs(0.5), 2);
+    let (m, truth) = sim.simulate("u1", &words(UTTS[0]), 3.0, &p).unwrap();
+    assert_eq!(m.cols(), 80, "40 units x 2 states");
+    assert_eq!(m.rows(), 100, "3 s at 30 ms");
+    assert_eq!(truth.len(), 100);
+    // Frames start and end in silence (unit 0: pdfs 0 and 1).
+    assert!(truth[0] < 2 && truth[99] < 2);
+    // The same utterance id gives the same matrix; another id another one.
+    let (m2, _) = sim.simulate("u1", &words(UTTS[0]), 3.0, &p).unwrap();
+    assert_eq!(m.data(), m2.data());
+    let (m3, _) = sim.simulate("u2", &words(UTTS[0]), 3.0, &p).unwrap();
+    assert_ne!(m.data(), m3.data());
+    // Accuracy of the frame-wise argmax: near perfect at low noise, falling as noise grows.
+    let mut accs = Vec::new();
+    for noise in [0.5, 2.0, 4.0, 8.0] {
+        let sim = HybridSim::new(knobs(noise), 2);
+        let mut acc = 0.0;
+        for (i, u) in UTTS.iter().enumerate() {
+            let (m, t) = sim.simulate(&format!("n{i}"), &words(u), 4.0, &p).unwrap();
+            acc += accuracy(&m, &t) / UTTS.len() as f64;
+        }
+        accs.push(acc);
+    }
+    println!("hybrid frame accuracy by noise 0.5/2/4/8: {accs:?}");
+    assert!(accs[0] > 0.99, "{accs:?}");
+    assert!(accs.windows(2).all(|w| w[1] < w[0]), "{accs:?}");
+    assert!(accs[3] < 0.5, "{accs:?}");
+    // Confusions move frames to a near phone: with confusion = 1 every phone is replaced.
+    let conf = HybridSim::new(
+        AcousticSpec {
+            confusion: 1.0,
+            ..knobs(0.5)
+        },
+        1,
+    );
+    let (m, t) = conf.simulate("c", &words(UTTS[1]), 4.0, &p).unwrap();
+    assert!(accuracy(&m, &t) < 0.5);
+    // Unpronounceable words are errors naming the utterance.
+    let e = sim
+        .simulate("bad-utt", &words("hello ☃"), 1.0, &p)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("bad-utt"), "{e}");
+}
+
+#[test]
+fn ctc_scores_are_peaky_log_softmax_rows() {
+    let text: Vec<String> = UTTS.iter().map(|s| s.to_string()).collect();
+    let bpe = Bpe::train(&text, 60).unwrap();
+    let sim = CtcSim::new(knobs(0.5), bpe.clone());
+    let (m, truth) = sim.simulate("c1", &words(UTTS[2]), 8.0).unwrap();
+    assert_eq!(m.cols(), 61, "blank + 60 pieces");
+    assert_eq!(m.rows(), 200, "8 s at 40 ms");
+    for t in 0..m.rows() {
+        let lse: f64 = m.row(t).iter().map(|&x| (x as f64).exp()).sum::<f64>().ln();
+        assert!(lse.abs() < 1e-4, "row {t} is not log-softmax: {lse}");
+    }
+    // Mostly blank; the non-blank frames spell the utterance (repeats collapsed, blanks removed).
+    let blanks = truth.iter().filter(|&&x| x == 0).count();
+    assert!(blanks * 2 > truth.len());
+    let mut seq = Vec::new();
+    for (i, &x) in truth.iter().enumerate() {
+        if x != 0 && (i == 0 || truth[i - 1] != x) {
+            seq.push(x);
+        }
+    }
+    assert_eq!(bpe.decode(&seq), UTTS[2]);
+    let mut accs = Vec::new();
+    for noise in [0.5, 2.0, 4.0] {
+        let sim = CtcSim::new(knobs(noise), bpe.clone());
+        let (m, t) = sim.simulate("c2", &words(UTTS[0]), 8.0).unwrap();
+        accs.push(accuracy(&m, &t));
+    }
+    println!("ctc frame accuracy by noise 0.5/2/4: {accs:?}");
+    assert!(
+        accs[0] > 0.99 && accs[1] < accs[0] && accs[2] < accs[1],
+        "{accs:?}"
+    );
+}
