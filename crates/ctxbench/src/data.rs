@@ -2,6 +2,8 @@
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
+use ctx_data::acoustic::{CtcSim, HybridSim};
+use ctx_data::bpe::Bpe;
 use ctx_data::dataset::{Dataset, Subset};
 use ctx_data::registry::{DatasetSpec, Registry};
 use std::path::PathBuf;
@@ -29,6 +31,35 @@ pub enum DataCommand {
         #[arg(long)]
         registry: Option<PathBuf>,
     },
+    /// Export simulated acoustic scores of a dataset so any decoder can read the same inputs.
+    Scores {
+        /// Dataset name.
+        name: String,
+        /// hybrid or ctc.
+        #[arg(long, value_enum, default_value = "hybrid")]
+        model: SimModel,
+        /// Only the quick subset.
+        #[arg(long)]
+        quick: bool,
+        /// Output: an archive file (ark, ark-text) or a folder (npy).
+        #[arg(long)]
+        out: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "ark")]
+        format: ScoreFormat,
+        /// HMM states per phone (hybrid).
+        #[arg(long, default_value_t = 1)]
+        states_per_phone: usize,
+        /// BPE pieces (ctc; the same model the TLG graph uses).
+        #[arg(long, default_value_t = ctx_data::graphs::DEFAULT_BPE_SIZE)]
+        bpe_size: usize,
+        /// Only the first N utterances.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// The registry.
+        #[arg(long)]
+        registry: Option<PathBuf>,
+    },
     /// Write a dataset as a data folder (text, utt2dur, lists, entities, LM text, stats.json).
     Prepare {
         /// Dataset name.
@@ -43,6 +74,26 @@ pub enum DataCommand {
         #[arg(long)]
         registry: Option<PathBuf>,
     },
+}
+
+/// Which simulated model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SimModel {
+    /// Pdf log-likelihoods for HCLG decoding (30 ms frames).
+    Hybrid,
+    /// Token log-probs with blank at column 0 for TLG decoding (40 ms frames).
+    Ctc,
+}
+
+/// Output format of exported scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScoreFormat {
+    /// One Kaldi binary archive (`<out>`), readable by `copy-matrix` and our decoders.
+    Ark,
+    /// One Kaldi text archive.
+    ArkText,
+    /// A folder of `<utt>.npy` files (float32, rows = frames).
+    Npy,
 }
 
 /// Reads the registry given, or finds datasets.toml from the current folder upwards.
@@ -110,6 +161,70 @@ pub fn run_data(cmd: &DataCommand) -> Result<()> {
                     println!("{:<21} {v} phrases", format!("{k} list"));
                 }
             }
+        }
+        DataCommand::Scores {
+            name,
+            model,
+            quick,
+            out,
+            format,
+            states_per_phone,
+            bpe_size,
+            limit,
+            registry: r,
+        } => {
+            let reg = registry(r)?;
+            let ds = Dataset::load(&reg, name, subset(*quick))
+                .with_context(|| format!("loading dataset {name}"))?;
+            let knobs = match reg.get(name)? {
+                DatasetSpec::Earnings { acoustic, .. } | DatasetSpec::AtcSim { acoustic, .. } => {
+                    acoustic.clone()
+                }
+                DatasetSpec::LmText { .. } => unreachable!("Dataset::load refuses lm-text"),
+            };
+            let utts = &ds.utterances[..limit.unwrap_or(usize::MAX).min(ds.utterances.len())];
+            let pron = ctx_data::dataset::shipped_pronouncer(&reg)?;
+            let hybrid = HybridSim::new(knobs.clone(), *states_per_phone);
+            let ctc = match model {
+                SimModel::Ctc => Some(CtcSim::new(
+                    knobs.clone(),
+                    Bpe::train(&ds.lm_text, *bpe_size)?,
+                )),
+                SimModel::Hybrid => None,
+            };
+            let mut mats = Vec::with_capacity(utts.len());
+            let mut audio = 0.0;
+            for u in utts {
+                let (m, _) = match &ctc {
+                    Some(c) => c.simulate(&u.id, &u.words, u.duration_s)?,
+                    None => hybrid.simulate(&u.id, &u.words, u.duration_s, &pron)?,
+                };
+                audio += u.duration_s;
+                mats.push((u.id.clone(), m));
+            }
+            match format {
+                ScoreFormat::Ark | ScoreFormat::ArkText => {
+                    ctx_core::scores::write_ark(
+                        out,
+                        mats.iter().map(|(k, m)| (k.as_str(), m)),
+                        *format == ScoreFormat::Ark,
+                    )?;
+                }
+                ScoreFormat::Npy => {
+                    std::fs::create_dir_all(out)
+                        .with_context(|| format!("creating {}", out.display()))?;
+                    for (k, m) in &mats {
+                        ctx_core::scores::write_npy(&out.join(format!("{k}.npy")), m)?;
+                    }
+                }
+            }
+            let cols = mats.first().map_or(0, |(_, m)| m.cols());
+            println!(
+                "wrote {} ({} utterances, {:.2} h of audio, {cols} columns)",
+                out.display(),
+                mats.len(),
+                audio / 3600.0
+            );
         }
         DataCommand::Prepare {
             name,

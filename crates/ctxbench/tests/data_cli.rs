@@ -1,0 +1,122 @@
+//! `ctxbench data` and `ctxbench graph build` end to end on the shipped registry.
+
+use std::path::Path;
+use std::process::Command;
+
+fn root() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+fn ctxbench(a: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_ctxbench"))
+        .current_dir(root())
+        .args(a)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn stats_json_has_the_documented_keys() {
+    let out = ctxbench(&["data", "stats", "atco2-sim-1h", "--quick", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for k in [
+        "utterances",
+        "hours",
+        "words",
+        "median_list_entities",
+        "list_oov_rate",
+        "no_callsign_share",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}: {v}");
+    }
+    assert_eq!(v["utterances"], 60);
+    let out = ctxbench(&["data", "stats", "atco2-sim-2h"]);
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("atco2-sim-2h") && e.contains("known:"), "{e}");
+}
+
+#[test]
+fn exported_scores_read_back_with_the_documented_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let ark = dir.path().join("h.ark");
+    let out = ctxbench(&[
+        "data",
+        "scores",
+        "atco2-sim-1h",
+        "--quick",
+        "--limit",
+        "3",
+        "--out",
+        ark.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mats = ctx_core::scores::read_ark(&ark).unwrap();
+    assert_eq!(mats.len(), 3);
+    assert_eq!(mats[0].0, "atco2-sim-1h-00000");
+    assert_eq!(mats[0].1.cols(), 40, "SIL + 39 phones, one state each");
+    // The same command gives the same bytes (seeded by utterance id).
+    let ark2 = dir.path().join("h2.ark");
+    ctxbench(&[
+        "data",
+        "scores",
+        "atco2-sim-1h",
+        "--quick",
+        "--limit",
+        "3",
+        "--out",
+        ark2.to_str().unwrap(),
+    ]);
+    assert_eq!(std::fs::read(&ark).unwrap(), std::fs::read(&ark2).unwrap());
+}
+
+#[test]
+fn graph_build_prints_sizes_and_uses_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("graphs");
+    let args = [
+        "graph",
+        "build",
+        "--dataset",
+        "atco2-sim-1h",
+        "--kind",
+        "tlg-compact",
+        "--bpe-size",
+        "200",
+        "--cache",
+        cache.to_str().unwrap(),
+    ];
+    let out = ctxbench(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.contains("T ∘ LG") && s.contains("201 score columns") && s.contains("built"),
+        "{s}"
+    );
+    let again = ctxbench(&args);
+    let s2 = String::from_utf8_lossy(&again.stdout);
+    assert!(s2.contains("loaded from the cache"), "{s2}");
+    let out = ctxbench(&[
+        "graph",
+        "build",
+        "--dataset",
+        "atco2-sim-1h",
+        "--kind",
+        "tlg-fancy",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tlg-fancy"));
+}
