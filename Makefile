@@ -5,7 +5,7 @@ CARGO ?= cargo
 BIN := target/release/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: all build test reproduce reproduce-quick bench bench-score lint fmt clean lm-earnings22 peer-kenlm
+.PHONY: all build test reproduce reproduce-quick bench bench-score lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats
 
 all: build
 
@@ -50,6 +50,14 @@ lm-earnings22: build
 	mv results/lm-earnings22/test.txt.tmp results/lm-earnings22/test.txt
 	$(BIN) lm train --text datasets/earnings22/lm_text.txt.gz --order 3 --out results/lm-earnings22/lm.arpa.gz
 	$(BIN) lm ppl --lm results/lm-earnings22/lm.arpa.gz --text results/lm-earnings22/test.txt
+
+## The README's graph table: every dataset graph built once (sizes, seconds, peak memory).
+graph-sizes: build
+	scripts/graph_sizes.sh
+
+## The README's dataset table.
+data-stats: build
+	for d in earnings21 atco2-sim-4h atco2-sim-1h; do $(BIN) data stats $$d; echo; done
 
 ## Peer check of the ARPA writer and queries: KenLM (PyPI, in .venv-peers) scores the same text with
 ## the model of lm-earnings22. Comparison only; nothing else depends on it.
