@@ -247,6 +247,21 @@ impl Bpe {
     }
 }
 
+/// Encodes sentences into piece strings, e.g. to estimate a token-level n-gram LM (NGPU-LM works on
+/// BPE tokens) with the same Kneser-Ney estimator as word LMs.
+pub fn encode_sentences<S: AsRef<str>>(bpe: &Bpe, sentences: &[S]) -> Vec<Vec<String>> {
+    sentences
+        .iter()
+        .map(|s| {
+            s.as_ref()
+                .split_whitespace()
+                .flat_map(|w| bpe.encode_word(w))
+                .collect::<Vec<String>>()
+        })
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

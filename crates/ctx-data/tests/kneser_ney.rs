@@ -167,3 +167,25 @@ fn written_arpa_reads_back_and_bad_input_is_refused() {
     )
     .is_err());
 }
+
+#[test]
+fn token_level_lms_over_bpe_pieces_up_to_order_ten_sum_to_one() {
+    use ctx_data::bpe::{encode_sentences, Bpe};
+    let text: Vec<String> = corpus(600, 11).iter().map(|s| s.join(" ")).collect();
+    let bpe = Bpe::train(&text, 30).unwrap();
+    let pieces = encode_sentences(&bpe, &text);
+    assert!(pieces.iter().all(|s| s.iter().all(|p| bpe.id(p).is_some())));
+    for order in [6, 10] {
+        let (lm, _) = estimate(
+            &pieces,
+            &KnOptions {
+                order,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(lm.order(), order);
+        assert!(lm.count(order) > 0, "order {order} has {order}-grams");
+        assert_sums_to_one(&lm);
+    }
+}

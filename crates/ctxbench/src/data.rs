@@ -239,10 +239,45 @@ pub fn run_data(cmd: &DataCommand) -> Result<()> {
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("data").join(&ds.name));
             let dir = ds.prepare(&out)?;
+            // The lexicon the dataset needs: every word of the references, the lists and the LM
+            // text, pronounced by the shipped CMUdict and the fallbacks (unreadable words counted).
+            let pron = ctx_data::dataset::shipped_pronouncer(&reg)?;
+            let mut words: std::collections::BTreeSet<&str> = ds.lm_vocabulary();
+            for u in &ds.utterances {
+                words.extend(u.words.iter().map(String::as_str));
+            }
+            for l in ds.lists.values().chain(ds.global_lists.values()) {
+                words.extend(l.phrases.iter().flatten().map(String::as_str));
+            }
+            let mut lex = ctx_core::lexicon::Lexicon::new();
+            let mut unreadable = Vec::new();
+            for w in words {
+                match pron.pronounce(w) {
+                    Ok((prons, _)) => {
+                        for phones in prons {
+                            lex.push(ctx_core::lexicon::LexiconEntry {
+                                word: w.to_string(),
+                                prob: 1.0,
+                                phones,
+                            });
+                        }
+                    }
+                    Err(_) => unreadable.push(w),
+                }
+            }
+            lex.write(&dir.join("lexicon.txt"), false)?;
+            if !unreadable.is_empty() {
+                eprintln!(
+                    "warning: {} word(s) have no pronunciation and are not in lexicon.txt: {}",
+                    unreadable.len(),
+                    unreadable.join(" ")
+                );
+            }
             println!(
-                "wrote {} ({} utterances)",
+                "wrote {} ({} utterances, lexicon of {} pronunciations)",
                 dir.display(),
-                ds.utterances.len()
+                ds.utterances.len(),
+                lex.len()
             );
         }
     }

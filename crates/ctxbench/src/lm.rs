@@ -43,6 +43,13 @@ pub struct TrainArgs {
     /// Lower-case the text first.
     #[arg(long)]
     pub lowercase: bool,
+    /// Train a BPE model with this many pieces on the text and estimate a token-level LM over its
+    /// pieces (NGPU-LM style) instead of a word LM.
+    #[arg(long, requires = "bpe_out")]
+    pub bpe_size: Option<usize>,
+    /// Where to write that BPE model.
+    #[arg(long)]
+    pub bpe_out: Option<PathBuf>,
 }
 
 fn read_sentences(path: &Path, lowercase: bool) -> Result<Vec<Vec<String>>> {
@@ -81,7 +88,15 @@ fn peak_rss_mb() -> Option<f64> {
 pub fn run_lm(cmd: &LmCommand) -> Result<()> {
     match cmd {
         LmCommand::Train(a) => {
-            let sentences = read_sentences(&a.text, a.lowercase)?;
+            let mut sentences = read_sentences(&a.text, a.lowercase)?;
+            if let (Some(size), Some(out)) = (a.bpe_size, &a.bpe_out) {
+                let lines: Vec<String> = sentences.iter().map(|s| s.join(" ")).collect();
+                let bpe = ctx_data::bpe::Bpe::train(&lines, size)
+                    .with_context(|| format!("training BPE on {}", a.text.display()))?;
+                bpe.write(out)?;
+                println!("wrote BPE model {} ({} pieces)", out.display(), bpe.len());
+                sentences = ctx_data::bpe::encode_sentences(&bpe, &lines);
+            }
             let words: usize = sentences.iter().map(Vec::len).sum();
             let t0 = Instant::now();
             let opts = KnOptions {

@@ -120,3 +120,38 @@ fn graph_build_prints_sizes_and_uses_the_cache() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("tlg-fancy"));
 }
+
+#[test]
+fn prepare_writes_the_data_folder_with_a_lexicon_for_every_word() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("a1");
+    let o = ctxbench(&[
+        "data",
+        "prepare",
+        "atco2-sim-1h",
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lex = std::fs::read_to_string(out.join("lexicon.txt")).unwrap();
+    let known: std::collections::BTreeSet<&str> =
+        lex.lines().map(|l| l.split('\t').next().unwrap()).collect();
+    let text = std::fs::read_to_string(out.join("text")).unwrap();
+    assert_eq!(text.lines().count(), 60);
+    for l in text.lines() {
+        for w in l.split_whitespace().skip(1) {
+            assert!(known.contains(w), "{w} has no pronunciation");
+        }
+    }
+    for f in [
+        "utt2dur",
+        "bias_table.tsv",
+        "callsigns.tsv",
+        "entities.tsv",
+        "lm_text.txt.gz",
+        "stats.json",
+    ] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+}
