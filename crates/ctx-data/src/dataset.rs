@@ -86,6 +86,8 @@ pub struct Dataset {
     pub has_callsigns: bool,
     /// Earnings: where each segment comes from.
     pub segments: Vec<Segment>,
+    /// Earnings: the folder the calls were read from (for per-segment `.nlp` slices).
+    pub source: Option<PathBuf>,
 }
 
 /// Figures of `ctxbench data stats`.
@@ -128,6 +130,76 @@ fn median(v: &mut [usize]) -> f64 {
     } else {
         (v[n / 2 - 1] + v[n / 2]) as f64 / 2.0
     }
+}
+
+/// Writes each Earnings segment as `nlp_references/<utt>.nlp` (the header and the segment's rows
+/// of the call's `.nlp` file) with the call's `wer_tags/<utt>.wer_tag.json` and
+/// `normalizations/<utt>.norm.json`, so `ctxbench score --format nlp` scores segment hypotheses
+/// with fstalign rules.
+fn write_nlp_slices(
+    src: &Path,
+    utts: &[Utterance],
+    segs: &[Segment],
+    out: &Path,
+) -> Result<(), DataError> {
+    for d in ["nlp_references", "wer_tags", "normalizations"] {
+        std::fs::create_dir_all(out.join(d)).map_err(|e| ctx_core::CoreError::io(out, e))?;
+    }
+    let mut cache: BTreeMap<String, (String, Option<String>, Option<String>)> = BTreeMap::new();
+    for (u, s) in utts.iter().zip(segs) {
+        if !cache.contains_key(&s.doc) {
+            let find = |dir: &str, suffix: &str| {
+                ctx_core::io::find_maybe_gz(&src.join(dir).join(format!("{}{suffix}", s.doc)))
+            };
+            let nlp_path = find("nlp_references", ".nlp").ok_or_else(|| {
+                DataError::Invalid(format!(
+                    "{}: no .nlp file for call {}",
+                    src.display(),
+                    s.doc
+                ))
+            })?;
+            let nlp = ctx_core::io::read_text(&nlp_path)?;
+            let tags = find("wer_tags", ".wer_tag.json")
+                .map(|p| ctx_core::io::read_text(&p))
+                .transpose()?;
+            let norm = find("normalizations", ".norm.json")
+                .map(|p| ctx_core::io::read_text(&p))
+                .transpose()?;
+            cache.clear();
+            cache.insert(s.doc.clone(), (nlp, tags, norm));
+        }
+        let (nlp, tags, norm) = &cache[&s.doc];
+        let mut rows = nlp.lines();
+        let header = rows.next().unwrap_or_default();
+        let body: Vec<&str> = rows
+            .skip(s.tokens.start)
+            .take(s.tokens.end - s.tokens.start)
+            .collect();
+        write_atomic(
+            &out.join("nlp_references").join(format!("{}.nlp", u.id)),
+            |w| {
+                writeln!(w, "{header}")?;
+                for r in &body {
+                    writeln!(w, "{r}")?;
+                }
+                Ok(())
+            },
+        )?;
+        if let Some(t) = tags {
+            write_atomic(
+                &out.join("wer_tags").join(format!("{}.wer_tag.json", u.id)),
+                |w| w.write_all(t.as_bytes()),
+            )?;
+        }
+        if let Some(n) = norm {
+            write_atomic(
+                &out.join("normalizations")
+                    .join(format!("{}.norm.json", u.id)),
+                |w| w.write_all(n.as_bytes()),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Reads an LM text entry's sentences.
@@ -204,6 +276,7 @@ impl Dataset {
                     lm_text: lm_text_of(reg, &lm_text)?,
                     has_callsigns: false,
                     segments,
+                    source: Some(reg.resolve(&path)),
                 })
             }
             DatasetSpec::AtcSim {
@@ -276,6 +349,7 @@ impl Dataset {
                     lm_text: sim.lm_text,
                     has_callsigns: true,
                     segments: Vec::new(),
+                    source: None,
                 })
             }
             DatasetSpec::LmText { .. } => Err(DataError::Invalid(format!(
@@ -429,6 +503,9 @@ impl Dataset {
                     }
                     Ok(())
                 })?;
+                if let Some(src) = &self.source {
+                    write_nlp_slices(src, &self.utterances, &self.segments, &tmp)?;
+                }
                 lines("segments.tsv", &|w| {
                     writeln!(w, "utt\tdoc\tfirst_token\tend_token\tstart_s\tend_s")?;
                     for (u, s) in self.utterances.iter().zip(&self.segments) {
