@@ -218,33 +218,14 @@ fn spell_id(id: &str) -> Vec<String> {
         .collect()
 }
 
+/// A pair of digits as spoken in grouped flight numbers: "oh"-less "zero five", "twelve", "forty".
 fn two_digit_words(n: u32) -> Vec<String> {
-    const TEENS: [&str; 10] = [
-        "ten",
-        "eleven",
-        "twelve",
-        "thirteen",
-        "fourteen",
-        "fifteen",
-        "sixteen",
-        "seventeen",
-        "eighteen",
-        "nineteen",
-    ];
-    const TENS: [&str; 10] = [
-        "", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
-    ];
-    match n {
-        0..=9 => vec!["zero".into(), DIGIT_WORDS[n as usize].into()],
-        10..=19 => vec![TEENS[(n - 10) as usize].into()],
-        _ => match n % 10 {
-            0 => vec![TENS[(n / 10) as usize].into()],
-            d => vec![
-                TENS[(n / 10) as usize].into(),
-                DIGIT_WORDS[d as usize].into(),
-            ],
-        },
+    if n < 10 {
+        return vec!["zero".into(), DIGIT_WORDS[n as usize].into()];
     }
+    let mut out = Vec::new();
+    crate::pronounce::below_thousand(n as u64, &mut out);
+    out
 }
 
 /// Every spoken variant of an ICAO callsign (`designator` + flight id), given the designator's

@@ -251,7 +251,7 @@ const TENS: [&str; 10] = [
 const SCALES: [&str; 5] = ["", "thousand", "million", "billion", "trillion"];
 
 /// Cardinal words of `n` < 1000 (nothing for 0).
-fn below_thousand(n: u64, out: &mut Vec<String>) {
+pub(crate) fn below_thousand(n: u64, out: &mut Vec<String>) {
     let (h, r) = (n / 100, n % 100);
     if h > 0 {
         out.push(ONES[h as usize].into());
