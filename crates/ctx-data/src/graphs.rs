@@ -6,7 +6,7 @@ use crate::bpe::Bpe;
 use crate::dataset::{shipped_pronouncer, DataError, Dataset, Subset};
 use crate::kneser_ney::{estimate, KnOptions};
 use crate::pronounce::CMU_PHONES;
-use crate::registry::{DatasetSpec, LmSpec, Registry};
+use crate::registry::Registry;
 use ctx_core::lexicon::{Lexicon, LexiconEntry};
 use ctx_graph::cache::{CacheKey, GraphCache};
 use ctx_graph::compile::{build_graph, Graph, GraphInputs, GraphKind};
@@ -36,13 +36,6 @@ pub struct GraphBuildReport {
     pub seconds: f64,
 }
 
-fn lm_spec(reg: &Registry, name: &str) -> Result<LmSpec, DataError> {
-    Ok(match reg.get(name)? {
-        DatasetSpec::Earnings { lm, .. } | DatasetSpec::AtcSim { lm, .. } => lm.clone(),
-        DatasetSpec::LmText { .. } => LmSpec::default(),
-    })
-}
-
 /// Builds (or loads from `cache_dir`) the decoding graph of a dataset.
 pub fn dataset_graph(
     reg: &Registry,
@@ -53,7 +46,7 @@ pub fn dataset_graph(
 ) -> Result<GraphBuildReport, DataError> {
     let t0 = Instant::now();
     let ds = Dataset::load(reg, name, Subset::Full)?;
-    let spec = lm_spec(reg, name)?;
+    let spec = reg.get(name)?.lm();
     let mut key = CacheKey::new();
     key.add("dataset", name.as_bytes());
     for l in &ds.lm_text {

@@ -187,6 +187,44 @@ pub enum DatasetSpec {
     },
 }
 
+impl DatasetSpec {
+    /// The `kind` tag as written in datasets.toml.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            DatasetSpec::Earnings { .. } => "earnings",
+            DatasetSpec::AtcSim { .. } => "atc-sim",
+            DatasetSpec::LmText { .. } => "lm-text",
+        }
+    }
+
+    /// The one-line description.
+    pub fn description(&self) -> &str {
+        match self {
+            DatasetSpec::Earnings { description, .. }
+            | DatasetSpec::AtcSim { description, .. }
+            | DatasetSpec::LmText { description, .. } => description,
+        }
+    }
+
+    /// Simulated-acoustics knobs (`None` for LM text).
+    pub fn acoustic(&self) -> Option<&AcousticSpec> {
+        match self {
+            DatasetSpec::Earnings { acoustic, .. } | DatasetSpec::AtcSim { acoustic, .. } => {
+                Some(acoustic)
+            }
+            DatasetSpec::LmText { .. } => None,
+        }
+    }
+
+    /// LM settings (defaults for LM text).
+    pub fn lm(&self) -> LmSpec {
+        match self {
+            DatasetSpec::Earnings { lm, .. } | DatasetSpec::AtcSim { lm, .. } => lm.clone(),
+            DatasetSpec::LmText { .. } => LmSpec::default(),
+        }
+    }
+}
+
 fn default_segment() -> f64 {
     180.0
 }

@@ -5,7 +5,7 @@ use clap::Subcommand;
 use ctx_data::acoustic::{CtcSim, HybridSim};
 use ctx_data::bpe::Bpe;
 use ctx_data::dataset::{Dataset, Subset};
-use ctx_data::registry::{DatasetSpec, Registry};
+use ctx_data::registry::Registry;
 use std::path::PathBuf;
 
 /// Dataset commands.
@@ -118,11 +118,7 @@ pub fn run_data(cmd: &DataCommand) -> Result<()> {
         DataCommand::List { registry: r } => {
             let reg = registry(r)?;
             for (name, spec) in &reg.datasets {
-                let (kind, desc) = match spec {
-                    DatasetSpec::Earnings { description, .. } => ("earnings", description),
-                    DatasetSpec::AtcSim { description, .. } => ("atc-sim", description),
-                    DatasetSpec::LmText { description, .. } => ("lm-text", description),
-                };
+                let (kind, desc) = (spec.kind_name(), spec.description());
                 println!("{name:<16} {kind:<9} {desc}");
             }
         }
@@ -176,12 +172,11 @@ pub fn run_data(cmd: &DataCommand) -> Result<()> {
             let reg = registry(r)?;
             let ds = Dataset::load(&reg, name, subset(*quick))
                 .with_context(|| format!("loading dataset {name}"))?;
-            let knobs = match reg.get(name)? {
-                DatasetSpec::Earnings { acoustic, .. } | DatasetSpec::AtcSim { acoustic, .. } => {
-                    acoustic.clone()
-                }
-                DatasetSpec::LmText { .. } => unreachable!("Dataset::load refuses lm-text"),
-            };
+            let knobs = reg
+                .get(name)?
+                .acoustic()
+                .cloned()
+                .expect("Dataset::load refuses lm-text entries");
             let utts = &ds.utterances[..limit.unwrap_or(usize::MAX).min(ds.utterances.len())];
             let pron = ctx_data::dataset::shipped_pronouncer(&reg)?;
             let hybrid = HybridSim::new(knobs.clone(), *states_per_phone);
@@ -211,11 +206,19 @@ pub fn run_data(cmd: &DataCommand) -> Result<()> {
                     )?;
                 }
                 ScoreFormat::Npy => {
-                    std::fs::create_dir_all(out)
-                        .with_context(|| format!("creating {}", out.display()))?;
+                    // Written to a temporary folder renamed at the end: never a half folder.
+                    let tmp = out.with_extension(format!("tmp-{}", std::process::id()));
+                    std::fs::create_dir_all(&tmp)
+                        .with_context(|| format!("creating {}", tmp.display()))?;
                     for (k, m) in &mats {
-                        ctx_core::scores::write_npy(&out.join(format!("{k}.npy")), m)?;
+                        ctx_core::scores::write_npy(&tmp.join(format!("{k}.npy")), m)?;
                     }
+                    if out.exists() {
+                        std::fs::remove_dir_all(out)
+                            .with_context(|| format!("replacing {}", out.display()))?;
+                    }
+                    std::fs::rename(&tmp, out)
+                        .with_context(|| format!("moving scores to {}", out.display()))?;
                 }
             }
             let cols = mats.first().map_or(0, |(_, m)| m.cols());
