@@ -60,6 +60,17 @@ impl ScoreMatrix {
         &mut self.data[t * self.cols..(t + 1) * self.cols]
     }
 
+    /// A copy of rows `range` (a chunk for online decoding).
+    pub fn slice_rows(&self, range: std::ops::Range<usize>) -> ScoreMatrix {
+        let end = range.end.min(self.rows);
+        let start = range.start.min(end);
+        ScoreMatrix {
+            rows: end - start,
+            cols: self.cols,
+            data: self.data[start * self.cols..end * self.cols].to_vec(),
+        }
+    }
+
     /// All values, row-major.
     pub fn data(&self) -> &[f32] {
         &self.data

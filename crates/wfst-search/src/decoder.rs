@@ -1,0 +1,297 @@
+//! Many streams at once and whole utterances: the entry points of the CPU backend.
+
+use crate::config::DecoderConfig;
+use crate::endpoint::EndpointConfig;
+use crate::error::{DecodeError, Result};
+use crate::lattice::{self, LatticePath, WordLattice};
+use crate::search::{Partial, Stream};
+use ctx_core::scores::ScoreMatrix;
+use ctx_graph::csr::DecodingGraph;
+use rayon::prelude::*;
+
+/// A decoder: the graph, the search settings and the silence labels used for endpointing.
+#[derive(Debug, Clone)]
+pub struct Decoder<'g> {
+    graph: &'g DecodingGraph,
+    config: DecoderConfig,
+    silence: Vec<bool>,
+    max_ilabel: u32,
+}
+
+/// One finished segment (an utterance, or the part of a stream between endpoints).
+#[derive(Debug, Clone)]
+pub struct SegmentResult {
+    /// Stream row where the segment starts.
+    pub start_row: u64,
+    /// Rows in the segment.
+    pub rows: u64,
+    /// The Viterbi best path (start rows relative to the segment).
+    pub best: LatticePath,
+    /// Whether the best path ends in a final state (otherwise every state counted as final).
+    pub reached_final: bool,
+    /// The pruned word lattice (when the config records lattices).
+    pub lattice: Option<WordLattice>,
+    /// Whether an endpoint rule ended the segment (false: end of stream).
+    pub endpoint: bool,
+}
+
+/// A whole utterance decoded, possibly in several segments.
+#[derive(Debug, Clone)]
+pub struct UtteranceResult {
+    /// Utterance id.
+    pub id: String,
+    /// Segments in order.
+    pub segments: Vec<SegmentResult>,
+    /// Partial hypotheses after each chunk (row after the chunk, words) when they changed.
+    pub partials: Vec<(u64, Vec<u32>)>,
+}
+
+impl UtteranceResult {
+    /// The words of all segments in order.
+    pub fn words(&self) -> Vec<u32> {
+        self.segments
+            .iter()
+            .flat_map(|s| s.best.words.iter().copied())
+            .collect()
+    }
+}
+
+impl<'g> Decoder<'g> {
+    /// A decoder over `graph` (checked) with `config` (checked).
+    pub fn new(graph: &'g DecodingGraph, config: DecoderConfig) -> Result<Self> {
+        config.validate()?;
+        graph
+            .validate()
+            .map_err(|e| DecodeError::Config(format!("decoding graph: {e}")))?;
+        Ok(Self {
+            graph,
+            max_ilabel: graph.max_ilabel(),
+            config,
+            silence: Vec::new(),
+        })
+    }
+
+    /// Input labels that count as silence for endpointing (hybrid: the SIL pdfs + 1; CTC: the
+    /// blank label).
+    pub fn with_silence(mut self, labels: &[u32]) -> Self {
+        let n = labels.iter().copied().max().map_or(0, |m| m as usize + 1);
+        self.silence = vec![false; n];
+        for &l in labels {
+            self.silence[l as usize] = true;
+        }
+        self
+    }
+
+    /// The graph.
+    pub fn graph(&self) -> &'g DecodingGraph {
+        self.graph
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &DecoderConfig {
+        &self.config
+    }
+
+    /// Whether `ilabel` is a silence label.
+    #[inline]
+    pub fn is_silence(&self, ilabel: u32) -> bool {
+        self.silence.get(ilabel as usize).copied().unwrap_or(false)
+    }
+
+    /// Checks a chunk: wide enough for the graph, finite.
+    pub(crate) fn check_scores(&self, utt: &str, m: &ScoreMatrix, row0: usize) -> Result<()> {
+        if m.rows() > 0 && m.cols() < self.max_ilabel as usize {
+            return Err(DecodeError::ScoreWidth {
+                utt: utt.to_string(),
+                cols: m.cols(),
+                needed: self.max_ilabel as usize - 1,
+                needed_label: self.max_ilabel,
+            });
+        }
+        for t in 0..m.rows() {
+            if let Some((c, &v)) = m.row(t).iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                return Err(DecodeError::NonFinite {
+                    utt: utt.to_string(),
+                    frame: row0 + t,
+                    col: c,
+                    value: v,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Feeds a chunk to one stream, row by row; with `endpoint`, a segment that reaches an
+    /// endpoint is finished (and returned) and the next row starts a new one.
+    pub fn feed(
+        &self,
+        stream: &mut Stream,
+        chunk: &ScoreMatrix,
+        endpoint: Option<&EndpointConfig>,
+    ) -> Result<Vec<SegmentResult>> {
+        self.check_scores(&stream.id, chunk, stream.rows_total() as usize)?;
+        stream.booster().validate(self.graph.num_arcs())?;
+        let mut done = Vec::new();
+        for t in 0..chunk.rows() {
+            if !stream.in_segment() {
+                stream.begin_segment(self)?;
+            }
+            stream.step_row(self, chunk.row(t))?;
+            if let Some(ep) = endpoint {
+                let (trailing, has_words) = stream.trailing_facts();
+                if ep.detected(stream.segment_rows(), trailing, has_words, || {
+                    stream.relative_final_cost(self.graph)
+                }) {
+                    let mut seg = self.finish(stream)?;
+                    seg.endpoint = true;
+                    done.push(seg);
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    /// Advances many streams by one chunk each, in parallel (rayon); results per stream.
+    pub fn advance(
+        &self,
+        streams: &mut [Stream],
+        chunks: &[&ScoreMatrix],
+        endpoint: Option<&EndpointConfig>,
+    ) -> Vec<Result<Vec<SegmentResult>>> {
+        streams
+            .par_iter_mut()
+            .zip(chunks.par_iter())
+            .map(|(s, c)| self.feed(s, c, endpoint))
+            .collect()
+    }
+
+    /// Ends the stream's current segment: final lattice pruning, the word lattice and the best
+    /// path. The stream is ready for a new segment afterwards.
+    pub fn finish(&self, stream: &mut Stream) -> Result<SegmentResult> {
+        let g = self.graph;
+        if !stream.in_segment() || stream.segment_rows() == 0 {
+            return Err(DecodeError::EmptyUtterance {
+                utt: stream.id.clone(),
+            });
+        }
+        let (best, reached_final) = stream
+            .best_final(g)
+            .expect("a started segment has a frontier");
+        let start_row = stream.segment_start();
+        let rows = stream.segment_rows();
+        let lattice = if self.config.lattice {
+            let front = &stream.frames.last().unwrap().toks;
+            let best_total = best.cost;
+            let finals: Vec<f32> = front
+                .iter()
+                .map(|t| {
+                    if reached_final {
+                        g.final_cost[t.state as usize]
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let extra: Vec<f32> = front
+                .iter()
+                .zip(&finals)
+                .map(|(t, f)| {
+                    let e = t.cost + f - best_total;
+                    if e.is_finite() {
+                        e.max(0.0)
+                    } else {
+                        f32::INFINITY
+                    }
+                })
+                .collect();
+            lattice::prune(&mut stream.frames, self.config.lattice_beam, Some(&extra));
+            // Frontier tokens were compacted with the same order; recompute their finals.
+            let front = &stream.frames.last().unwrap().toks;
+            let finals: Vec<f32> = front
+                .iter()
+                .map(|t| {
+                    if reached_final {
+                        g.final_cost[t.state as usize]
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let lat = lattice::word_lattice(&stream.frames, g, &finals).map_err(|frame| {
+                DecodeError::EpsilonCycle {
+                    utt: stream.id.clone(),
+                    frame,
+                }
+            })?;
+            Some(lat)
+        } else {
+            None
+        };
+        stream.end_segment();
+        let best = LatticePath {
+            words: best.words,
+            start_rows: best.start_rows,
+            graph: f32::NAN,
+            ac: f32::NAN,
+        };
+        Ok(SegmentResult {
+            start_row,
+            rows,
+            best: fill_costs(best, lattice.as_ref()),
+            reached_final,
+            lattice,
+            endpoint: false,
+        })
+    }
+}
+
+/// Takes the split costs of the best path from the lattice when it has the same words.
+fn fill_costs(mut best: LatticePath, lat: Option<&WordLattice>) -> LatticePath {
+    if let Some(p) = lat.and_then(|l| l.best_path()) {
+        if p.words == best.words {
+            best.graph = p.graph;
+            best.ac = p.ac;
+        }
+    }
+    best
+}
+
+/// Decodes one utterance in chunks of `chunk_rows` rows, recording partial hypotheses after
+/// each chunk and, with `endpoint`, splitting it at endpoints. `stream` is reset and reused.
+pub fn decode_utterance(
+    dec: &Decoder<'_>,
+    stream: &mut Stream,
+    scores: &ScoreMatrix,
+    chunk_rows: usize,
+    endpoint: Option<&EndpointConfig>,
+) -> Result<UtteranceResult> {
+    if scores.rows() == 0 {
+        return Err(DecodeError::EmptyUtterance {
+            utt: stream.id.clone(),
+        });
+    }
+    let chunk_rows = chunk_rows.max(1);
+    let mut segments = Vec::new();
+    let mut partials: Vec<(u64, Vec<u32>)> = Vec::new();
+    let mut t = 0;
+    while t < scores.rows() {
+        let end = (t + chunk_rows).min(scores.rows());
+        let chunk = scores.slice_rows(t..end);
+        segments.extend(dec.feed(stream, &chunk, endpoint)?);
+        if stream.in_segment() {
+            let p: Partial = stream.partial();
+            if partials.last().map(|(_, w)| w) != Some(&p.words) {
+                partials.push((stream.rows_total(), p.words));
+            }
+        }
+        t = end;
+    }
+    if stream.in_segment() && stream.segment_rows() > 0 {
+        segments.push(dec.finish(stream)?);
+    }
+    Ok(UtteranceResult {
+        id: stream.id.clone(),
+        segments,
+        partials,
+    })
+}

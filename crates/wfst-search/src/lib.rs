@@ -1,0 +1,26 @@
+//! The ctxbench decoding engine (DESIGN.md §4): one frame-synchronous Viterbi beam search over a
+//! [`DecodingGraph`](ctx_graph::csr::DecodingGraph), written as the reference the CUDA backend
+//! follows rule for rule.
+//!
+//! - [`config`]: beams, max-active, lattice beam, acoustic scale.
+//! - [`booster`]: per-stream cost modifiers (none, arc-index set + discount).
+//! - [`search`]: one stream's token passing, recombination, pruning and raw lattice.
+//! - [`lattice`]: lattice pruning and the word lattice (graph and acoustic costs apart).
+//! - [`endpoint`]: Kaldi-style endpoint rules on trailing silence.
+//! - [`decoder`]: many streams at once (rayon), chunked online decoding, whole utterances.
+
+pub mod booster;
+pub mod config;
+pub mod decoder;
+pub mod endpoint;
+pub mod error;
+pub mod lattice;
+pub mod search;
+
+pub use booster::{ArcSetBooster, Booster};
+pub use config::DecoderConfig;
+pub use decoder::{decode_utterance, Decoder, SegmentResult, UtteranceResult};
+pub use endpoint::EndpointConfig;
+pub use error::{DecodeError, Result};
+pub use lattice::{LatticePath, WordLattice};
+pub use search::{Partial, Stream};

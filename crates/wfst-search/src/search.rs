@@ -1,0 +1,763 @@
+//! One stream's frame-synchronous Viterbi beam search (the CPU reference of DESIGN.md §4).
+//!
+//! Lattice frame k holds the tokens after k score rows of the current segment. One step (one
+//! score row) does, in this order — the CUDA backend follows the same rules:
+//! 1. **Emitting expansion** of every token of frame k whose cost passes the expand cut (see 4):
+//!    `cost' = cost + (weight + boost) + (−acoustic_scale × loglik[ilabel − 1])`, evaluated left
+//!    to right in f32. A candidate above `bound` (the best token's cheapest expansion + beam, an
+//!    upper bound of the exact cut) is skipped early.
+//! 2. **Recombination** per destination state: the token keeps the minimum cost; ties go to the
+//!    smaller arc index, so the result does not depend on the order arcs are visited.
+//! 3. **Beam**: with `best` the minimum emitting cost of frame k+1, tokens above
+//!    `cutoff = best + beam` are dropped, then the **ε-closure** relaxes non-emitting arcs
+//!    (same recombination rule) creating no token above `cutoff`.
+//! 4. **Max-active**: when frame k+1 has more than `max_active` tokens, a histogram of
+//!    [`HISTOGRAM_BINS`] bins over `[best_all, cutoff]` picks the first bin at which the running
+//!    count exceeds `max_active`; only tokens in lower bins are expanded at the next step
+//!    (at least bin 0).
+//!
+//! Every relaxation that survives the cut is recorded as a lattice link (graph and acoustic
+//! costs apart); [`crate::lattice`] prunes the links with the lattice beam and builds the word
+//! lattice. Each frontier token also carries its best predecessor, from which a compact word
+//! trace (for partial hypotheses) and the trailing-silence count (for endpointing) follow.
+
+use crate::booster::Booster;
+use crate::config::{DecoderConfig, HISTOGRAM_BINS};
+use crate::decoder::Decoder;
+use crate::error::{DecodeError, Result};
+use crate::lattice;
+use ctx_graph::csr::DecodingGraph;
+use std::collections::VecDeque;
+
+/// "No index".
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// A lattice token: the graph state, its best (forward) cost and its lattice extra cost.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct LTok {
+    pub state: u32,
+    pub cost: f32,
+    pub extra: f32,
+}
+
+/// A lattice link into a token of the frame that stores it. `src` is a token of the previous
+/// frame when `arc` is emitting, of the same frame otherwise.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Link {
+    pub src: u32,
+    pub dst: u32,
+    pub arc: u32,
+    pub graph: f32,
+    pub ac: f32,
+}
+
+/// One lattice frame.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LatFrame {
+    pub toks: Vec<LTok>,
+    /// Emitting links first (`..num_emitting`, src in the previous frame), then ε links.
+    pub links: Vec<Link>,
+    pub num_emitting: usize,
+    /// Whether lattice pruning has visited this frame.
+    pub visited: bool,
+}
+
+/// Best predecessor of a frontier token.
+#[derive(Debug, Clone, Copy)]
+struct Bp {
+    src: u32,
+    arc: u32,
+}
+
+/// Per frontier token: its word trace and trailing silence rows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Aux {
+    trace: u32,
+    sil: u32,
+}
+
+/// A word on a token's best path: the word id, the segment row where it starts, the previous.
+#[derive(Debug, Clone, Copy)]
+struct Trace {
+    word: u32,
+    row: u32,
+    prev: u32,
+}
+
+/// The best hypothesis so far (after any chunk).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Partial {
+    /// Word ids.
+    pub words: Vec<u32>,
+    /// Segment row at which each word starts.
+    pub start_rows: Vec<u32>,
+    /// Cost of the best frontier token (no final cost).
+    pub cost: f32,
+}
+
+/// The max-active expand rule of the next step.
+#[derive(Debug, Clone, Copy)]
+struct ExpandCut {
+    best: f32,
+    width: f32,
+    bins: u32,
+    cutoff: f32,
+}
+
+impl ExpandCut {
+    fn all(cutoff: f32) -> Self {
+        Self {
+            best: 0.0,
+            width: 0.0,
+            bins: u32::MAX,
+            cutoff,
+        }
+    }
+
+    #[inline]
+    fn keeps(&self, cost: f32) -> bool {
+        if self.bins == u32::MAX {
+            return cost <= self.cutoff;
+        }
+        histogram_bin(cost, self.best, self.width) < self.bins
+    }
+}
+
+/// The histogram bin of `cost` (shared with the CUDA backend).
+#[inline]
+pub(crate) fn histogram_bin(cost: f32, best: f32, width: f32) -> u32 {
+    if width <= 0.0 {
+        return 0;
+    }
+    let b = ((cost - best) / width) as u32;
+    b.min(HISTOGRAM_BINS as u32 - 1)
+}
+
+/// One decoding stream: its booster, the current segment's lattice and search state.
+///
+/// Streams are independent, so many can advance in parallel ([`Decoder::advance`]) and the
+/// result never depends on how many run together or on the chunk sizes.
+#[derive(Debug, Clone)]
+pub struct Stream {
+    /// Utterance (or channel) id, used in error messages.
+    pub id: String,
+    booster: Booster,
+    pub(crate) frames: Vec<LatFrame>,
+    bp: Vec<Bp>,
+    aux: Vec<Aux>,
+    map: Vec<u32>,
+    expand: ExpandCut,
+    traces: Vec<Trace>,
+    gc_at: usize,
+    /// Rows consumed since the stream began (all segments).
+    rows_total: u64,
+    /// Row (stream-absolute) where the current segment began.
+    seg_start: u64,
+    started: bool,
+    queue: VecDeque<u32>,
+    inq: Vec<bool>,
+    cand: Vec<Link>,
+    remap: Vec<u32>,
+    /// Lattice pruning passes run (for diagnostics).
+    pub(crate) prunes: usize,
+    since_prune: usize,
+}
+
+impl Stream {
+    /// A fresh stream.
+    pub fn new(id: impl Into<String>, booster: Booster) -> Self {
+        Self {
+            id: id.into(),
+            booster,
+            frames: Vec::new(),
+            bp: Vec::new(),
+            aux: Vec::new(),
+            map: Vec::new(),
+            expand: ExpandCut::all(f32::INFINITY),
+            traces: Vec::new(),
+            gc_at: 4096,
+            rows_total: 0,
+            seg_start: 0,
+            started: false,
+            queue: VecDeque::new(),
+            inq: Vec::new(),
+            cand: Vec::new(),
+            remap: Vec::new(),
+            prunes: 0,
+            since_prune: 0,
+        }
+    }
+
+    /// Reuses this stream's buffers for a new utterance.
+    pub fn reset(&mut self, id: impl Into<String>, booster: Booster) {
+        self.id = id.into();
+        self.booster = booster;
+        self.frames.clear();
+        self.bp.clear();
+        self.aux.clear();
+        self.traces.clear();
+        self.gc_at = 4096;
+        self.rows_total = 0;
+        self.seg_start = 0;
+        self.started = false;
+        self.prunes = 0;
+    }
+
+    /// Switches the booster; takes effect from the next row (a context switch at any chunk).
+    pub fn set_booster(&mut self, booster: Booster) {
+        self.booster = booster;
+    }
+
+    /// The current booster.
+    pub fn booster(&self) -> &Booster {
+        &self.booster
+    }
+
+    /// Rows consumed since the stream began.
+    pub fn rows_total(&self) -> u64 {
+        self.rows_total
+    }
+
+    /// Rows of the current segment.
+    pub fn segment_rows(&self) -> u64 {
+        self.rows_total - self.seg_start
+    }
+
+    /// Stream row where the current segment began.
+    pub fn segment_start(&self) -> u64 {
+        self.seg_start
+    }
+
+    /// Starts a segment at the current row: the start state and its ε-closure.
+    pub(crate) fn begin_segment(&mut self, dec: &Decoder<'_>) -> Result<()> {
+        let (g, cfg) = (dec.graph(), dec.config());
+        if self.map.len() != g.num_states() {
+            self.map = vec![NONE; g.num_states()];
+        }
+        self.frames.clear();
+        self.traces.clear();
+        self.gc_at = 4096;
+        self.seg_start = self.rows_total;
+        self.started = true;
+        self.since_prune = 0;
+        let mut toks = vec![LTok {
+            state: g.start,
+            cost: 0.0,
+            extra: 0.0,
+        }];
+        self.map[g.start as usize] = 0;
+        self.bp.clear();
+        self.bp.push(Bp {
+            src: NONE,
+            arc: NONE,
+        });
+        let cutoff = cfg.beam;
+        let mut links = Vec::new();
+        self.closure(g, cfg, &mut toks, cutoff, &mut links)?;
+        let prev_aux = Vec::new();
+        self.finish_frame(dec, toks, links, 0, cutoff, &prev_aux, 0);
+        Ok(())
+    }
+
+    /// One score row.
+    pub(crate) fn step_row(&mut self, dec: &Decoder<'_>, row: &[f32]) -> Result<()> {
+        let g = dec.graph();
+        let cfg = dec.config();
+        let k = self.frames.len() - 1;
+        let scale = cfg.acoustic_scale;
+        let mut nt: Vec<LTok> = Vec::new();
+        self.bp.clear();
+        self.cand.clear();
+        {
+            let Stream {
+                frames,
+                map,
+                bp,
+                cand,
+                booster,
+                expand,
+                ..
+            } = self;
+            let prev = &frames[k].toks;
+            // Early bound from the best expandable token.
+            let mut ub = f32::INFINITY;
+            let best = prev
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| expand.keeps(t.cost))
+                .min_by(|a, b| a.1.cost.total_cmp(&b.1.cost).then(a.0.cmp(&b.0)));
+            if let Some((_, t)) = best {
+                for a in g.emitting(t.state) {
+                    let ac = -scale * row[g.ilabel[a] as usize - 1];
+                    let c = t.cost + (g.weight[a] + booster.delta(a as u32)) + ac;
+                    ub = ub.min(c);
+                }
+            }
+            let bound = ub + cfg.beam;
+            for (i, t) in prev.iter().enumerate() {
+                if !expand.keeps(t.cost) {
+                    continue;
+                }
+                for a in g.emitting(t.state) {
+                    let ac = -scale * row[g.ilabel[a] as usize - 1];
+                    let gc = g.weight[a] + booster.delta(a as u32);
+                    let c = t.cost + gc + ac;
+                    if c > bound {
+                        continue;
+                    }
+                    let d = g.next[a] as usize;
+                    let a = a as u32;
+                    let j = map[d];
+                    let j = if j == NONE {
+                        let j = nt.len() as u32;
+                        map[d] = j;
+                        nt.push(LTok {
+                            state: d as u32,
+                            cost: c,
+                            extra: 0.0,
+                        });
+                        bp.push(Bp {
+                            src: i as u32,
+                            arc: a,
+                        });
+                        j
+                    } else {
+                        let tok = &mut nt[j as usize];
+                        let b = &mut bp[j as usize];
+                        if c < tok.cost || (c == tok.cost && a < b.arc) {
+                            tok.cost = c;
+                            *b = Bp {
+                                src: i as u32,
+                                arc: a,
+                            };
+                        }
+                        j
+                    };
+                    cand.push(Link {
+                        src: i as u32,
+                        dst: j,
+                        arc: a,
+                        graph: gc,
+                        ac,
+                    });
+                }
+            }
+        }
+        if nt.is_empty() {
+            return Err(DecodeError::NoSurvivors {
+                utt: self.id.clone(),
+                frame: (self.rows_total + 1) as usize,
+            });
+        }
+        let best = nt.iter().map(|t| t.cost).fold(f32::INFINITY, f32::min);
+        let cutoff = best + cfg.beam;
+        // Beam: drop tokens above the cut, renumber.
+        self.remap.clear();
+        let mut kept = Vec::with_capacity(nt.len());
+        let mut kept_bp = Vec::with_capacity(nt.len());
+        for (j, t) in nt.iter().enumerate() {
+            if t.cost <= cutoff {
+                self.remap.push(kept.len() as u32);
+                self.map[t.state as usize] = kept.len() as u32;
+                kept.push(*t);
+                kept_bp.push(self.bp[j]);
+            } else {
+                self.remap.push(NONE);
+                self.map[t.state as usize] = NONE;
+            }
+        }
+        self.bp = kept_bp;
+        let mut links = Vec::new();
+        if cfg.lattice {
+            let prev = &self.frames[k].toks;
+            links.reserve(self.cand.len());
+            for l in &self.cand {
+                let dst = self.remap[l.dst as usize];
+                if dst != NONE && prev[l.src as usize].cost + l.graph + l.ac <= cutoff {
+                    links.push(Link { dst, ..*l });
+                }
+            }
+        }
+        let num_emitting = links.len();
+        let mut toks = kept;
+        self.closure(g, cfg, &mut toks, cutoff, &mut links)?;
+        let prev_aux = std::mem::take(&mut self.aux);
+        self.rows_total += 1;
+        self.finish_frame(
+            dec,
+            toks,
+            links,
+            num_emitting,
+            cutoff,
+            &prev_aux,
+            (k + 1) as u32,
+        );
+        // Without a lattice only the frontier frame is kept.
+        if !cfg.lattice && self.frames.len() > 1 {
+            self.frames.drain(..self.frames.len() - 1);
+        }
+        self.since_prune += 1;
+        if cfg.lattice && self.since_prune == cfg.prune_interval {
+            self.since_prune = 0;
+            lattice::prune(&mut self.frames, cfg.lattice_beam, None);
+            self.prunes += 1;
+        }
+        if self.traces.len() > self.gc_at {
+            self.gc_traces();
+        }
+        Ok(())
+    }
+
+    /// ε-closure of the frontier tokens `toks` under `cutoff`; appends the ε links.
+    fn closure(
+        &mut self,
+        g: &DecodingGraph,
+        cfg: &DecoderConfig,
+        toks: &mut Vec<LTok>,
+        cutoff: f32,
+        links: &mut Vec<Link>,
+    ) -> Result<()> {
+        let Stream {
+            map,
+            bp,
+            queue,
+            inq,
+            booster,
+            ..
+        } = self;
+        queue.clear();
+        inq.clear();
+        inq.resize(toks.len(), true);
+        queue.extend(0..toks.len() as u32);
+        let mut pops = 0usize;
+        while let Some(u) = queue.pop_front() {
+            inq[u as usize] = false;
+            pops += 1;
+            if pops > 64 * toks.len() + 100_000 {
+                return Err(DecodeError::EpsilonCycle {
+                    utt: self.id.clone(),
+                    frame: self.frames.len(),
+                });
+            }
+            let LTok { state, cost, .. } = toks[u as usize];
+            for a in g.non_emitting(state) {
+                let gc = g.weight[a] + booster.delta(a as u32);
+                let c = cost + gc;
+                if c > cutoff {
+                    continue;
+                }
+                let d = g.next[a] as usize;
+                let a = a as u32;
+                let j = map[d];
+                if j == NONE {
+                    let j = toks.len() as u32;
+                    map[d] = j;
+                    toks.push(LTok {
+                        state: d as u32,
+                        cost: c,
+                        extra: 0.0,
+                    });
+                    bp.push(Bp { src: u, arc: a });
+                    inq.push(true);
+                    queue.push_back(j);
+                } else {
+                    let tok = &mut toks[j as usize];
+                    let b = &mut bp[j as usize];
+                    if c < tok.cost {
+                        tok.cost = c;
+                        *b = Bp { src: u, arc: a };
+                        if !inq[j as usize] {
+                            inq[j as usize] = true;
+                            queue.push_back(j);
+                        }
+                    } else if c == tok.cost && a < b.arc {
+                        *b = Bp { src: u, arc: a };
+                    }
+                }
+            }
+        }
+        if cfg.lattice {
+            for (u, t) in toks.iter().enumerate() {
+                for a in g.non_emitting(t.state) {
+                    let gc = g.weight[a] + booster.delta(a as u32);
+                    if t.cost + gc > cutoff {
+                        continue;
+                    }
+                    let dst = map[g.next[a] as usize];
+                    debug_assert_ne!(dst, NONE);
+                    links.push(Link {
+                        src: u as u32,
+                        dst,
+                        arc: a as u32,
+                        graph: gc,
+                        ac: 0.0,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores frame `frame` (its tokens and links), computes the frontier's word traces and
+    /// silence counts from the best predecessors, sets the next expand cut, clears the state map.
+    #[allow(clippy::too_many_arguments)]
+    fn finish_frame(
+        &mut self,
+        dec: &Decoder<'_>,
+        toks: Vec<LTok>,
+        links: Vec<Link>,
+        num_emitting: usize,
+        cutoff: f32,
+        prev_aux: &[Aux],
+        frame: u32,
+    ) {
+        let (g, cfg) = (dec.graph(), dec.config());
+        let n = toks.len();
+        let num_e = g.num_emitting() as u32;
+        let mut aux = vec![
+            Aux {
+                trace: NONE,
+                sil: u32::MAX
+            };
+            n
+        ];
+        let mut stack: Vec<u32> = Vec::new();
+        for j in 0..n {
+            if aux[j].sil != u32::MAX {
+                continue;
+            }
+            stack.push(j as u32);
+            while let Some(&u) = stack.last() {
+                let b = self.bp[u as usize];
+                let src = if b.arc == NONE {
+                    Some(Aux {
+                        trace: NONE,
+                        sil: 0,
+                    })
+                } else if b.arc < num_e {
+                    Some(prev_aux[b.src as usize])
+                } else if aux[b.src as usize].sil != u32::MAX {
+                    Some(aux[b.src as usize])
+                } else {
+                    None
+                };
+                match src {
+                    None => stack.push(b.src),
+                    Some(s) => {
+                        stack.pop();
+                        aux[u as usize] = if b.arc == NONE {
+                            s
+                        } else {
+                            let a = b.arc as usize;
+                            let word = g.olabel[a];
+                            let trace = if word != 0 {
+                                let row = if b.arc < num_e { frame - 1 } else { frame };
+                                self.traces.push(Trace {
+                                    word,
+                                    row,
+                                    prev: s.trace,
+                                });
+                                (self.traces.len() - 1) as u32
+                            } else {
+                                s.trace
+                            };
+                            let sil = if b.arc < num_e {
+                                if dec.is_silence(g.ilabel[a]) {
+                                    s.sil + 1
+                                } else {
+                                    0
+                                }
+                            } else {
+                                s.sil
+                            };
+                            Aux { trace, sil }
+                        };
+                    }
+                }
+            }
+        }
+        self.aux = aux;
+        // Max-active cut for the next step.
+        self.expand = if n > cfg.max_active {
+            let best = toks.iter().map(|t| t.cost).fold(f32::INFINITY, f32::min);
+            let width = (cutoff - best) / HISTOGRAM_BINS as f32;
+            let mut hist = [0usize; HISTOGRAM_BINS];
+            for t in &toks {
+                hist[histogram_bin(t.cost, best, width) as usize] += 1;
+            }
+            let mut cum = 0;
+            let mut bins = HISTOGRAM_BINS as u32;
+            for (b, &c) in hist.iter().enumerate() {
+                cum += c;
+                if cum > cfg.max_active {
+                    bins = (b as u32).max(1);
+                    break;
+                }
+            }
+            ExpandCut {
+                best,
+                width,
+                bins,
+                cutoff,
+            }
+        } else {
+            ExpandCut::all(cutoff)
+        };
+        for t in &toks {
+            self.map[t.state as usize] = NONE;
+        }
+        self.frames.push(LatFrame {
+            toks,
+            links,
+            num_emitting,
+            visited: false,
+        });
+    }
+
+    /// Drops word traces no frontier token reaches.
+    fn gc_traces(&mut self) {
+        let mut keep = vec![false; self.traces.len()];
+        for a in &self.aux {
+            let mut t = a.trace;
+            while t != NONE && !keep[t as usize] {
+                keep[t as usize] = true;
+                t = self.traces[t as usize].prev;
+            }
+        }
+        let mut new_index = vec![NONE; self.traces.len()];
+        let mut out = Vec::new();
+        for (i, tr) in self.traces.iter().enumerate() {
+            if keep[i] {
+                new_index[i] = out.len() as u32;
+                let prev = if tr.prev == NONE {
+                    NONE
+                } else {
+                    new_index[tr.prev as usize]
+                };
+                out.push(Trace { prev, ..*tr });
+            }
+        }
+        for a in &mut self.aux {
+            if a.trace != NONE {
+                a.trace = new_index[a.trace as usize];
+            }
+        }
+        self.traces = out;
+        self.gc_at = (2 * self.traces.len()).max(4096);
+    }
+
+    /// Index of the cheapest frontier token (ties: the smaller index).
+    fn best_token(&self) -> Option<usize> {
+        let toks = &self.frames.last()?.toks;
+        toks.iter()
+            .enumerate()
+            .min_by(|a, b| a.1.cost.total_cmp(&b.1.cost).then(a.0.cmp(&b.0)))
+            .map(|(i, _)| i)
+    }
+
+    fn trace_words(&self, mut t: u32) -> (Vec<u32>, Vec<u32>) {
+        let mut words = Vec::new();
+        let mut rows = Vec::new();
+        while t != NONE {
+            let tr = self.traces[t as usize];
+            words.push(tr.word);
+            rows.push(tr.row);
+            t = tr.prev;
+        }
+        words.reverse();
+        rows.reverse();
+        (words, rows)
+    }
+
+    /// The best hypothesis of the current segment so far (no final costs).
+    pub fn partial(&self) -> Partial {
+        match self.best_token() {
+            None => Partial {
+                words: Vec::new(),
+                start_rows: Vec::new(),
+                cost: f32::INFINITY,
+            },
+            Some(i) => {
+                let (words, start_rows) = self.trace_words(self.aux[i].trace);
+                Partial {
+                    words,
+                    start_rows,
+                    cost: self.frames.last().unwrap().toks[i].cost,
+                }
+            }
+        }
+    }
+
+    /// The best complete hypothesis of the segment: the frontier token minimising cost + final
+    /// cost (all tokens count as final at cost 0 when none reaches a final state), and whether
+    /// a final state was reached.
+    pub fn best_final(&self, g: &DecodingGraph) -> Option<(Partial, bool)> {
+        let toks = &self.frames.last()?.toks;
+        let any_final = toks
+            .iter()
+            .any(|t| g.final_cost[t.state as usize].is_finite());
+        let total = |t: &LTok| {
+            if any_final {
+                t.cost + g.final_cost[t.state as usize]
+            } else {
+                t.cost
+            }
+        };
+        let (i, t) = toks
+            .iter()
+            .enumerate()
+            .min_by(|a, b| total(a.1).total_cmp(&total(b.1)).then(a.0.cmp(&b.0)))?;
+        let (words, start_rows) = self.trace_words(self.aux[i].trace);
+        Some((
+            Partial {
+                words,
+                start_rows,
+                cost: total(t),
+            },
+            any_final,
+        ))
+    }
+
+    /// Trailing silence rows of the best frontier token's path and whether it has a word.
+    pub fn trailing_facts(&self) -> (u32, bool) {
+        match self.best_token() {
+            None => (0, false),
+            Some(i) => (self.aux[i].sil, self.aux[i].trace != NONE),
+        }
+    }
+
+    /// Best cost with final costs minus best cost without (+∞ when no final state is active).
+    pub fn relative_final_cost(&self, g: &DecodingGraph) -> f32 {
+        let Some(f) = self.frames.last() else {
+            return f32::INFINITY;
+        };
+        let best = f.toks.iter().map(|t| t.cost).fold(f32::INFINITY, f32::min);
+        let best_final = f
+            .toks
+            .iter()
+            .map(|t| t.cost + g.final_cost[t.state as usize])
+            .fold(f32::INFINITY, f32::min);
+        best_final - best
+    }
+
+    /// Marks the segment finished: the next row starts a new segment at the start state.
+    pub(crate) fn end_segment(&mut self) {
+        self.started = false;
+        self.frames.clear();
+        self.aux.clear();
+        self.bp.clear();
+        self.traces.clear();
+    }
+
+    /// Whether the stream has begun a segment that has not been finished.
+    pub fn in_segment(&self) -> bool {
+        self.started
+    }
+
+    /// Number of tokens and links held in the current lattice (memory diagnostics).
+    pub fn lattice_size(&self) -> (usize, usize) {
+        self.frames
+            .iter()
+            .fold((0, 0), |(t, l), f| (t + f.toks.len(), l + f.links.len()))
+    }
+}

@@ -1,0 +1,454 @@
+//! The engine against brute force on small random graphs, plus streams, chunks, boosters,
+//! endpoints and bad input.
+
+use ctx_core::scores::ScoreMatrix;
+use ctx_graph::csr::DecodingGraph;
+use ctx_graph::StdFst;
+use rustfst::prelude::*;
+use std::collections::BTreeMap;
+use wfst_search::{
+    decode_utterance, ArcSetBooster, Booster, DecodeError, Decoder, DecoderConfig, EndpointConfig,
+    Stream,
+};
+
+/// Tiny deterministic generator (SplitMix64).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+const LABELS: u32 = 3;
+
+/// A random graph: emitting arcs anywhere, ε arcs only forward (no ε cycles), word labels on
+/// about a third of the arcs, a few final states.
+fn random_graph(rng: &mut Rng, states: u32) -> StdFst {
+    let mut fst = StdFst::new();
+    for _ in 0..states {
+        fst.add_state();
+    }
+    fst.set_start(0).unwrap();
+    for s in 0..states {
+        for _ in 0..1 + rng.below(3) {
+            let il = 1 + rng.below(LABELS as u64) as u32;
+            let ol = if rng.below(3) == 0 {
+                1 + rng.below(4) as u32
+            } else {
+                0
+            };
+            let d = rng.below(states as u64) as u32;
+            fst.add_tr(s, Tr::new(il, ol, 2.0 * rng.unit(), d)).unwrap();
+        }
+        if s + 1 < states && rng.below(2) == 0 {
+            let d = s + 1 + rng.below((states - s - 1) as u64) as u32;
+            let ol = if rng.below(2) == 0 { 5 } else { 0 };
+            fst.add_tr(s, Tr::new(0, ol, rng.unit(), d)).unwrap();
+        }
+        if rng.below(3) == 0 {
+            fst.set_final(s, rng.unit()).unwrap();
+        }
+    }
+    fst
+}
+
+fn random_scores(rng: &mut Rng, rows: usize, cols: usize) -> ScoreMatrix {
+    let data = (0..rows * cols).map(|_| -4.0 * rng.unit()).collect();
+    ScoreMatrix::new(rows, cols, data).unwrap()
+}
+
+/// Every complete path: best cost per word sequence (final states only).
+fn brute_force(fst: &StdFst, scores: &ScoreMatrix, scale: f32) -> BTreeMap<Vec<u32>, f32> {
+    let mut out = BTreeMap::new();
+    let mut stack: Vec<(u32, usize, Vec<u32>, f32)> = vec![(0, 0, Vec::new(), 0.0)];
+    while let Some((s, t, words, cost)) = stack.pop() {
+        if t == scores.rows() {
+            if let Some(w) = fst.final_weight(s).unwrap() {
+                let e = out.entry(words.clone()).or_insert(f32::INFINITY);
+                *e = e.min(cost + *w.value());
+            }
+        }
+        for tr in fst.get_trs(s).unwrap().trs() {
+            let mut w = words.clone();
+            if tr.olabel != 0 {
+                w.push(tr.olabel);
+            }
+            if tr.ilabel == 0 {
+                stack.push((tr.nextstate, t, w, cost + *tr.weight.value()));
+            } else if t < scores.rows() {
+                let ac = -scale * scores.row(t)[tr.ilabel as usize - 1];
+                stack.push((tr.nextstate, t + 1, w, cost + *tr.weight.value() + ac));
+            }
+        }
+    }
+    out
+}
+
+fn wide() -> DecoderConfig {
+    DecoderConfig {
+        beam: 1000.0,
+        max_active: 1_000_000,
+        lattice_beam: 2.5,
+        acoustic_scale: 0.8,
+        prune_interval: 2,
+        lattice: true,
+    }
+}
+
+#[test]
+fn best_path_and_lattice_match_brute_force() {
+    let mut rng = Rng(7);
+    let mut checked = 0;
+    for case in 0..200 {
+        let fst = random_graph(&mut rng, 3 + (case % 4) as u32);
+        let rows = 2 + (case % 5);
+        let scores = random_scores(&mut rng, rows, LABELS as usize);
+        let cfg = wide();
+        let truth = brute_force(&fst, &scores, cfg.acoustic_scale);
+        if truth.is_empty() {
+            continue; // no complete path: the decoder's "all final" fallback, tested below
+        }
+        let graph = DecodingGraph::from_fst(&fst, None).unwrap();
+        let dec = Decoder::new(&graph, cfg.clone()).unwrap();
+        let mut stream = Stream::new(format!("case{case}"), Booster::None);
+        let res = match decode_utterance(&dec, &mut stream, &scores, 3, None) {
+            Ok(r) => r,
+            Err(DecodeError::NoSurvivors { .. }) => continue, // dead ends before the last row
+            Err(e) => panic!("{e}"),
+        };
+        let seg = &res.segments[0];
+        assert!(seg.reached_final, "case {case}");
+        let (best_words, best_cost) = truth
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(w, c)| (w.clone(), *c))
+            .unwrap();
+        assert_eq!(seg.best.words, best_words, "case {case}");
+        let lat = seg.lattice.as_ref().unwrap();
+        let lp = lat.best_path().unwrap();
+        assert!(
+            (lp.cost() - best_cost).abs() < 1e-3,
+            "case {case}: {} vs {best_cost}",
+            lp.cost()
+        );
+        assert_eq!(lp.words, best_words, "case {case}");
+        assert!((seg.best.cost() - best_cost).abs() < 1e-3);
+        // Every word sequence within the lattice beam is in the lattice with its best cost,
+        // and nothing in the lattice is cheaper than a real path.
+        let seqs = lat.word_sequences();
+        for (w, &c) in &truth {
+            if c <= best_cost + cfg.lattice_beam - 1e-3 {
+                let got = seqs.get(w).copied();
+                assert!(
+                    got.is_some_and(|g| (g - c).abs() < 1e-3),
+                    "case {case}: {w:?} cost {c} (best {best_cost}) -> {got:?}"
+                );
+            }
+        }
+        for (w, &c) in &seqs {
+            let t = truth.get(w).copied().expect("lattice path is a real path");
+            assert!(c >= t - 1e-3, "case {case}: {w:?} {c} < {t}");
+        }
+        // Oracle against the best path is 0 errors; n-best is sorted and distinct.
+        let (e, op) = lat.oracle(&best_words).unwrap();
+        assert_eq!(e, 0);
+        assert_eq!(op.words, best_words);
+        let nb = lat.n_best(5);
+        assert_eq!(nb[0].words, best_words);
+        for w in nb.windows(2) {
+            assert!(w[0].cost() <= w[1].cost() + 1e-6);
+            assert_ne!(w[0].words, w[1].words);
+        }
+        checked += 1;
+    }
+    assert!(checked > 60, "only {checked} cases had complete paths");
+}
+
+#[test]
+fn oracle_counts_edits() {
+    // A chain graph spelling words 1 2 3 over three rows: the oracle against [1, 4, 3, 2]
+    // needs one substitution and one deletion.
+    let mut fst = StdFst::new();
+    for _ in 0..4 {
+        fst.add_state();
+    }
+    fst.set_start(0).unwrap();
+    for (s, w) in [1u32, 2, 3].iter().enumerate() {
+        fst.add_tr(s as u32, Tr::new(1, *w, 0.5, s as u32 + 1))
+            .unwrap();
+    }
+    fst.set_final(3, 0.0).unwrap();
+    let graph = DecodingGraph::from_fst(&fst, None).unwrap();
+    let dec = Decoder::new(&graph, wide()).unwrap();
+    let scores = ScoreMatrix::new(3, 1, vec![-1.0; 3]).unwrap();
+    let mut st = Stream::new("chain", Booster::None);
+    let res = decode_utterance(&dec, &mut st, &scores, 2, None).unwrap();
+    let lat = res.segments[0].lattice.as_ref().unwrap();
+    assert_eq!(lat.oracle(&[1, 4, 3, 2]).unwrap().0, 2);
+    assert_eq!(lat.oracle(&[]).unwrap().0, 3);
+    assert!((lat.density() - 1.0).abs() < 1e-9);
+    assert_eq!(res.segments[0].best.end_rows(3), vec![1, 2, 3]);
+    assert!((res.segments[0].best.cost() - (1.5 + 3.0 * 0.8)).abs() < 1e-5);
+}
+
+fn decode_all(
+    graph: &DecodingGraph,
+    cfg: &DecoderConfig,
+    utts: &[ScoreMatrix],
+    boosters: &[Booster],
+    streams: usize,
+    chunk: usize,
+) -> Vec<(Vec<u32>, f32, Option<wfst_search::WordLattice>)> {
+    let dec = Decoder::new(graph, cfg.clone()).unwrap();
+    let mut out = vec![None; utts.len()];
+    for group in (0..utts.len()).collect::<Vec<_>>().chunks(streams) {
+        let mut ss: Vec<Stream> = group
+            .iter()
+            .map(|&u| Stream::new(format!("u{u}"), boosters[u].clone()))
+            .collect();
+        let max_rows = group.iter().map(|&u| utts[u].rows()).max().unwrap();
+        let mut t = 0;
+        while t < max_rows {
+            let chunks: Vec<ScoreMatrix> = group
+                .iter()
+                .map(|&u| utts[u].slice_rows(t..t + chunk))
+                .collect();
+            let refs: Vec<&ScoreMatrix> = chunks.iter().collect();
+            for r in dec.advance(&mut ss, &refs, None) {
+                assert!(r.unwrap().is_empty());
+            }
+            t += chunk;
+        }
+        for (k, &u) in group.iter().enumerate() {
+            let seg = dec.finish(&mut ss[k]).unwrap();
+            out[u] = Some((seg.best.words.clone(), seg.best.cost(), seg.lattice));
+        }
+    }
+    out.into_iter().map(Option::unwrap).collect()
+}
+
+/// A bigger graph: a loop over 40 "words", each a chain of 2–4 emitting states.
+fn loop_graph(rng: &mut Rng) -> StdFst {
+    let mut fst = StdFst::new();
+    let root = fst.add_state();
+    fst.set_start(root).unwrap();
+    fst.set_final(root, 0.0).unwrap();
+    for w in 1..=40u32 {
+        let len = 2 + rng.below(3);
+        let mut s = root;
+        for k in 0..len {
+            let t = fst.add_state();
+            let ol = if k == 0 { w } else { 0 };
+            fst.add_tr(s, Tr::new(1 + rng.below(8) as u32, ol, 3.0 * rng.unit(), t))
+                .unwrap();
+            fst.add_tr(t, Tr::new(1 + rng.below(8) as u32, 0, 0.7, t))
+                .unwrap();
+            s = t;
+        }
+        fst.add_tr(s, Tr::new(0, 0, 0.2 * rng.unit(), root))
+            .unwrap();
+    }
+    fst
+}
+
+#[test]
+fn streams_and_chunks_do_not_change_results() {
+    let mut rng = Rng(11);
+    let fst = loop_graph(&mut rng);
+    let graph = DecodingGraph::from_fst(&fst, None).unwrap();
+    let utts: Vec<ScoreMatrix> = (0..8)
+        .map(|i| random_scores(&mut rng, 30 + 7 * i, 8))
+        .collect();
+    let boosters = vec![Booster::None; utts.len()];
+    let cfg = DecoderConfig {
+        beam: 8.0,
+        max_active: 50,
+        lattice_beam: 4.0,
+        acoustic_scale: 1.0,
+        prune_interval: 5,
+        lattice: true,
+    };
+    let reference = decode_all(&graph, &cfg, &utts, &boosters, 1, 1000);
+    for (streams, chunk) in [(8, 1), (8, 7), (3, 4), (1, 13)] {
+        let got = decode_all(&graph, &cfg, &utts, &boosters, streams, chunk);
+        assert_eq!(got, reference, "{streams} streams, chunk {chunk}");
+    }
+    assert!(reference.iter().all(|r| !r.0.is_empty()));
+}
+
+#[test]
+fn arc_booster_equals_editing_the_boosted_arcs() {
+    let mut rng = Rng(5);
+    let fst = loop_graph(&mut rng);
+    let graph = DecodingGraph::from_fst(&fst, None).unwrap();
+    // Boost every arc carrying words 3, 17 or 29 (their first arc) and a few inner arcs.
+    let mut arcs: Vec<u32> = (0..graph.num_arcs() as u32)
+        .filter(|&a| [3, 17, 29].contains(&graph.olabel[a as usize]))
+        .collect();
+    arcs.extend([40, 41, 90]);
+    let discount = -2.5;
+    let mut edited = graph.clone();
+    for &a in &arcs {
+        edited.weight[a as usize] += discount;
+    }
+    let utts: Vec<ScoreMatrix> = (0..5).map(|_| random_scores(&mut rng, 40, 8)).collect();
+    let cfg = DecoderConfig {
+        beam: 10.0,
+        lattice_beam: 5.0,
+        ..DecoderConfig::default()
+    };
+    let boosted = vec![Booster::ArcSet(ArcSetBooster::new(arcs, discount).unwrap()); utts.len()];
+    let plain = vec![Booster::None; utts.len()];
+    let a = decode_all(&graph, &cfg, &utts, &boosted, 5, 6);
+    let b = decode_all(&edited, &cfg, &utts, &plain, 5, 6);
+    assert_eq!(a, b);
+    let c = decode_all(&graph, &cfg, &utts, &plain, 5, 6);
+    assert_ne!(a, c, "the boost should change something");
+}
+
+#[test]
+fn bad_input_is_named() {
+    let mut rng = Rng(3);
+    let fst = loop_graph(&mut rng);
+    let graph = DecodingGraph::from_fst(&fst, None).unwrap();
+    let dec = Decoder::new(&graph, DecoderConfig::default()).unwrap();
+    let mut st = Stream::new("utt-narrow", Booster::None);
+    let narrow = random_scores(&mut rng, 5, 6);
+    let e = decode_utterance(&dec, &mut st, &narrow, 4, None).unwrap_err();
+    assert!(matches!(e, DecodeError::ScoreWidth { cols: 6, .. }), "{e}");
+    assert!(e.to_string().contains("utt-narrow"));
+    let mut st = Stream::new("utt-empty", Booster::None);
+    let e = decode_utterance(&dec, &mut st, &ScoreMatrix::zeros(0, 8), 4, None).unwrap_err();
+    assert!(matches!(e, DecodeError::EmptyUtterance { .. }));
+    assert!(e.to_string().contains("utt-empty"));
+    let mut m = random_scores(&mut rng, 5, 8);
+    m.row_mut(3)[2] = f32::NAN;
+    let mut st = Stream::new("utt-nan", Booster::None);
+    let e = decode_utterance(&dec, &mut st, &m, 4, None).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            DecodeError::NonFinite {
+                frame: 3,
+                col: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let bad = Booster::ArcSet(ArcSetBooster::new(vec![1_000_000], -1.0).unwrap());
+    let mut st = Stream::new("utt-booster", bad);
+    assert!(decode_utterance(&dec, &mut st, &random_scores(&mut rng, 3, 8), 4, None).is_err());
+    assert!(Decoder::new(
+        &graph,
+        DecoderConfig {
+            beam: f32::NAN,
+            ..DecoderConfig::default()
+        }
+    )
+    .is_err());
+}
+
+#[test]
+fn endpoints_split_at_trailing_silence() {
+    // State 0 loops on silence (label 1); word w (label 1 + w) goes out and back.
+    let mut fst = StdFst::new();
+    let root = fst.add_state();
+    fst.set_start(root).unwrap();
+    fst.set_final(root, 0.0).unwrap();
+    fst.add_tr(root, Tr::new(1, 0, 0.1, root)).unwrap();
+    for w in 1..=3u32 {
+        let s = fst.add_state();
+        fst.add_tr(root, Tr::new(1 + w, w, 1.0, s)).unwrap();
+        fst.add_tr(s, Tr::new(1 + w, 0, 0.1, s)).unwrap();
+        fst.add_tr(s, Tr::new(0, 0, 0.0, root)).unwrap();
+    }
+    let graph = DecodingGraph::from_fst(&fst, None).unwrap();
+    let dec = Decoder::new(&graph, DecoderConfig::default())
+        .unwrap()
+        .with_silence(&[1]);
+    // silence 5, word 2 ×6, silence 20, word 3 ×6, silence 20, word 1 ×4, silence 3
+    let mut rows: Vec<usize> = Vec::new();
+    for (label, n) in [
+        (0usize, 5),
+        (2, 6),
+        (0, 20),
+        (3, 6),
+        (0, 20),
+        (1, 4),
+        (0, 3),
+    ] {
+        rows.extend(std::iter::repeat_n(label, n));
+    }
+    let mut m = ScoreMatrix::zeros(rows.len(), 4);
+    for (t, &l) in rows.iter().enumerate() {
+        for c in 0..4 {
+            m.row_mut(t)[c] = if c == l { 0.0 } else { -8.0 };
+        }
+    }
+    let ep = EndpointConfig {
+        frame_s: 0.03,
+        rules: vec![wfst_search::endpoint::EndpointRule {
+            must_contain_nonsilence: true,
+            min_trailing_silence: 0.3,
+            max_relative_cost: f32::INFINITY,
+            min_utterance_length: 0.0,
+        }],
+    };
+    for chunk in [1, 4, 64] {
+        let mut st = Stream::new("ep", Booster::None);
+        let res = decode_utterance(&dec, &mut st, &m, chunk, Some(&ep)).unwrap();
+        let segs: Vec<(Vec<u32>, u64, bool)> = res
+            .segments
+            .iter()
+            .map(|s| (s.best.words.clone(), s.start_row, s.endpoint))
+            .collect();
+        assert_eq!(
+            segs,
+            vec![
+                (vec![2], 0, true),
+                (vec![3], 21, true),
+                (vec![1], 47, false)
+            ],
+            "chunk {chunk}"
+        );
+        assert_eq!(res.words(), vec![2, 3, 1]);
+    }
+}
+
+#[test]
+fn no_final_state_falls_back_to_all_states() {
+    let mut fst = StdFst::new();
+    let a = fst.add_state();
+    let b = fst.add_state();
+    fst.set_start(a).unwrap();
+    fst.add_tr(a, Tr::new(1, 7, 0.5, b)).unwrap();
+    fst.add_tr(b, Tr::new(1, 0, 0.5, b)).unwrap();
+    let graph = DecodingGraph::from_fst(&fst, None).unwrap();
+    let dec = Decoder::new(&graph, DecoderConfig::default()).unwrap();
+    let mut st = Stream::new("nofinal", Booster::None);
+    let m = ScoreMatrix::zeros(4, 1);
+    let res = decode_utterance(&dec, &mut st, &m, 2, None).unwrap();
+    assert!(!res.segments[0].reached_final);
+    assert_eq!(res.segments[0].best.words, vec![7]);
+    assert_eq!(
+        res.segments[0]
+            .lattice
+            .as_ref()
+            .unwrap()
+            .best_path()
+            .unwrap()
+            .words,
+        vec![7]
+    );
+}
