@@ -294,7 +294,12 @@ impl WordLattice {
 
     /// Arcs leaving state `s`.
     pub fn arcs_of(&self, s: u32) -> &[WlArc] {
-        &self.arcs[self.offsets[s as usize] as usize..self.offsets[s as usize + 1] as usize]
+        &self.arcs[self.arc_range(s)]
+    }
+
+    /// Indices (into `arcs`) of the arcs leaving state `s`.
+    pub fn arc_range(&self, s: u32) -> std::ops::Range<usize> {
+        self.offsets[s as usize] as usize..self.offsets[s as usize + 1] as usize
     }
 
     /// Lattice density: word arcs per score row (002 Table 1's measure).

@@ -22,5 +22,5 @@ pub use config::DecoderConfig;
 pub use decoder::{decode_utterance, Decoder, SegmentResult, UtteranceResult};
 pub use endpoint::EndpointConfig;
 pub use error::{DecodeError, Result};
-pub use lattice::{LatticePath, WordLattice};
+pub use lattice::{LatticePath, WlArc, WordLattice};
 pub use search::{Partial, Stream};
