@@ -124,6 +124,11 @@ pub struct HybridSim {
     pub frame_s: f64,
     /// Logit gap between the true pdf and a maximally distant one (nats).
     pub separation: f64,
+    /// The acoustic scale a decoder uses with these scores — a property of the model, like a
+    /// Kaldi model's `acwt`, the same for every dataset. 0.5 halves the 6-nat gaps so that the
+    /// LM and the acoustics compete and lattices hold a few alternatives per word (chosen once,
+    /// with the noise calibration of DESIGN.md §5).
+    pub acoustic_scale: f64,
     units: Vec<String>,
     /// `dist[a][b]` between units.
     dist: Vec<Vec<f64>>,
@@ -152,6 +157,7 @@ impl HybridSim {
             states_per_phone: states_per_phone.max(1),
             frame_s: 0.03,
             separation: 6.0,
+            acoustic_scale: 0.5,
             units,
             dist,
             nearest,
@@ -177,6 +183,11 @@ impl HybridSim {
         let unit_index = |p: &str| self.units.iter().position(|u| u == p);
         let mut phones: Vec<usize> = vec![0];
         for w in words {
+            // A token without letters or digits (e.g. a transcript's `*`) has no spoken form:
+            // it contributes no phones (the surrounding silence covers it).
+            if !w.chars().any(|c| c.is_alphanumeric()) {
+                continue;
+            }
             let (prons, _) = pron.pronounce(w).map_err(|e| SimError::Utterance {
                 utt: utt.to_string(),
                 message: e.to_string(),
@@ -287,6 +298,8 @@ pub struct CtcSim {
     pub frame_s: f64,
     /// Logit of the aligned token above a maximally distant one (nats).
     pub separation: f64,
+    /// The acoustic scale a decoder uses with these scores (not yet calibrated for CTC: 1.0).
+    pub acoustic_scale: f64,
     /// Per piece, its near pieces (normalised spelling distance ≤ 0.5) with their distance.
     near: Vec<Vec<(usize, f64)>>,
 }
@@ -316,6 +329,7 @@ impl CtcSim {
             bpe,
             frame_s: 0.04,
             separation: 8.0,
+            acoustic_scale: 1.0,
             near,
         }
     }

@@ -94,9 +94,14 @@ fn hybrid_scores_have_the_documented_shape_and_degrade_with_noise() {
     );
     let (m, t) = conf.simulate("c", &words(UTTS[1]), 4.0, &p).unwrap();
     assert!(accuracy(&m, &t) < 0.5);
+    // A token without letters or digits (a transcript's `*`) is not spoken at all.
+    assert_eq!(
+        sim.simulate("star", &words("hello * world"), 2.0, &p).unwrap(),
+        sim.simulate("star", &words("hello world"), 2.0, &p).unwrap()
+    );
     // Unpronounceable words are errors naming the utterance.
     let e = sim
-        .simulate("bad-utt", &words("hello ☃"), 1.0, &p)
+        .simulate("bad-utt", &words("hello x☃y"), 1.0, &p)
         .unwrap_err()
         .to_string();
     assert!(e.contains("bad-utt"), "{e}");

@@ -3,6 +3,7 @@
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use ctxbench::data::{run_data, DataCommand};
+use ctxbench::decode::{run_decode, DecodeArgs};
 use ctxbench::graph::{run_graph, GraphCommand};
 use ctxbench::lm::{run_lm, LmCommand};
 use ctxbench::score::{run_score, Format, ScoreArgs};
@@ -31,6 +32,8 @@ enum Command {
     /// Build decoding graphs (HCLG, TLG) of the datasets.
     #[command(subcommand)]
     Graph(GraphCommand),
+    /// Decode a dataset on CPU (simulated acoustics) and score the baseline and lattice biasing.
+    Decode(DecodeArgs),
 }
 
 fn main() {
@@ -58,6 +61,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Lm(cmd) => run_lm(&cmd)?,
+        Command::Decode(args) => run_decode(&args)?,
         Command::Data(cmd) => run_data(&cmd)?,
         Command::Graph(cmd) => run_graph(&cmd)?,
     }

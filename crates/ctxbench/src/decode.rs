@@ -1,0 +1,271 @@
+//! `ctxbench decode`: decode a dataset on CPU with the simulated acoustic model and report
+//! WER / NE-WER / U-WER / NE-A / RTFx for the baseline and lattice-biased outputs.
+
+use crate::data::registry;
+use crate::pipeline::{best_hyps, decode, lattice_bias, DecodeSettings, ListKind, Setup};
+use anyhow::{anyhow, bail, Result};
+use clap::Args;
+use ctx_core::metrics::score::{ErrorCounts, ScoreTotals};
+use ctx_data::dataset::Subset;
+use ctx_data::graphs::DEFAULT_BPE_SIZE;
+use ctx_graph::compile::GraphKind;
+use serde_json::json;
+use std::path::PathBuf;
+use wfst_search::{Booster, DecoderConfig};
+
+/// Arguments of `ctxbench decode`.
+#[derive(Debug, Args)]
+pub struct DecodeArgs {
+    /// Dataset name (datasets.toml).
+    #[arg(long)]
+    pub dataset: String,
+    /// Decode the quick subset.
+    #[arg(long)]
+    pub quick: bool,
+    /// Only the first N utterances.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// hclg, tlg-normal or tlg-compact.
+    #[arg(long, default_value = "hclg")]
+    pub kind: String,
+    /// BPE pieces for TLG graphs.
+    #[arg(long, default_value_t = DEFAULT_BPE_SIZE)]
+    pub bpe_size: usize,
+    /// Graph cache folder.
+    #[arg(long, default_value = "cache/graphs")]
+    pub cache: PathBuf,
+    /// The registry.
+    #[arg(long)]
+    pub registry: Option<PathBuf>,
+    /// Search beam.
+    #[arg(long, default_value_t = DecoderConfig::default().beam)]
+    pub beam: f32,
+    /// Max active tokens per frame.
+    #[arg(long, default_value_t = DecoderConfig::default().max_active)]
+    pub max_active: usize,
+    /// Lattice beam.
+    #[arg(long, default_value_t = DecoderConfig::default().lattice_beam)]
+    pub lattice_beam: f32,
+    /// Acoustic scale (default: the acoustic model's own).
+    #[arg(long)]
+    pub acoustic_scale: Option<f32>,
+    /// Online chunk in seconds.
+    #[arg(long, default_value_t = 0.5)]
+    pub chunk_s: f64,
+    /// Decode each utterance as one segment (no endpoint rules).
+    #[arg(long)]
+    pub no_endpointing: bool,
+    /// Decoding threads.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Outputs to score: none, unigrams, sequences, gt (lattice biasing with that list).
+    #[arg(long, value_delimiter = ',', default_value = "none,sequences")]
+    pub methods: Vec<String>,
+    /// Lattice-biasing discount per word (negative = boost).
+    #[arg(long, default_value_t = -2.0, allow_hyphen_values = true)]
+    pub discount: f32,
+    /// Override the dataset's acoustic noise level (calibration; record the result in
+    /// datasets.toml rather than passing it per method).
+    #[arg(long)]
+    pub noise: Option<f64>,
+    /// Write each output's hypotheses as a Kaldi `text` file `<dir>/<output>.txt`.
+    #[arg(long)]
+    pub hyp_dir: Option<PathBuf>,
+    /// Write the figures as a results-contract CSV (DESIGN.md §8) here.
+    #[arg(long)]
+    pub points_out: Option<PathBuf>,
+    /// Experiment id for the CSV rows.
+    #[arg(long, default_value = "adhoc")]
+    pub experiment: String,
+    /// Section label for the CSV rows.
+    #[arg(long, default_value = "Online decoding on CPU")]
+    pub section: String,
+    /// Write the figures as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+fn pct(c: &ErrorCounts) -> String {
+    c.rate().map_or("-".into(), |r| format!("{r:.1}"))
+}
+
+/// Runs `ctxbench decode`.
+pub fn run_decode(a: &DecodeArgs) -> Result<()> {
+    let reg = registry(&a.registry)?;
+    let kind = GraphKind::parse(&a.kind).ok_or_else(|| {
+        anyhow!(
+            "unknown graph kind '{}' (hclg, tlg-normal, tlg-compact)",
+            a.kind
+        )
+    })?;
+    let methods: Vec<(String, Option<ListKind>)> = a
+        .methods
+        .iter()
+        .map(|m| {
+            if m == "none" {
+                Ok((m.clone(), None))
+            } else {
+                ListKind::parse(m)
+                    .map(|k| (m.clone(), Some(k)))
+                    .ok_or_else(|| anyhow!("unknown method '{m}' (none, unigrams, sequences, gt)"))
+            }
+        })
+        .collect::<Result<_>>()?;
+    let subset = if a.quick { Subset::Quick } else { Subset::Full };
+    let mut setup = Setup::load(
+        &reg, &a.dataset, subset, kind, a.bpe_size, &a.cache, a.noise,
+    )?;
+    if let Some(n) = a.limit {
+        setup.dataset.utterances.truncate(n);
+    }
+    if setup.dataset.utterances.is_empty() {
+        bail!("dataset {} has no utterances to decode", a.dataset);
+    }
+    let settings = DecodeSettings {
+        config: DecoderConfig {
+            beam: a.beam,
+            max_active: a.max_active,
+            lattice_beam: a.lattice_beam,
+            acoustic_scale: a.acoustic_scale.unwrap_or(setup.acoustic_scale),
+            ..DecoderConfig::default()
+        },
+        chunk_s: a.chunk_s,
+        endpointing: !a.no_endpointing,
+        threads: a.threads,
+    };
+    eprintln!(
+        "decoding {} utterances of {} ({} graph: {} states, {} arcs) with {} thread(s)",
+        setup.dataset.utterances.len(),
+        setup.dataset.name,
+        kind.name(),
+        setup.csr.num_states(),
+        setup.csr.num_arcs(),
+        settings.threads
+    );
+    let run = decode(&setup, &settings, &|_| Booster::None)?;
+    let kind_name = kind.name();
+    let noise = match a.noise {
+        Some(n) => n,
+        None => reg
+            .get(&a.dataset)?
+            .acoustic()
+            .map_or(f64::NAN, |k| k.noise),
+    };
+    let rows: f64 = run
+        .results
+        .iter()
+        .flat_map(|r| &r.segments)
+        .map(|s| s.rows as f64)
+        .sum();
+    let arcs: f64 = run
+        .results
+        .iter()
+        .flat_map(|r| &r.segments)
+        .filter_map(|s| s.lattice.as_ref())
+        .map(|l| l.arcs.len() as f64)
+        .sum();
+    let segments: usize = run.results.iter().map(|r| r.segments.len()).sum();
+    println!(
+        "audio {:.1} s, decode {:.1} s (RTFx {:.1}, {:.0} frames/s), simulation {:.1} s, {} segments, lattice density {:.2} arcs/frame",
+        run.audio_s,
+        run.decode_s,
+        run.rtfx(),
+        rows / run.decode_s.max(1e-9),
+        run.sim_s,
+        segments,
+        arcs / rows.max(1.0)
+    );
+    println!(
+        "\n| output | WER | NE-WER | U-WER | NE-A | RTFx | phrases kept/dropped |\n|---|---|---|---|---|---|---|"
+    );
+    let mut out = Vec::new();
+    let mut csv = String::from(
+        "experiment,dataset,section,row,method,backend,graph,beam,max_active,lattice_beam,acoustic_scale,discount,noise,wer,ne_wer,u_wer,ne_acc,precision,recall,f1,audio_s,decode_s,rtfx,peak_mem_mb\n",
+    );
+    let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
+    for (name, kind) in &methods {
+        let (hyps, extra_s, report) = match kind {
+            None => (best_hyps(&setup, &run), 0.0, None),
+            Some(k) => {
+                let (h, rep, s) = lattice_bias(&setup, &run, *k, a.discount)?;
+                (h, s, Some(rep))
+            }
+        };
+        if let Some(dir) = &a.hyp_dir {
+            std::fs::create_dir_all(dir)?;
+            let mut text = String::new();
+            for (u, h) in setup.dataset.utterances.iter().zip(&hyps) {
+                text.push_str(&u.id);
+                for w in h {
+                    text.push(' ');
+                    text.push_str(w);
+                }
+                text.push('\n');
+            }
+            ctx_core::io::write_atomic(&dir.join(format!("{name}.txt")), |w| {
+                w.write_all(text.as_bytes())
+            })?;
+        }
+        let t: ScoreTotals = setup.score(&hyps, None)?;
+        let rtfx = run.audio_s / (run.decode_s + extra_s).max(1e-9);
+        println!(
+            "| {name} | {} | {} | {} | {} | {rtfx:.1} | {} |",
+            pct(&t.all),
+            pct(&t.ne),
+            pct(&t.unbiased),
+            t.ne_acc().map_or("-".into(), |v| format!("{v:.1}")),
+            report.map_or("-".into(), |r| format!("{}/{}", r.kept, r.dropped)),
+        );
+        let method = if kind.is_some() {
+            "lattice-biasing"
+        } else {
+            "baseline"
+        };
+        csv.push_str(&format!(
+            "{},{},{},{},{method},cpu,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.3},{:.2},{}\n",
+            a.experiment,
+            a.dataset,
+            a.section,
+            crate::pipeline::table1_row(name),
+            kind_name,
+            settings.config.beam,
+            settings.config.max_active,
+            settings.config.lattice_beam,
+            settings.config.acoustic_scale,
+            if kind.is_some() { a.discount.to_string() } else { String::new() },
+            noise,
+            f(t.all.rate()),
+            f(t.ne.rate()),
+            f(t.unbiased.rate()),
+            f(t.ne_acc()),
+            f(t.targets.precision()),
+            f(t.targets.recall()),
+            f(t.targets.f1()),
+            run.audio_s,
+            run.decode_s + extra_s,
+            rtfx,
+            f(crate::pipeline::peak_mem_mb()),
+        ));
+        out.push(json!({
+            "output": name,
+            "wer": t.all.rate(), "ne_wer": t.ne.rate(), "u_wer": t.unbiased.rate(),
+            "ne_acc": t.ne_acc(), "rtfx": rtfx, "rescore_s": extra_s,
+            "phrases_kept": report.map(|r| r.kept), "phrases_dropped": report.map(|r| r.dropped),
+        }));
+    }
+    if let Some(p) = &a.points_out {
+        ctx_core::io::write_atomic(p, |w| w.write_all(csv.as_bytes()))?;
+        eprintln!("wrote {}", p.display());
+    }
+    if let Some(p) = &a.json {
+        let v = json!({
+            "dataset": setup.dataset.name, "kind": kind.name(), "audio_s": run.audio_s,
+            "decode_s": run.decode_s, "threads": run.threads, "beam": a.beam,
+            "max_active": a.max_active, "lattice_beam": a.lattice_beam,
+            "discount": a.discount, "outputs": out,
+        });
+        std::fs::write(p, serde_json::to_string_pretty(&v)?)?;
+        eprintln!("wrote {}", p.display());
+    }
+    Ok(())
+}

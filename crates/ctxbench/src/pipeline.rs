@@ -1,0 +1,393 @@
+//! The steps every decoding experiment runs, top to bottom: dataset → decoding graph →
+//! simulated acoustic scores → batched decoding (wfst-search) → rescoring (lattice-rescorer) →
+//! scoring (ctx-core metrics).
+
+use anyhow::{anyhow, Context, Result};
+use ctx_core::bias::BiasList;
+use ctx_core::metrics::reference::ScoringRef;
+use ctx_core::metrics::score::{score_utterance, NeInsertions, ScoreOptions, ScoreTotals};
+use ctx_core::scores::ScoreMatrix;
+use ctx_data::acoustic::{CtcSim, HybridSim};
+use ctx_data::bpe::Bpe;
+use ctx_data::dataset::{shipped_pronouncer, Dataset, Subset, Utterance};
+use ctx_data::graphs::dataset_graph;
+use ctx_data::pronounce::Pronouncer;
+use ctx_data::registry::Registry;
+use ctx_graph::biasing::build_biasing_fst;
+use ctx_graph::compile::{Graph, GraphKind};
+use ctx_graph::csr::DecodingGraph;
+use ctx_graph::hmm::HmmTopology;
+use lattice_rescorer::{biased_best_path, PhraseIds, PhraseReport};
+use rayon::prelude::*;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Instant;
+use wfst_search::{
+    decode_utterance, Booster, Decoder, DecoderConfig, EndpointConfig, Stream, UtteranceResult,
+};
+
+/// The simulated acoustic model matching a graph kind.
+pub enum Acoustic {
+    /// Hybrid pdf log-likelihoods (HCLG).
+    Hybrid {
+        /// The simulator.
+        sim: HybridSim,
+        /// Pronunciations of the reference words.
+        pron: Pronouncer,
+    },
+    /// CTC log-posteriors over BPE pieces (TLG).
+    Ctc(CtcSim),
+}
+
+/// Everything loaded for decoding one dataset.
+pub struct Setup {
+    /// The test set.
+    pub dataset: Dataset,
+    /// The graph (FST and symbol tables).
+    pub graph: Graph,
+    /// Its CSR layout.
+    pub csr: DecodingGraph,
+    /// The acoustic model.
+    pub acoustic: Acoustic,
+    /// Seconds per score row.
+    pub frame_s: f64,
+    /// Input labels that are silence (hybrid SIL pdfs, CTC blank).
+    pub silence: Vec<u32>,
+    /// The acoustic model's own acoustic scale (the decoder default for it).
+    pub acoustic_scale: f32,
+}
+
+impl Setup {
+    /// Loads a dataset, its graph (through the cache) and its simulated acoustic model;
+    /// `noise` overrides the registry's noise level (for calibration only).
+    pub fn load(
+        reg: &Registry,
+        name: &str,
+        subset: Subset,
+        kind: GraphKind,
+        bpe_size: usize,
+        cache: &Path,
+        noise: Option<f64>,
+    ) -> Result<Self> {
+        let dataset =
+            Dataset::load(reg, name, subset).with_context(|| format!("loading dataset {name}"))?;
+        let knobs = reg
+            .get(name)?
+            .acoustic()
+            .cloned()
+            .ok_or_else(|| anyhow!("dataset {name} has no acoustic settings"))?;
+        let mut knobs = knobs;
+        if let Some(n) = noise {
+            knobs.noise = n;
+        }
+        let report = dataset_graph(reg, name, kind, bpe_size, cache)
+            .with_context(|| format!("building the {} graph of {name}", kind.name()))?;
+        let graph = report.graph;
+        let csr = DecodingGraph::from_fst(&graph.fst, None)?;
+        let (acoustic, frame_s, silence) = match kind {
+            GraphKind::Hclg => {
+                let s = HmmTopology::default().states_per_phone;
+                let sim = HybridSim::new(knobs, s as usize);
+                let frame_s = sim.frame_s;
+                // SIL is unit 1: pdfs 0..s, input labels 1..=s.
+                let silence = (1..=s).collect();
+                (
+                    Acoustic::Hybrid {
+                        sim,
+                        pron: shipped_pronouncer(reg)?,
+                    },
+                    frame_s,
+                    silence,
+                )
+            }
+            GraphKind::Tlg(_) => {
+                let bpe = Bpe::train(&dataset.lm_text, bpe_size)?;
+                let sim = CtcSim::new(knobs, bpe);
+                let frame_s = sim.frame_s;
+                (
+                    Acoustic::Ctc(sim),
+                    frame_s,
+                    vec![ctx_graph::ctc::BLANK_LABEL],
+                )
+            }
+        };
+        let acoustic_scale = match &acoustic {
+            Acoustic::Hybrid { sim, .. } => sim.acoustic_scale as f32,
+            Acoustic::Ctc(sim) => sim.acoustic_scale as f32,
+        };
+        Ok(Self {
+            dataset,
+            graph,
+            csr,
+            acoustic,
+            frame_s,
+            silence,
+            acoustic_scale,
+        })
+    }
+
+    /// The simulated score matrix of an utterance.
+    pub fn scores(&self, u: &Utterance) -> Result<ScoreMatrix> {
+        let (m, _) = match &self.acoustic {
+            Acoustic::Hybrid { sim, pron } => sim.simulate(&u.id, &u.words, u.duration_s, pron)?,
+            Acoustic::Ctc(sim) => sim.simulate(&u.id, &u.words, u.duration_s)?,
+        };
+        Ok(m)
+    }
+
+    /// Word strings of word ids.
+    pub fn words(&self, ids: &[u32]) -> Vec<String> {
+        ids.iter()
+            .map(|&i| {
+                self.graph
+                    .symbols
+                    .words
+                    .symbol(i)
+                    .unwrap_or("<unk>")
+                    .to_string()
+            })
+            .collect()
+    }
+
+    /// The entity classes NE-WER counts (Earnings: PERSON and ORG, as the thesis; ATC: all).
+    fn ne_classes(&self) -> Option<BTreeSet<String>> {
+        if self.dataset.has_callsigns {
+            None
+        } else {
+            Some(["PERSON", "ORG"].iter().map(|s| s.to_string()).collect())
+        }
+    }
+
+    /// Scores hypotheses (one per utterance, in dataset order); `targets` are the words whose
+    /// precision/recall/F1 is measured.
+    pub fn score(
+        &self,
+        hyps: &[Vec<String>],
+        targets: Option<&BTreeSet<String>>,
+    ) -> Result<ScoreTotals> {
+        let opts = ScoreOptions {
+            ne_classes: self.ne_classes(),
+            ne_insertions: if self.dataset.has_callsigns {
+                NeInsertions::Inside
+            } else {
+                NeInsertions::Never
+            },
+            targets: targets.map(|t| t.iter().cloned().collect()),
+        };
+        let mut totals = ScoreTotals::default();
+        for (u, h) in self.dataset.utterances.iter().zip(hyps) {
+            let r = ScoringRef::with_spans(&u.id, &u.words, &u.entities)?;
+            totals.add(&score_utterance(&r, h, &opts));
+        }
+        Ok(totals)
+    }
+}
+
+/// Decoder settings of a run.
+#[derive(Debug, Clone)]
+pub struct DecodeSettings {
+    /// Beam search settings.
+    pub config: DecoderConfig,
+    /// Online chunk length in seconds (partial hypotheses after each).
+    pub chunk_s: f64,
+    /// Split streams at endpoints (Kaldi rules).
+    pub endpointing: bool,
+    /// Decoding threads.
+    pub threads: usize,
+}
+
+impl Default for DecodeSettings {
+    fn default() -> Self {
+        Self {
+            config: DecoderConfig::default(),
+            chunk_s: 0.5,
+            endpointing: true,
+            threads: 2,
+        }
+    }
+}
+
+/// What decoding a dataset produced.
+pub struct DecodeRun {
+    /// Per utterance, in dataset order.
+    pub results: Vec<UtteranceResult>,
+    /// Seconds of audio.
+    pub audio_s: f64,
+    /// Wall seconds spent decoding (all threads together; simulation excluded).
+    pub decode_s: f64,
+    /// Wall seconds spent simulating scores.
+    pub sim_s: f64,
+    /// Threads used.
+    pub threads: usize,
+}
+
+impl DecodeRun {
+    /// Audio seconds per decoding second.
+    pub fn rtfx(&self) -> f64 {
+        self.audio_s / self.decode_s.max(1e-9)
+    }
+}
+
+/// Decodes every utterance of the setup, `booster(u)` choosing each stream's booster.
+pub fn decode(
+    setup: &Setup,
+    settings: &DecodeSettings,
+    booster: &(dyn Fn(&Utterance) -> Booster + Sync),
+) -> Result<DecodeRun> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(settings.threads.max(1))
+        .build()?;
+    let dec = Decoder::new(&setup.csr, settings.config.clone())?.with_silence(&setup.silence);
+    let chunk_rows = ((settings.chunk_s / setup.frame_s).round() as usize).max(1);
+    let endpoint = settings
+        .endpointing
+        .then(|| EndpointConfig::kaldi(setup.frame_s as f32));
+    let utts = &setup.dataset.utterances;
+    let mut results = Vec::with_capacity(utts.len());
+    let (mut decode_s, mut sim_s, mut audio_s) = (0.0, 0.0, 0.0);
+    let batch = 16 * settings.threads.max(1);
+    for group in utts.chunks(batch) {
+        let t = Instant::now();
+        let mats: Vec<ScoreMatrix> = pool.install(|| {
+            group
+                .par_iter()
+                .map(|u| setup.scores(u))
+                .collect::<Result<_>>()
+        })?;
+        sim_s += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let out: Vec<wfst_search::Result<UtteranceResult>> = pool.install(|| {
+            group
+                .par_iter()
+                .zip(&mats)
+                .map_init(
+                    || Stream::new("", Booster::None),
+                    |stream, (u, m)| {
+                        stream.reset(u.id.clone(), booster(u));
+                        decode_utterance(&dec, stream, m, chunk_rows, endpoint.as_ref())
+                    },
+                )
+                .collect()
+        });
+        decode_s += t.elapsed().as_secs_f64();
+        for r in out {
+            results.push(r?);
+        }
+        audio_s += group.iter().map(|u| u.duration_s).sum::<f64>();
+    }
+    Ok(DecodeRun {
+        results,
+        audio_s,
+        decode_s,
+        sim_s,
+        threads: settings.threads.max(1),
+    })
+}
+
+/// Which list an utterance is biased with (Table 1's rows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListKind {
+    /// The utterance's (ATC) or document's (Earnings) list of phrases.
+    Sequences,
+    /// The distinct words of that list.
+    Unigrams,
+    /// Only the ground-truth entity of the utterance (ATC callsign; oracle).
+    GroundTruth,
+}
+
+impl ListKind {
+    /// Parses `sequences`, `unigrams` or `gt`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "sequences" => Some(Self::Sequences),
+            "unigrams" => Some(Self::Unigrams),
+            "gt" | "ground-truth" => Some(Self::GroundTruth),
+            _ => None,
+        }
+    }
+}
+
+/// The biasing list of an utterance.
+pub fn list_of(setup: &Setup, u: &Utterance, kind: ListKind) -> BiasList {
+    match kind {
+        ListKind::Sequences => setup.dataset.list_for(u).cloned().unwrap_or_default(),
+        ListKind::Unigrams => setup
+            .dataset
+            .list_for(u)
+            .map(BiasList::unigrams)
+            .unwrap_or_default(),
+        ListKind::GroundTruth => BiasList {
+            phrases: u
+                .entities
+                .iter()
+                .map(|(_, s, e)| u.words[*s..*e].to_vec())
+                .collect(),
+        },
+    }
+}
+
+/// Lattice biasing of every segment of every utterance; returns the hypotheses, the phrase
+/// report and the seconds spent.
+pub fn lattice_bias(
+    setup: &Setup,
+    run: &DecodeRun,
+    kind: ListKind,
+    discount: f32,
+) -> Result<(Vec<Vec<String>>, PhraseReport, f64)> {
+    let t = Instant::now();
+    let mut report = PhraseReport::default();
+    let mut hyps = Vec::with_capacity(run.results.len());
+    for (u, r) in setup.dataset.utterances.iter().zip(&run.results) {
+        let ids = PhraseIds::new(&list_of(setup, u, kind), &setup.graph.symbols.words);
+        report.add(&ids.report);
+        let mut words = Vec::new();
+        for seg in &r.segments {
+            let lat = seg
+                .lattice
+                .as_ref()
+                .ok_or_else(|| anyhow!("{}: lattice biasing needs lattices", u.id))?;
+            if ids.is_empty() {
+                words.extend(seg.best.words.iter().copied());
+                continue;
+            }
+            let mut vocab: Vec<u32> = lat.arcs.iter().map(|a| a.word).collect();
+            vocab.extend(ids.phrases.iter().flatten().copied());
+            vocab.sort_unstable();
+            vocab.dedup();
+            let b = build_biasing_fst(&vocab, &ids.phrases, discount)?;
+            match biased_best_path(lat, &b) {
+                Some(p) => words.extend(p.path.words),
+                None => words.extend(seg.best.words.iter().copied()),
+            }
+        }
+        hyps.push(setup.words(&words));
+    }
+    Ok((hyps, report, t.elapsed().as_secs_f64()))
+}
+
+/// The 1-best hypotheses of a run.
+pub fn best_hyps(setup: &Setup, run: &DecodeRun) -> Vec<Vec<String>> {
+    run.results
+        .iter()
+        .map(|r| setup.words(&r.words()))
+        .collect()
+}
+
+/// Peak resident memory of this process in MB (Linux `VmHWM`; `None` elsewhere).
+pub fn peak_mem_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// The paper's row label of an output in 000 Table 1 ("Online decoding on CPU").
+pub fn table1_row(output: &str) -> &'static str {
+    match output {
+        "none" => "No biasing",
+        "unigrams" => "Biased unigrams (partial hypotheses)",
+        "sequences" => "Biased sequences (partial hypotheses)",
+        "gt" => "Biased GT (partial hypotheses)",
+        _ => "other",
+    }
+}

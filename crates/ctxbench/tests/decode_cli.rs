@@ -1,0 +1,116 @@
+//! `ctxbench decode` end to end on the quick ATCO2-1h set: results-contract CSV, determinism,
+//! the biasing trend, and bad input refused before decoding.
+
+use std::path::Path;
+use std::process::Command;
+
+fn root() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+fn ctxbench(a: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_ctxbench"))
+        .current_dir(root())
+        .args(a)
+        .output()
+        .unwrap()
+}
+
+fn rows(csv: &str) -> Vec<Vec<String>> {
+    csv.lines()
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn quick_decode_writes_contract_rows_and_biasing_helps_entities() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("graphs");
+    let mut csvs = Vec::new();
+    for threads in ["1", "2"] {
+        let points = dir.path().join(format!("points-{threads}.csv"));
+        let out = ctxbench(&[
+            "decode",
+            "--dataset",
+            "atco2-sim-1h",
+            "--quick",
+            "--methods",
+            "none,unigrams,sequences,gt",
+            "--threads",
+            threads,
+            "--cache",
+            cache.to_str().unwrap(),
+            "--points-out",
+            points.to_str().unwrap(),
+            "--experiment",
+            "test",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        csvs.push(std::fs::read_to_string(&points).unwrap());
+    }
+    let a = rows(&csvs[0]);
+    let b = rows(&csvs[1]);
+    let h = &a[0];
+    let col = |name: &str| h.iter().position(|c| c == name).unwrap();
+    for k in [
+        "experiment",
+        "dataset",
+        "section",
+        "row",
+        "method",
+        "backend",
+        "wer",
+        "ne_wer",
+        "rtfx",
+    ] {
+        col(k);
+    }
+    assert_eq!(a.len(), 5);
+    // Same words whatever the thread count: every accuracy column agrees.
+    for (ra, rb) in a.iter().zip(&b).skip(1) {
+        for k in ["wer", "ne_wer", "u_wer", "ne_acc"] {
+            assert_eq!(
+                ra[col(k)],
+                rb[col(k)],
+                "{k} differs between 1 and 2 threads"
+            );
+        }
+    }
+    let get = |row: usize, k: &str| -> f64 { a[row][col(k)].parse().unwrap() };
+    assert_eq!(a[1][col("row")], "No biasing");
+    assert_eq!(a[4][col("row")], "Biased GT (partial hypotheses)");
+    // Biasing with the ground truth must not make entities worse than no biasing.
+    assert!(get(4, "ne_wer") <= get(1, "ne_wer"), "{csvs:?}");
+    assert!(get(1, "wer") > 0.0 && get(1, "wer") < 100.0);
+}
+
+#[test]
+fn bad_input_fails_before_decoding() {
+    let out = ctxbench(&[
+        "decode",
+        "--dataset",
+        "atco2-sim-1h",
+        "--quick",
+        "--methods",
+        "none,trigrams",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown method 'trigrams'"));
+    let out = ctxbench(&["decode", "--dataset", "atco2-sim-9h"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("atco2-sim-9h"));
+    let out = ctxbench(&[
+        "decode",
+        "--dataset",
+        "atco2-sim-1h",
+        "--quick",
+        "--kind",
+        "hmm",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown graph kind"));
+}
