@@ -96,8 +96,10 @@ fn hybrid_scores_have_the_documented_shape_and_degrade_with_noise() {
     assert!(accuracy(&m, &t) < 0.5);
     // A token without letters or digits (a transcript's `*`) is not spoken at all.
     assert_eq!(
-        sim.simulate("star", &words("hello * world"), 2.0, &p).unwrap(),
-        sim.simulate("star", &words("hello world"), 2.0, &p).unwrap()
+        sim.simulate("star", &words("hello * world"), 2.0, &p)
+            .unwrap(),
+        sim.simulate("star", &words("hello world"), 2.0, &p)
+            .unwrap()
     );
     // Unpronounceable words are errors naming the utterance.
     let e = sim
