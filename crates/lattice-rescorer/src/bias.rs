@@ -120,17 +120,7 @@ pub fn biased_best_path(lattice: &WordLattice, bias: &StdFst) -> Option<BiasedPa
         b = pb;
     }
     arcs.reverse();
-    let (fg, fa) = lattice.finals[end];
-    let mut path = LatticePath {
-        words: arcs.iter().map(|a| a.word).collect(),
-        start_rows: arcs.iter().map(|a| a.row).collect(),
-        graph: fg,
-        ac: fa,
-    };
-    for a in &arcs {
-        path.graph += a.graph;
-        path.ac += a.ac;
-    }
+    let path = lattice.path_of(&arcs, end);
     Some(BiasedPath {
         path,
         bias: end_bias,

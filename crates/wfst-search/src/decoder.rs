@@ -182,16 +182,7 @@ impl<'g> Decoder<'g> {
         let lattice = if self.config.lattice {
             let front = &stream.frames.last().unwrap().toks;
             let best_total = best.cost;
-            let finals: Vec<f32> = front
-                .iter()
-                .map(|t| {
-                    if reached_final {
-                        g.final_cost[t.state as usize]
-                    } else {
-                        0.0
-                    }
-                })
-                .collect();
+            let finals = final_costs(front, g, reached_final);
             let extra: Vec<f32> = front
                 .iter()
                 .zip(&finals)
@@ -207,16 +198,7 @@ impl<'g> Decoder<'g> {
             lattice::prune(&mut stream.frames, self.config.lattice_beam, Some(&extra));
             // Frontier tokens were compacted with the same order; recompute their finals.
             let front = &stream.frames.last().unwrap().toks;
-            let finals: Vec<f32> = front
-                .iter()
-                .map(|t| {
-                    if reached_final {
-                        g.final_cost[t.state as usize]
-                    } else {
-                        0.0
-                    }
-                })
-                .collect();
+            let finals = final_costs(front, g, reached_final);
             let lat = lattice::word_lattice(&stream.frames, g, &finals).map_err(|frame| {
                 DecodeError::EpsilonCycle {
                     utt: stream.id.clone(),
@@ -243,6 +225,20 @@ impl<'g> Decoder<'g> {
             endpoint: false,
         })
     }
+}
+
+/// Final cost of each frontier token (0 for all when no final state was reached).
+fn final_costs(front: &[crate::search::LTok], g: &DecodingGraph, reached_final: bool) -> Vec<f32> {
+    front
+        .iter()
+        .map(|t| {
+            if reached_final {
+                g.final_cost[t.state as usize]
+            } else {
+                0.0
+            }
+        })
+        .collect()
 }
 
 /// Takes the split costs of the best path from the lattice when it has the same words.

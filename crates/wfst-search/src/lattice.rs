@@ -348,13 +348,18 @@ impl WordLattice {
             s = a.from as usize;
         }
         arcs.reverse();
+        self.path_of(&arcs, end)
+    }
+
+    /// The path made of `arcs` (in order) ending in state `end`, with its summed costs.
+    pub fn path_of(&self, arcs: &[WlArc], end: usize) -> LatticePath {
         let mut p = LatticePath {
             words: arcs.iter().map(|a| a.word).collect(),
             start_rows: arcs.iter().map(|a| a.row).collect(),
             graph: self.finals[end].0,
             ac: self.finals[end].1,
         };
-        for a in &arcs {
+        for a in arcs {
             p.graph += a.graph;
             p.ac += a.ac;
         }
@@ -489,17 +494,7 @@ impl WordLattice {
             s = a.from as usize;
         }
         arcs.reverse();
-        let mut p = LatticePath {
-            words: arcs.iter().map(|a| a.word).collect(),
-            start_rows: arcs.iter().map(|a| a.row).collect(),
-            graph: self.finals[end].0,
-            ac: self.finals[end].1,
-        };
-        for a in &arcs {
-            p.graph += a.graph;
-            p.ac += a.ac;
-        }
-        Some((errors, p))
+        Some((errors, self.path_of(&arcs, end)))
     }
 
     /// The lattice as an OpenFst-style acceptor (word:word, weight = graph + acoustic cost).
