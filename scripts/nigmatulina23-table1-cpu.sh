@@ -25,7 +25,7 @@ run() {
     local ds=$1 methods=$2
     "$bin" decode --dataset "$ds" $quick --methods "$methods" \
         --experiment nigmatulina23-table1 --section "Online decoding on CPU" \
-        --points-out "$out/parts/$ds.csv" | tee "$out/parts/$ds.log"
+        --points-out "$out/parts/$ds.csv"
 }
 if [[ -z "$render_only" ]]; then
     run atco2-sim-4h none,unigrams,sequences,gt
@@ -70,5 +70,6 @@ END {
   print "own CPU with a real acoustic model, so only the ratio between rows compares. The noise";
   print "level of each set and its calibration status (Earnings-21: not finished, baseline WER";
   print "still above the published one) are in datasets.toml; per-point settings in points.csv.";
-}' "$out/points.csv" > "$out/table.md"
+}' "$out/points.csv" > "$out/.table.md.tmp"
+mv "$out/.table.md.tmp" "$out/table.md"
 cat "$out/table.md"

@@ -264,7 +264,8 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             "max_active": a.max_active, "lattice_beam": a.lattice_beam,
             "discount": a.discount, "outputs": out,
         });
-        std::fs::write(p, serde_json::to_string_pretty(&v)?)?;
+        let text = serde_json::to_string_pretty(&v)?;
+        ctx_core::io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;
         eprintln!("wrote {}", p.display());
     }
     Ok(())

@@ -1,19 +1,7 @@
 //! `ctxbench data` and `ctxbench graph build` end to end on the shipped registry.
 
-use std::path::Path;
-use std::process::Command;
-
-fn root() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-}
-
-fn ctxbench(a: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxbench"))
-        .current_dir(root())
-        .args(a)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::*;
 
 #[test]
 fn stats_json_has_the_documented_keys() {
@@ -35,10 +23,8 @@ fn stats_json_has_the_documented_keys() {
         assert!(v.get(k).is_some(), "missing {k}: {v}");
     }
     assert_eq!(v["utterances"], 60);
-    let out = ctxbench(&["data", "stats", "atco2-sim-2h"]);
-    assert_eq!(out.status.code(), Some(1));
-    let e = String::from_utf8_lossy(&out.stderr);
-    assert!(e.contains("atco2-sim-2h") && e.contains("known:"), "{e}");
+    fails_with(&["data", "stats", "atco2-sim-2h"], "atco2-sim-2h");
+    fails_with(&["data", "stats", "atco2-sim-2h"], "known:");
 }
 
 #[test]
@@ -109,16 +95,17 @@ fn graph_build_prints_sizes_and_uses_the_cache() {
     let again = ctxbench(&args);
     let s2 = String::from_utf8_lossy(&again.stdout);
     assert!(s2.contains("loaded from the cache"), "{s2}");
-    let out = ctxbench(&[
-        "graph",
-        "build",
-        "--dataset",
-        "atco2-sim-1h",
-        "--kind",
+    fails_with(
+        &[
+            "graph",
+            "build",
+            "--dataset",
+            "atco2-sim-1h",
+            "--kind",
+            "tlg-fancy",
+        ],
         "tlg-fancy",
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("tlg-fancy"));
+    );
 }
 
 #[test]

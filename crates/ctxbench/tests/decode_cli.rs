@@ -1,20 +1,8 @@
 //! `ctxbench decode` end to end on the quick ATCO2-1h set: results-contract CSV, determinism,
 //! the biasing trend, and bad input refused before decoding.
 
-use std::path::Path;
-use std::process::Command;
-
-fn root() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-}
-
-fn ctxbench(a: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxbench"))
-        .current_dir(root())
-        .args(a)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::*;
 
 fn rows(csv: &str) -> Vec<Vec<String>> {
     csv.lines()
@@ -90,27 +78,14 @@ fn quick_decode_writes_contract_rows_and_biasing_helps_entities() {
 
 #[test]
 fn bad_input_fails_before_decoding() {
-    let out = ctxbench(&[
-        "decode",
-        "--dataset",
-        "atco2-sim-1h",
-        "--quick",
-        "--methods",
-        "none,trigrams",
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown method 'trigrams'"));
-    let out = ctxbench(&["decode", "--dataset", "atco2-sim-9h"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("atco2-sim-9h"));
-    let out = ctxbench(&[
-        "decode",
-        "--dataset",
-        "atco2-sim-1h",
-        "--quick",
-        "--kind",
-        "hmm",
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown graph kind"));
+    let base = ["decode", "--dataset", "atco2-sim-1h", "--quick"];
+    fails_with(
+        &[&base[..], &["--methods", "none,trigrams"]].concat(),
+        "unknown method 'trigrams'",
+    );
+    fails_with(&["decode", "--dataset", "atco2-sim-9h"], "atco2-sim-9h");
+    fails_with(
+        &[&base[..], &["--kind", "hmm"]].concat(),
+        "unknown graph kind",
+    );
 }

@@ -1,13 +1,7 @@
 //! `ctxbench lm train` and `ctxbench lm ppl` end to end.
 
-use std::process::Command;
-
-fn ctxbench(a: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxbench"))
-        .args(a)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::*;
 
 #[test]
 fn train_then_score_a_text() {

@@ -1,11 +1,13 @@
 //! `ctxbench score` end to end: the Earnings-21 references against themselves and against
 //! hypotheses with a known error pattern, Kaldi text with entities, missing utterances, bad input.
 
+mod common;
+use common::*;
+
 use ctx_core::corpus::EarningsDoc;
 use ctx_core::metrics::TextNorm;
 use ctxbench::score::{run_score, Format, ScoreArgs};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn earnings_refs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/earnings21/nlp_references")
@@ -13,13 +15,6 @@ fn earnings_refs() -> PathBuf {
 
 fn args(reference: &Path, hyp: &Path) -> ScoreArgs {
     ScoreArgs::new(reference, hyp)
-}
-
-fn ctxbench(a: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxbench"))
-        .args(a)
-        .output()
-        .unwrap()
 }
 
 #[test]

@@ -25,7 +25,8 @@ pub struct SegmentResult {
     pub start_row: u64,
     /// Rows in the segment.
     pub rows: u64,
-    /// The Viterbi best path (start rows relative to the segment).
+    /// The Viterbi best path (start rows relative to the segment). Its graph/acoustic split
+    /// comes from the lattice; without a lattice both are NaN (only the words are known).
     pub best: LatticePath,
     /// Whether the best path ends in a final state (otherwise every state counted as final).
     pub reached_final: bool,
@@ -199,10 +200,10 @@ impl<'g> Decoder<'g> {
             // Frontier tokens were compacted with the same order; recompute their finals.
             let front = &stream.frames.last().unwrap().toks;
             let finals = final_costs(front, g, reached_final);
-            let lat = lattice::word_lattice(&stream.frames, g, &finals).map_err(|frame| {
-                DecodeError::EpsilonCycle {
+            let lat = lattice::word_lattice(&stream.frames, g, &finals).map_err(|message| {
+                DecodeError::Lattice {
                     utt: stream.id.clone(),
-                    frame,
+                    message,
                 }
             })?;
             Some(lat)

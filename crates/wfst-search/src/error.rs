@@ -53,6 +53,14 @@ pub enum DecodeError {
         /// Frame index.
         frame: usize,
     },
+    /// The word lattice could not be built (an ε cycle, or a broken invariant).
+    #[error("utterance {utt}: {message}")]
+    Lattice {
+        /// Utterance id.
+        utt: String,
+        /// What went wrong.
+        message: String,
+    },
     /// A configuration value out of range.
     #[error("decoder configuration: {0}")]
     Config(String),

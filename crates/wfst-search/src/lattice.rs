@@ -540,12 +540,12 @@ impl WordLattice {
 }
 
 /// Builds the word lattice of pruned frames. `final_graph[i]` is the final cost of frontier
-/// token i (+∞ = not final). Returns the frame of an ε cycle on failure.
+/// token i (+∞ = not final). Fails with what went wrong (an ε cycle names its frame).
 pub(crate) fn word_lattice(
     frames: &[LatFrame],
     g: &DecodingGraph,
     final_graph: &[f32],
-) -> Result<WordLattice, usize> {
+) -> Result<WordLattice, String> {
     let nf = frames.len();
     let mut base = Vec::with_capacity(nf + 1);
     base.push(0usize);
@@ -608,7 +608,9 @@ pub(crate) fn word_lattice(
             }
         }
         if done != n {
-            return Err(f);
+            return Err(format!(
+                "epsilon cycle in the lattice at frame {f}; the graph has an epsilon-input cycle"
+            ));
         }
     }
     // Word-lattice states: the start token and destinations of word links.
@@ -704,5 +706,5 @@ pub(crate) fn word_lattice(
         arcs.extend(cands.values().copied());
     }
     let num_rows = (nf - 1) as u32;
-    WordLattice::from_parts(num_rows, finals, arcs).map_err(|_| 0)
+    WordLattice::from_parts(num_rows, finals, arcs).map_err(|e| e.to_string())
 }

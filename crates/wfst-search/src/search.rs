@@ -32,6 +32,22 @@ use std::collections::VecDeque;
 /// "No index".
 pub(crate) const NONE: u32 = u32::MAX;
 
+/// Graph cost (weight + boost) and acoustic cost of emitting arc `a` on score row `row` — the
+/// one formula both the early bound and the expansion use (and the CUDA kernel must).
+#[inline]
+fn emitting_costs(
+    g: &DecodingGraph,
+    booster: &Booster,
+    a: usize,
+    row: &[f32],
+    scale: f32,
+) -> (f32, f32) {
+    (
+        g.weight[a] + booster.delta(a as u32),
+        -scale * row[g.ilabel[a] as usize - 1],
+    )
+}
+
 /// A lattice token: the graph state, its best (forward) cost and its lattice extra cost.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct LTok {
@@ -158,9 +174,9 @@ pub struct Stream {
     inq: Vec<bool>,
     cand: Vec<Link>,
     remap: Vec<u32>,
-    /// Lattice pruning passes run (for diagnostics).
-    pub(crate) prunes: usize,
     since_prune: usize,
+    /// A step is under way (or failed midway): the state map may hold stale entries.
+    dirty: bool,
 }
 
 impl Stream {
@@ -183,8 +199,8 @@ impl Stream {
             inq: Vec::new(),
             cand: Vec::new(),
             remap: Vec::new(),
-            prunes: 0,
             since_prune: 0,
+            dirty: false,
         }
     }
 
@@ -200,7 +216,11 @@ impl Stream {
         self.rows_total = 0;
         self.seg_start = 0;
         self.started = false;
-        self.prunes = 0;
+        if self.dirty {
+            // A failed step left entries behind; start from a clean map.
+            self.map.fill(NONE);
+            self.dirty = false;
+        }
     }
 
     /// Switches the booster; takes effect from the next row (a context switch at any chunk).
@@ -234,6 +254,7 @@ impl Stream {
         if self.map.len() != g.num_states() {
             self.map = vec![NONE; g.num_states()];
         }
+        self.dirty = true;
         self.frames.clear();
         self.traces.clear();
         self.gc_at = 4096;
@@ -256,6 +277,7 @@ impl Stream {
         self.closure(g, cfg, &mut toks, cutoff, &mut links)?;
         let prev_aux = Vec::new();
         self.finish_frame(dec, toks, links, 0, cutoff, &prev_aux, 0);
+        self.dirty = false;
         Ok(())
     }
 
@@ -265,6 +287,8 @@ impl Stream {
         let cfg = dec.config();
         let k = self.frames.len() - 1;
         let scale = cfg.acoustic_scale;
+        let record = cfg.lattice;
+        self.dirty = true;
         let mut nt: Vec<LTok> = Vec::new();
         self.bp.clear();
         self.cand.clear();
@@ -288,9 +312,8 @@ impl Stream {
                 .min_by(|a, b| a.1.cost.total_cmp(&b.1.cost).then(a.0.cmp(&b.0)));
             if let Some((_, t)) = best {
                 for a in g.emitting(t.state) {
-                    let ac = -scale * row[g.ilabel[a] as usize - 1];
-                    let c = t.cost + (g.weight[a] + booster.delta(a as u32)) + ac;
-                    ub = ub.min(c);
+                    let (gc, ac) = emitting_costs(g, booster, a, row, scale);
+                    ub = ub.min(t.cost + gc + ac);
                 }
             }
             let bound = ub + cfg.beam;
@@ -299,8 +322,7 @@ impl Stream {
                     continue;
                 }
                 for a in g.emitting(t.state) {
-                    let ac = -scale * row[g.ilabel[a] as usize - 1];
-                    let gc = g.weight[a] + booster.delta(a as u32);
+                    let (gc, ac) = emitting_costs(g, booster, a, row, scale);
                     let c = t.cost + gc + ac;
                     if c > bound {
                         continue;
@@ -333,13 +355,15 @@ impl Stream {
                         }
                         j
                     };
-                    cand.push(Link {
-                        src: i as u32,
-                        dst: j,
-                        arc: a,
-                        graph: gc,
-                        ac,
-                    });
+                    if record {
+                        cand.push(Link {
+                            src: i as u32,
+                            dst: j,
+                            arc: a,
+                            graph: gc,
+                            ac,
+                        });
+                    }
                 }
             }
         }
@@ -351,22 +375,24 @@ impl Stream {
         }
         let best = nt.iter().map(|t| t.cost).fold(f32::INFINITY, f32::min);
         let cutoff = best + cfg.beam;
-        // Beam: drop tokens above the cut, renumber.
+        // Beam: drop tokens above the cut, renumber in place.
         self.remap.clear();
-        let mut kept = Vec::with_capacity(nt.len());
-        let mut kept_bp = Vec::with_capacity(nt.len());
-        for (j, t) in nt.iter().enumerate() {
+        let mut w = 0;
+        for j in 0..nt.len() {
+            let t = nt[j];
             if t.cost <= cutoff {
-                self.remap.push(kept.len() as u32);
-                self.map[t.state as usize] = kept.len() as u32;
-                kept.push(*t);
-                kept_bp.push(self.bp[j]);
+                self.remap.push(w as u32);
+                self.map[t.state as usize] = w as u32;
+                nt[w] = t;
+                self.bp[w] = self.bp[j];
+                w += 1;
             } else {
                 self.remap.push(NONE);
                 self.map[t.state as usize] = NONE;
             }
         }
-        self.bp = kept_bp;
+        nt.truncate(w);
+        self.bp.truncate(w);
         let mut links = Vec::new();
         if cfg.lattice {
             let prev = &self.frames[k].toks;
@@ -379,7 +405,7 @@ impl Stream {
             }
         }
         let num_emitting = links.len();
-        let mut toks = kept;
+        let mut toks = nt;
         self.closure(g, cfg, &mut toks, cutoff, &mut links)?;
         let prev_aux = std::mem::take(&mut self.aux);
         self.rows_total += 1;
@@ -400,11 +426,11 @@ impl Stream {
         if cfg.lattice && self.since_prune == cfg.prune_interval {
             self.since_prune = 0;
             lattice::prune(&mut self.frames, cfg.lattice_beam, None);
-            self.prunes += 1;
         }
         if self.traces.len() > self.gc_at {
             self.gc_traces();
         }
+        self.dirty = false;
         Ok(())
     }
 
