@@ -140,6 +140,11 @@ pub struct AtcSimConfig {
     pub known_minor_share: f64,
     /// Waypoints of the simulated sector.
     pub sector_waypoints: usize,
+    /// Of those, waypoints the LM training phraseology never uses: they reach the LM only through
+    /// the published word list (one mention), so they are in the lexicon but rare — the thesis'
+    /// rare-word condition (003 §3.3). Chosen with their own seeded generator, so the test
+    /// utterances do not depend on this number.
+    pub rare_waypoints: usize,
     /// Sentences of the LM training text.
     pub lm_sentences: usize,
 }
@@ -156,6 +161,7 @@ impl Default for AtcSimConfig {
             major_share: 0.7,
             known_minor_share: 0.5,
             sector_waypoints: 60,
+            rare_waypoints: 0,
             lm_sentences: 40_000,
         }
     }
@@ -194,6 +200,8 @@ pub struct AtcSim {
     pub utterances: Vec<AtcUtterance>,
     /// LM training sentences (phraseology of another seed plus word lists).
     pub lm_text: Vec<String>,
+    /// The rare waypoints ([`AtcSimConfig::rare_waypoints`]), sorted.
+    pub rare_words: Vec<String>,
 }
 
 /// An aircraft: designator and flight id (`5kx`).
@@ -508,6 +516,13 @@ pub fn generate(
             "atc-sim needs radar_aircraft >= 1, dwell_s > 0 and utterances > 0".into(),
         ));
     }
+    if cfg.rare_waypoints >= cfg.sector_waypoints.max(1) {
+        return Err(AtcError::Invalid(format!(
+            "atc-sim: rare_waypoints ({}) must be below sector_waypoints ({}): the LM \
+             phraseology needs at least one common waypoint",
+            cfg.rare_waypoints, cfg.sector_waypoints
+        )));
+    }
     // Which minor operators the LM knows: a seeded split of the non-major designators.
     let mut split = Rng::for_key(cfg.seed, "operators");
     let majors: BTreeSet<&str> = MAJOR_OPERATORS.into_iter().collect();
@@ -615,8 +630,23 @@ pub fn generate(
     };
     let mut lm_rng = Rng::for_key(lm_cfg.seed, "lm-text");
     let mut lm_traffic = Traffic::new(res, &lm_cfg, known_minors.clone(), &mut lm_rng);
-    // The LM knows the test sector's waypoints, facilities and runways (they are published).
-    lm_traffic.waypoints = traffic.waypoints.clone();
+    // The LM knows the test sector's waypoints, facilities and runways (they are published),
+    // but its phraseology never uses the rare waypoints.
+    let mut rare_rng = Rng::for_key(cfg.seed, "rare-waypoints");
+    let mut rare_words: Vec<String> = Vec::new();
+    while rare_words.len() < cfg.rare_waypoints.min(traffic.waypoints.len()) {
+        let w = rare_rng.pick(&traffic.waypoints);
+        if !rare_words.contains(w) {
+            rare_words.push(w.clone());
+        }
+    }
+    rare_words.sort();
+    lm_traffic.waypoints = traffic
+        .waypoints
+        .iter()
+        .filter(|w| rare_words.binary_search(w).is_err())
+        .cloned()
+        .collect();
     lm_traffic.facilities = traffic.facilities.clone();
     lm_traffic.runways = traffic.runways.clone();
     let mut lm_text = Vec::with_capacity(cfg.lm_sentences + res.telephony.len());
@@ -649,5 +679,6 @@ pub fn generate(
     Ok(AtcSim {
         utterances,
         lm_text,
+        rare_words,
     })
 }

@@ -12,6 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// Name of the global list of rare words (ATC sets with `rare_waypoints`): the targets of the
+/// rare-word precision/recall/F1 (003 Table 3.4) and the list G-boosting and lattice biasing use.
+pub const RARE_LIST: &str = "rare";
+
 /// Errors of dataset loading and preparation.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
@@ -291,6 +295,7 @@ impl Dataset {
                 edge_silence_s,
                 quick_utterances,
                 lm_sentences,
+                rare_waypoints,
                 ..
             } => {
                 let res = AtcResources::load(&reg.resolve(&resources))?;
@@ -302,6 +307,7 @@ impl Dataset {
                     no_callsign_share,
                     known_minor_share,
                     lm_sentences,
+                    rare_waypoints,
                     ..AtcSimConfig::default()
                 };
                 let sim = atc::generate(&res, &cfg, name)?;
@@ -340,12 +346,18 @@ impl Dataset {
                         callsign: u.callsign,
                     });
                 }
+                // The rare waypoints are the set's one global list (003 Table 3.4's targets).
+                let mut global_lists = BTreeMap::new();
+                if !sim.rare_words.is_empty() {
+                    let phrases = sim.rare_words.iter().map(|w| vec![w.clone()]).collect();
+                    global_lists.insert(RARE_LIST.to_string(), BiasList { phrases });
+                }
                 Ok(Self {
                     name: shown,
                     utterances: utts,
                     lists,
                     list_scope: ListScope::Utterance,
-                    global_lists: BTreeMap::new(),
+                    global_lists,
                     lm_text: sim.lm_text,
                     has_callsigns: true,
                     segments: Vec::new(),

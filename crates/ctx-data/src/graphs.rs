@@ -10,11 +10,15 @@ use crate::registry::Registry;
 use ctx_core::lexicon::{Lexicon, LexiconEntry};
 use ctx_graph::cache::{CacheKey, GraphCache};
 use ctx_graph::compile::{build_graph, Graph, GraphInputs, GraphKind};
+use ctx_graph::gboost::{GBoost, GBoostReport};
 use ctx_graph::grammar::MissingWords;
 use ctx_graph::hmm::HmmTopology;
 use ctx_graph::lexicon_fst::SilenceOptions;
 use std::path::Path;
 use std::time::Instant;
+
+/// File of a boosted cache entry holding its [`GBoostReport`].
+const GBOOST_REPORT: &str = "gboost.json";
 
 /// BPE vocabulary size of the CTC graphs (DESIGN.md: 1,024 pieces + blank).
 pub const DEFAULT_BPE_SIZE: usize = 1024;
@@ -32,6 +36,8 @@ pub struct GraphBuildReport {
     pub skipped_words: Vec<String>,
     /// n-grams dropped with them.
     pub skipped_ngrams: usize,
+    /// What G-boosting changed (boosted builds only; `None` when loaded from the cache).
+    pub gboost: Option<GBoostReport>,
     /// Total seconds.
     pub seconds: f64,
 }
@@ -43,6 +49,19 @@ pub fn dataset_graph(
     kind: GraphKind,
     bpe_size: usize,
     cache_dir: &Path,
+) -> Result<GraphBuildReport, DataError> {
+    dataset_graph_with(reg, name, kind, bpe_size, cache_dir, None)
+}
+
+/// Like [`dataset_graph`], with G boosted towards a phrase list before compiling (003 §3.1.3);
+/// the phrases and the discount are part of the cache key.
+pub fn dataset_graph_with(
+    reg: &Registry,
+    name: &str,
+    kind: GraphKind,
+    bpe_size: usize,
+    cache_dir: &Path,
+    gboost: Option<&GBoost>,
 ) -> Result<GraphBuildReport, DataError> {
     let t0 = Instant::now();
     let ds = Dataset::load(reg, name, Subset::Full)?;
@@ -56,17 +75,44 @@ pub fn dataset_graph(
     if let GraphKind::Tlg(_) = kind {
         key.add("bpe", &bpe_size.to_le_bytes());
     }
+    if let Some(b) = gboost {
+        key.add("gboost-discount", &b.discount.to_le_bytes());
+        for p in &b.phrases {
+            key.add("gboost-phrase", p.join(" ").as_bytes());
+        }
+    }
     let cache = GraphCache::new(cache_dir);
-    if let Some(graph) = cache
-        .load(kind, &key)
-        .map_err(|e| DataError::Invalid(e.to_string()))?
-    {
+    // A boosted entry keeps its G-boosting report beside the graph; an entry without one (a
+    // build stopped between the two writes) is rebuilt.
+    let report_path = cache.entry(kind, &key).join(GBOOST_REPORT);
+    let usable = gboost.is_none() || report_path.exists();
+    let cached = if usable {
+        cache
+            .load(kind, &key)
+            .map_err(|e| DataError::Invalid(e.to_string()))?
+    } else {
+        None
+    };
+    if let Some(graph) = cached {
+        let gboost = match gboost {
+            Some(_) => {
+                let text = std::fs::read_to_string(&report_path)
+                    .map_err(|e| DataError::Invalid(format!("{}: {e}", report_path.display())))?;
+                Some(
+                    serde_json::from_str(&text).map_err(|e| {
+                        DataError::Invalid(format!("{}: {e}", report_path.display()))
+                    })?,
+                )
+            }
+            None => None,
+        };
         return Ok(GraphBuildReport {
             graph,
             cached: true,
             lm_seconds: 0.0,
             skipped_words: Vec::new(),
             skipped_ngrams: 0,
+            gboost,
             seconds: t0.elapsed().as_secs_f64(),
         });
     }
@@ -133,18 +179,27 @@ pub fn dataset_graph(
         missing_words: MissingWords::Skip,
         silence,
         hmm: HmmTopology::default(),
+        gboost,
     };
     let (graph, report) =
         build_graph(kind, &inputs).map_err(|e| DataError::Invalid(e.to_string()))?;
-    cache
+    let dir = cache
         .store(&key, &graph)
         .map_err(|e| DataError::Invalid(e.to_string()))?;
+    if let Some(r) = &report.gboost {
+        let text = serde_json::to_string_pretty(r).expect("plain struct");
+        ctx_core::io::write_atomic(&dir.join(GBOOST_REPORT), |w| {
+            std::io::Write::write_all(w, text.as_bytes())
+        })
+        .map_err(|e| DataError::Invalid(e.to_string()))?;
+    }
     Ok(GraphBuildReport {
         graph,
         cached: false,
         lm_seconds,
         skipped_words: report.skipped_words,
         skipped_ngrams: report.skipped_ngrams,
+        gboost: report.gboost,
         seconds: t0.elapsed().as_secs_f64(),
     })
 }

@@ -162,6 +162,9 @@ pub enum DatasetSpec {
         /// LM training sentences.
         #[serde(default = "default_lm_sentences")]
         lm_sentences: usize,
+        /// Sector waypoints the LM phraseology never uses (rare words, 003 §3.3).
+        #[serde(default)]
+        rare_waypoints: usize,
         /// LM settings.
         #[serde(default)]
         lm: LmSpec,

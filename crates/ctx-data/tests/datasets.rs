@@ -85,6 +85,47 @@ fn the_same_seed_gives_byte_identical_files() {
 }
 
 #[test]
+fn rare_waypoints_change_only_the_lm_text() {
+    let reg = registry();
+    let base = Dataset::load(&reg, "atco2-sim-1h", Subset::Full).unwrap();
+    let rare = Dataset::load(&reg, "atco2-sim-1h-rare", Subset::Full).unwrap();
+    // Same traffic (ids carry the set name): same words, entities and radar lists.
+    assert_eq!(base.utterances.len(), rare.utterances.len());
+    for (a, b) in base.utterances.iter().zip(&rare.utterances) {
+        assert!(a.words == b.words && a.entities == b.entities, "{}", a.id);
+        assert_eq!(base.lists[&a.id], rare.lists[&b.id], "{}", a.id);
+    }
+    assert!(base.global_lists.is_empty());
+    let words: Vec<&str> = rare.global_lists["rare"]
+        .phrases
+        .iter()
+        .map(|p| {
+            assert_eq!(p.len(), 1);
+            p[0].as_str()
+        })
+        .collect();
+    assert_eq!(words.len(), 30);
+    let count = |text: &[String], w: &str| -> usize {
+        text.iter()
+            .map(|l| l.split_whitespace().filter(|t| *t == w).count())
+            .sum()
+    };
+    let mut spoken = 0;
+    for w in &words {
+        // Once in the LM text (the published waypoint list), more often without the rule.
+        assert_eq!(count(&rare.lm_text, w), 1, "{w}");
+        assert!(count(&base.lm_text, w) > 5, "{w}");
+        spoken += rare
+            .utterances
+            .iter()
+            .map(|u| u.words.iter().filter(|t| t == w).count())
+            .sum::<usize>();
+    }
+    // They are spoken in the test set (the thesis: 12 waypoints, 191 times in the 1-h set).
+    assert!(spoken >= 40, "rare waypoints spoken {spoken} times");
+}
+
+#[test]
 fn earnings21_segments_cover_every_call_without_splitting_entities() {
     let reg = registry();
     let ds = Dataset::load(&reg, "earnings21", Subset::Full).unwrap();

@@ -13,7 +13,8 @@
 
 use crate::ctc::{self, CtcTopology};
 use crate::error::{GraphError, Result};
-use crate::grammar::{build_grammar_fst, GrammarReport, MissingWords};
+use crate::gboost::{gboost_edit, GBoost};
+use crate::grammar::{build_grammar_fst_with, GrammarEdit, GrammarReport, MissingWords};
 use crate::hmm::{self, HmmTopology};
 use crate::lexicon_fst::{build_lexicon_fst, LangSymbols, LexiconFst, SilenceOptions};
 use crate::StdFst;
@@ -238,6 +239,8 @@ pub struct GraphInputs<'a> {
     pub silence: Option<SilenceOptions>,
     /// HMM topology (hybrid graphs).
     pub hmm: HmmTopology,
+    /// G-boosting applied to G before compiling (003 §3.1.3), if any.
+    pub gboost: Option<&'a GBoost>,
 }
 
 /// Builds L, G and the requested graph; returns it with G's report.
@@ -246,12 +249,21 @@ pub fn build_graph(kind: GraphKind, inputs: &GraphInputs<'_>) -> Result<(Graph, 
     let l = build_lexicon_fst(inputs.lexicon, inputs.units, inputs.silence.as_ref())?;
     let l_secs = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let (g, report) = build_grammar_fst(
+    let (edit, boosted) = match inputs.gboost {
+        Some(b) => {
+            let (edit, r) = gboost_edit(inputs.lm, &l.symbols.words, b)?;
+            (edit, Some(r))
+        }
+        None => (GrammarEdit::default(), None),
+    };
+    let (g, mut report) = build_grammar_fst_with(
         inputs.lm,
         &l.symbols.words,
         l.symbols.word_disambig,
         inputs.missing_words,
+        &edit,
     )?;
+    report.gboost = boosted;
     let g_secs = t.elapsed().as_secs_f64();
     let mut graph = match kind {
         GraphKind::Hclg => compile_hclg(&l, &g, &inputs.hmm)?,

@@ -6,6 +6,12 @@
 //! that has a state; `(h, </s>)` is state(h)'s final weight; each non-empty history backs off to
 //! its longest proper suffix with a state on a `#0:ε` arc weighted by its back-off. Costs are
 //! −ln p (ARPA log10 × ln 10). The start state is the history `<s>`.
+//!
+//! [`build_grammar_fst_with`] applies a [`GrammarEdit`] on the way (G-boosting, [`crate::gboost`]):
+//! cost deltas on listed n-grams and extra n-grams of any order. Added n-grams make their
+//! histories states (back-off weight 1, i.e. cost 0, to the longest suffix with a state), and the
+//! state rule for listed n-grams stays the one of the LM's own order, so an empty edit gives
+//! exactly the G of [`build_grammar_fst`].
 
 use crate::error::{GraphError, Result};
 use crate::StdFst;
@@ -24,6 +30,15 @@ pub enum MissingWords {
     Skip,
 }
 
+/// Changes applied to an LM while its G is built (word ids are the LM's).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GrammarEdit {
+    /// Cost delta (added to −ln p; negative = boost) per listed n-gram.
+    pub deltas: HashMap<Vec<u32>, f32>,
+    /// n-grams the LM does not list, with their cost −ln p, in a deterministic order.
+    pub added: Vec<(Vec<u32>, f32)>,
+}
+
 /// Counts of a G build, including what was skipped.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GrammarReport {
@@ -35,6 +50,8 @@ pub struct GrammarReport {
     pub skipped_words: Vec<String>,
     /// n-grams dropped because they use a skipped word.
     pub skipped_ngrams: usize,
+    /// What G-boosting changed (boosted graphs only).
+    pub gboost: Option<crate::gboost::GBoostReport>,
 }
 
 const LN10: f32 = std::f32::consts::LN_10;
@@ -45,6 +62,17 @@ pub fn build_grammar_fst(
     words: &SymbolTable,
     backoff_label: u32,
     missing: MissingWords,
+) -> Result<(StdFst, GrammarReport)> {
+    build_grammar_fst_with(lm, words, backoff_label, missing, &GrammarEdit::default())
+}
+
+/// Builds G like [`build_grammar_fst`], applying `edit` (see the module notes).
+pub fn build_grammar_fst_with(
+    lm: &ArpaLm,
+    words: &SymbolTable,
+    backoff_label: u32,
+    missing: MissingWords,
+    edit: &GrammarEdit,
 ) -> Result<(StdFst, GrammarReport)> {
     let order = lm.order();
     if order == 0 {
@@ -114,13 +142,40 @@ pub fn build_grammar_fst(
             backoffs.push((s, h.to_vec(), 0.0));
         }
     }
+    for (ws, cost) in &edit.added {
+        if ws.is_empty() || !cost.is_finite() || ws.iter().any(|&w| w as usize >= label.len()) {
+            return Err(GraphError::Invalid(format!(
+                "G edit: added n-gram {ws:?} has no words, a word outside the LM or cost {cost}"
+            )));
+        }
+        if lm.entry(ws).is_some() {
+            return Err(GraphError::Invalid(format!(
+                "G edit: added n-gram {ws:?} is already listed in the LM"
+            )));
+        }
+        let h = &ws[..ws.len() - 1];
+        if h.iter().any(|&w| is_missing(w)) || states.contains_key(h) {
+            continue;
+        }
+        // Every shorter prefix must be a history already (the edit adds prefixes first).
+        let s = fst.add_state();
+        states.insert(h.to_vec(), s);
+        backoffs.push((s, h.to_vec(), 0.0));
+    }
+    let max_order = edit
+        .added
+        .iter()
+        .map(|(ws, _)| ws.len())
+        .max()
+        .unwrap_or(0)
+        .max(order);
     let start = bos
         .and_then(|b| states.get(&vec![b]).copied())
         .unwrap_or(null);
     fst.set_start(start).map_err(|e| GraphError::fst("G", e))?;
 
     let longest_state = |ws: &[u32]| -> StateId {
-        let keep = ws.len().min(order - 1);
+        let keep = ws.len().min(max_order - 1);
         let mut k = ws.len() - keep;
         while k < ws.len() {
             if let Some(&s) = states.get(&ws[k..]) {
@@ -141,7 +196,7 @@ pub fn build_grammar_fst(
             let Some(&src) = states.get(h) else {
                 continue; // a history ending in </s>: unreachable
             };
-            let cost = -e.log10_prob * LN10;
+            let cost = -e.log10_prob * LN10 + edit.deltas.get(&e.words).copied().unwrap_or(0.0);
             if Some(w) == bos {
                 continue;
             }
@@ -160,6 +215,27 @@ pub fn build_grammar_fst(
             fst.add_tr(src, Tr::new(lab, lab, cost, dst))
                 .map_err(|e| GraphError::fst("G", e))?;
         }
+    }
+    for (ws, cost) in &edit.added {
+        let w = *ws.last().unwrap();
+        if ws.iter().any(|&x| is_missing(x)) || Some(w) == bos {
+            report.skipped_ngrams += 1;
+            continue;
+        }
+        let Some(&src) = states.get(&ws[..ws.len() - 1]) else {
+            return Err(GraphError::Invalid(format!(
+                "G edit: the history of added n-gram {ws:?} is neither listed nor added"
+            )));
+        };
+        if Some(w) == eos {
+            fst.set_final(src, *cost)
+                .map_err(|e| GraphError::fst("G", e))?;
+            continue;
+        }
+        let dst = longest_state(ws);
+        let lab = label[w as usize].expect("in-vocabulary word");
+        fst.add_tr(src, Tr::new(lab, lab, *cost, dst))
+            .map_err(|e| GraphError::fst("G", e))?;
     }
     for (s, h, bo) in backoffs {
         let dst = longest_state(&h[1..]);

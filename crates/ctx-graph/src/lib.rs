@@ -5,6 +5,7 @@
 //! - [`hmm`]: the monophone HMM topology H and Kaldi-style self-loop insertion.
 //! - [`ctc`]: the CTC T topologies "normal" and "compact" (Galvez et al., Fig. 2 and 3).
 //! - [`compile`]: HCLG = H ∘ det(L ∘ G) and TLG = T ∘ min(det(L ∘ G)), disambiguation removal.
+//! - [`gboost`]: G-boosting (003 §3.1.3): phrase n-grams discounted, missing ones added.
 //! - [`biasing`]: the biasing FST of a phrase list (loop state + discounted phrase trie).
 //! - [`csr`]: the CSR decoding-graph layout every decoder reads (emitting arcs first).
 //! - [`cache`]: an on-disk cache of built graphs keyed by a hash of their inputs.
@@ -20,6 +21,7 @@ pub mod compile;
 pub mod csr;
 pub mod ctc;
 pub mod error;
+pub mod gboost;
 pub mod grammar;
 pub mod hmm;
 pub mod lexicon_fst;

@@ -436,6 +436,7 @@ fn graph_cache_round_trips_and_keys_on_inputs() {
         missing_words: MissingWords::Error,
         silence: None,
         hmm: HmmTopology::default(),
+        gboost: None,
     };
     let (graph, _) = build_graph(GraphKind::Hclg, &inputs).unwrap();
     assert_eq!(graph.steps[0].name, "L");

@@ -5,8 +5,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use ctx_data::dataset::Subset;
 use ctx_data::registry::Registry;
-use ctx_graph::compile::GraphKind;
-use ctxbench::pipeline::{decode, lattice_bias, DecodeSettings, ListKind, Setup};
+use ctxbench::pipeline::{decode, lattice_bias, DecodeSettings, ListKind, Setup, SetupOptions};
 use std::collections::BTreeSet;
 use std::path::Path;
 use wfst_search::{ArcSetBooster, Booster, DecoderConfig};
@@ -17,11 +16,7 @@ fn setup() -> Setup {
     Setup::load(
         &reg,
         "atco2-sim-1h",
-        Subset::Quick,
-        GraphKind::Hclg,
-        ctx_data::graphs::DEFAULT_BPE_SIZE,
-        &root.join("cache/graphs"),
-        None,
+        &SetupOptions::hclg(Subset::Quick, &root.join("cache/graphs")),
     )
     .expect("setup")
 }
@@ -78,7 +73,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("1-thread-plus-lattice-biasing", |b| {
         b.iter(|| {
             let run = decode(&setup, &s, &|_| Booster::None).unwrap();
-            lattice_bias(&setup, &run, ListKind::Sequences, -2.0).unwrap()
+            lattice_bias(&setup, &run, &ListKind::Sequences, -2.0).unwrap()
         })
     });
     g.finish();

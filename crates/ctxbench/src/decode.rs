@@ -2,7 +2,10 @@
 //! WER / NE-WER / U-WER / NE-A / RTFx for the baseline and lattice-biased outputs.
 
 use crate::data::registry;
-use crate::pipeline::{best_hyps, decode, lattice_bias, DecodeSettings, ListKind, Setup};
+use crate::pipeline::{
+    best_hyps, decode, lattice_bias, static_list, DecodeSettings, GBoostSpec, ListKind, Setup,
+    SetupOptions,
+};
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use ctx_core::metrics::score::{ErrorCounts, ScoreTotals};
@@ -58,9 +61,24 @@ pub struct DecodeArgs {
     /// Decoding threads.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
-    /// Outputs to score: none, unigrams, sequences, gt (lattice biasing with that list).
+    /// Outputs to score: none, unigrams, sequences, gt, list:NAME (lattice biasing with that
+    /// list; NAME a global list of the dataset such as `rare` or `oracle`).
     #[arg(long, value_delimiter = ',', default_value = "none,sequences")]
     pub methods: Vec<String>,
+    /// G-boosting before decoding (003 §3.1.3) with this static list: sequences (union of all
+    /// lists), unigrams, gt (every reference entity: oracle) or a global list name.
+    #[arg(long)]
+    pub gboost: Option<String>,
+    /// G-boosting discount per boosted n-gram (negative = boost).
+    #[arg(long, default_value_t = -2.0, allow_hyphen_values = true)]
+    pub gboost_discount: f32,
+    /// Global list whose words are the precision/recall/F1 targets (default: `rare` when the
+    /// dataset has it).
+    #[arg(long)]
+    pub targets: Option<String>,
+    /// Row label of an output in the CSV, as OUTPUT=LABEL (repeatable; default: 000 Table 1's).
+    #[arg(long = "row")]
+    pub rows: Vec<String>,
     /// Lattice-biasing discount per word (negative = boost).
     #[arg(long, default_value_t = -2.0, allow_hyphen_values = true)]
     pub discount: f32,
@@ -107,14 +125,91 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             } else {
                 ListKind::parse(m)
                     .map(|k| (m.clone(), Some(k)))
-                    .ok_or_else(|| anyhow!("unknown method '{m}' (none, unigrams, sequences, gt)"))
+                    .ok_or_else(|| {
+                        anyhow!("unknown method '{m}' (none, unigrams, sequences, gt, list:NAME)")
+                    })
             }
         })
         .collect::<Result<_>>()?;
+    let mut row_labels = std::collections::BTreeMap::new();
+    for r in &a.rows {
+        let (k, v) = r
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--row '{r}' is not OUTPUT=LABEL"))?;
+        if !methods.iter().any(|(m, _)| m == k) {
+            bail!("--row '{r}': '{k}' is not one of --methods");
+        }
+        if v.contains(',') || v.contains('"') {
+            bail!("--row '{r}': a label may not contain commas or quotes (CSV)");
+        }
+        row_labels.insert(k.to_string(), v.to_string());
+    }
     let subset = if a.quick { Subset::Quick } else { Subset::Full };
+    // Lists are checked on the dataset before the (possibly long) graph build and decoding.
+    {
+        let ds = ctx_data::dataset::Dataset::load(&reg, &a.dataset, subset)?;
+        for (m, k) in &methods {
+            if let Some(ListKind::Global(n)) = k {
+                if !ds.global_lists.contains_key(n) {
+                    bail!(
+                        "method '{m}': dataset {} has no global list '{n}'",
+                        a.dataset
+                    );
+                }
+            }
+        }
+        if let Some(t) = &a.targets {
+            if !ds.global_lists.contains_key(t) {
+                bail!("--targets: dataset {} has no global list '{t}'", a.dataset);
+            }
+        }
+        if let Some(g) = &a.gboost {
+            static_list(&ds, g)?;
+        }
+    }
+    let gboost = a.gboost.as_ref().map(|list| GBoostSpec {
+        list: list.clone(),
+        discount: a.gboost_discount,
+    });
     let mut setup = Setup::load(
-        &reg, &a.dataset, subset, kind, a.bpe_size, &a.cache, a.noise,
+        &reg,
+        &a.dataset,
+        &SetupOptions {
+            subset,
+            kind,
+            bpe_size: a.bpe_size,
+            cache: &a.cache,
+            noise: a.noise,
+            gboost,
+        },
     )?;
+    if let Some(r) = &setup.gboost {
+        eprintln!(
+            "G-boosting with list '{}' (discount {}): {} phrases, {} boosted, {} dropped (OOV); {} n-grams discounted, {} added",
+            a.gboost.as_deref().unwrap_or(""),
+            a.gboost_discount,
+            r.phrases,
+            r.kept,
+            r.dropped,
+            r.discounted,
+            r.added
+        );
+    }
+    let targets_name = a.targets.clone().or_else(|| {
+        setup
+            .dataset
+            .global_lists
+            .contains_key(ctx_data::dataset::RARE_LIST)
+            .then(|| ctx_data::dataset::RARE_LIST.to_string())
+    });
+    let targets: Option<std::collections::BTreeSet<String>> = targets_name.as_ref().map(|n| {
+        setup.dataset.global_lists[n]
+            .phrases
+            .iter()
+            .flatten()
+            .cloned()
+            .collect()
+    });
     if let Some(n) = a.limit {
         setup.dataset.utterances.truncate(n);
     }
@@ -176,18 +271,18 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         arcs / rows.max(1.0)
     );
     println!(
-        "\n| output | WER | NE-WER | U-WER | NE-A | RTFx | phrases kept/dropped |\n|---|---|---|---|---|---|---|"
+        "\n| output | WER | NE-WER | U-WER | NE-A | P | R | F1 | RTFx | phrases kept/dropped |\n|---|---|---|---|---|---|---|---|---|---|"
     );
     let mut out = Vec::new();
     let mut csv = String::from(
-        "experiment,dataset,section,row,method,backend,graph,beam,max_active,lattice_beam,acoustic_scale,discount,noise,wer,ne_wer,u_wer,ne_acc,precision,recall,f1,audio_s,decode_s,rtfx,peak_mem_mb\n",
+        "experiment,dataset,section,row,method,backend,graph,beam,max_active,lattice_beam,acoustic_scale,discount,noise,wer,ne_wer,u_wer,ne_acc,precision,recall,f1,audio_s,decode_s,rtfx,peak_mem_mb,bias_list,gboost_list,gboost_discount,targets\n",
     );
     let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
     for (name, kind) in &methods {
         let (hyps, extra_s, report) = match kind {
             None => (best_hyps(&setup, &run), 0.0, None),
             Some(k) => {
-                let (h, rep, s) = lattice_bias(&setup, &run, *k, a.discount)?;
+                let (h, rep, s) = lattice_bias(&setup, &run, k, a.discount)?;
                 (h, s, Some(rep))
             }
         };
@@ -206,27 +301,34 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
                 w.write_all(text.as_bytes())
             })?;
         }
-        let t: ScoreTotals = setup.score(&hyps, None)?;
+        let t: ScoreTotals = setup.score(&hyps, targets.as_ref())?;
         let rtfx = run.audio_s / (run.decode_s + extra_s).max(1e-9);
+        let prf = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.1}"));
         println!(
-            "| {name} | {} | {} | {} | {} | {rtfx:.1} | {} |",
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {rtfx:.1} | {} |",
             pct(&t.all),
             pct(&t.ne),
             pct(&t.unbiased),
-            t.ne_acc().map_or("-".into(), |v| format!("{v:.1}")),
+            prf(t.ne_acc()),
+            prf(t.targets.precision()),
+            prf(t.targets.recall()),
+            prf(t.targets.f1()),
             report.map_or("-".into(), |r| format!("{}/{}", r.kept, r.dropped)),
         );
-        let method = if kind.is_some() {
-            "lattice-biasing"
-        } else {
-            "baseline"
+        let method = match (a.gboost.is_some(), kind.is_some()) {
+            (false, false) => "baseline",
+            (false, true) => "lattice-biasing",
+            (true, false) => "g-boosting",
+            (true, true) => "g-boosting+lattice-biasing",
         };
+        let row = row_labels
+            .get(name)
+            .map_or(crate::pipeline::table1_row(name), String::as_str);
         csv.push_str(&format!(
-            "{},{},{},{},{method},cpu,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.3},{:.2},{}\n",
+            "{},{},{},{row},{method},cpu,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.3},{:.2},{},{},{},{},{}\n",
             a.experiment,
             a.dataset,
             a.section,
-            crate::pipeline::table1_row(name),
             kind_name,
             settings.config.beam,
             settings.config.max_active,
@@ -245,11 +347,16 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             run.decode_s + extra_s,
             rtfx,
             f(crate::pipeline::peak_mem_mb()),
+            kind.as_ref().map_or("", |_| name.as_str()),
+            a.gboost.as_deref().unwrap_or(""),
+            if a.gboost.is_some() { a.gboost_discount.to_string() } else { String::new() },
+            targets_name.as_deref().unwrap_or(""),
         ));
         out.push(json!({
             "output": name,
             "wer": t.all.rate(), "ne_wer": t.ne.rate(), "u_wer": t.unbiased.rate(),
             "ne_acc": t.ne_acc(), "rtfx": rtfx, "rescore_s": extra_s,
+            "precision": t.targets.precision(), "recall": t.targets.recall(), "f1": t.targets.f1(),
             "phrases_kept": report.map(|r| r.kept), "phrases_dropped": report.map(|r| r.dropped),
         }));
     }
@@ -262,7 +369,8 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             "dataset": setup.dataset.name, "kind": kind.name(), "audio_s": run.audio_s,
             "decode_s": run.decode_s, "threads": run.threads, "beam": a.beam,
             "max_active": a.max_active, "lattice_beam": a.lattice_beam,
-            "discount": a.discount, "outputs": out,
+            "discount": a.discount, "gboost": a.gboost, "gboost_discount": a.gboost_discount,
+            "gboost_report": setup.gboost, "targets": targets_name, "outputs": out,
         });
         let text = serde_json::to_string_pretty(&v)?;
         ctx_core::io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;

@@ -33,7 +33,7 @@ enum Command {
     #[command(subcommand)]
     Graph(GraphCommand),
     /// Decode a dataset on CPU (simulated acoustics) and score the baseline and lattice biasing.
-    Decode(DecodeArgs),
+    Decode(Box<DecodeArgs>),
 }
 
 fn main() {

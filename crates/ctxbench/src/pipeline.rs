@@ -2,7 +2,7 @@
 //! simulated acoustic scores → batched decoding (wfst-search) → rescoring (lattice-rescorer) →
 //! scoring (ctx-core metrics).
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use ctx_core::bias::BiasList;
 use ctx_core::metrics::reference::ScoringRef;
 use ctx_core::metrics::score::{score_utterance, NeInsertions, ScoreOptions, ScoreTotals};
@@ -10,12 +10,13 @@ use ctx_core::scores::ScoreMatrix;
 use ctx_data::acoustic::{CtcSim, HybridSim};
 use ctx_data::bpe::Bpe;
 use ctx_data::dataset::{shipped_pronouncer, Dataset, Subset, Utterance};
-use ctx_data::graphs::dataset_graph;
+use ctx_data::graphs::dataset_graph_with;
 use ctx_data::pronounce::Pronouncer;
 use ctx_data::registry::Registry;
 use ctx_graph::biasing::build_biasing_fst;
 use ctx_graph::compile::{Graph, GraphKind};
 use ctx_graph::csr::DecodingGraph;
+use ctx_graph::gboost::{GBoost, GBoostReport};
 use ctx_graph::hmm::HmmTopology;
 use lattice_rescorer::{biased_best_path, PhraseIds, PhraseReport};
 use rayon::prelude::*;
@@ -55,20 +56,101 @@ pub struct Setup {
     pub silence: Vec<u32>,
     /// The acoustic model's own acoustic scale (the decoder default for it).
     pub acoustic_scale: f32,
+    /// What G-boosting changed, when the graph was built from a boosted G.
+    pub gboost: Option<GBoostReport>,
+}
+
+/// G-boosting of a setup's graph: which static list (see [`static_list`]) and the discount.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GBoostSpec {
+    /// `sequences`, `unigrams`, `gt` or a global list of the dataset.
+    pub list: String,
+    /// Discount per boosted n-gram (negative = boost).
+    pub discount: f32,
+}
+
+/// A static (whole-set) phrase list, sorted and de-duplicated: `sequences` is the union of every
+/// utterance's (ATC radar) or document's (Earnings) list, `unigrams` their distinct words, `gt`
+/// every reference entity of the set (an oracle), any other name a global list of the dataset
+/// (Earnings `oracle`/`distractor`, ATC `rare`).
+pub fn static_list(dataset: &Dataset, name: &str) -> Result<Vec<Vec<String>>> {
+    let mut set: BTreeSet<Vec<String>> = BTreeSet::new();
+    match name {
+        "sequences" | "unigrams" => {
+            for l in dataset.lists.values() {
+                for p in &l.phrases {
+                    if name == "unigrams" {
+                        set.extend(p.iter().map(|w| vec![w.clone()]));
+                    } else {
+                        set.insert(p.clone());
+                    }
+                }
+            }
+        }
+        "gt" => {
+            for u in &dataset.utterances {
+                set.extend(u.entities.iter().map(|(_, s, e)| u.words[*s..*e].to_vec()));
+            }
+        }
+        other => match dataset.global_lists.get(other) {
+            Some(l) => set.extend(l.phrases.iter().cloned()),
+            None => {
+                let mut names = vec!["sequences", "unigrams", "gt"];
+                names.extend(dataset.global_lists.keys().map(String::as_str));
+                bail!(
+                    "dataset {} has no list '{other}' (available: {})",
+                    dataset.name,
+                    names.join(", ")
+                );
+            }
+        },
+    }
+    set.retain(|p| !p.is_empty());
+    Ok(set.into_iter().collect())
+}
+
+/// How [`Setup::load`] builds a setup.
+#[derive(Debug, Clone)]
+pub struct SetupOptions<'a> {
+    /// Full set or quick subset.
+    pub subset: Subset,
+    /// HCLG or TLG.
+    pub kind: GraphKind,
+    /// BPE pieces (TLG).
+    pub bpe_size: usize,
+    /// Graph cache folder.
+    pub cache: &'a Path,
+    /// Overrides the registry's noise level (calibration only).
+    pub noise: Option<f64>,
+    /// G-boosting of the graph, if any.
+    pub gboost: Option<GBoostSpec>,
+}
+
+impl<'a> SetupOptions<'a> {
+    /// An unboosted HCLG setup of `subset` with the registry's noise.
+    pub fn hclg(subset: Subset, cache: &'a Path) -> Self {
+        Self {
+            subset,
+            kind: GraphKind::Hclg,
+            bpe_size: ctx_data::graphs::DEFAULT_BPE_SIZE,
+            cache,
+            noise: None,
+            gboost: None,
+        }
+    }
 }
 
 impl Setup {
-    /// Loads a dataset, its graph (through the cache) and its simulated acoustic model;
-    /// `noise` overrides the registry's noise level (for calibration only).
-    pub fn load(
-        reg: &Registry,
-        name: &str,
-        subset: Subset,
-        kind: GraphKind,
-        bpe_size: usize,
-        cache: &Path,
-        noise: Option<f64>,
-    ) -> Result<Self> {
+    /// Loads a dataset, its graph (through the cache) and its simulated acoustic model.
+    pub fn load(reg: &Registry, name: &str, opts: &SetupOptions<'_>) -> Result<Self> {
+        let SetupOptions {
+            subset,
+            kind,
+            bpe_size,
+            cache,
+            noise,
+            ref gboost,
+        } = *opts;
         let dataset =
             Dataset::load(reg, name, subset).with_context(|| format!("loading dataset {name}"))?;
         let knobs = reg
@@ -80,8 +162,24 @@ impl Setup {
         if let Some(n) = noise {
             knobs.noise = n;
         }
-        let report = dataset_graph(reg, name, kind, bpe_size, cache)
+        // G-boosting lists come from the full set (a static context known before decoding).
+        let boost = match gboost {
+            Some(spec) => {
+                let full = match subset {
+                    Subset::Full => None,
+                    _ => Some(Dataset::load(reg, name, Subset::Full)?),
+                };
+                let phrases = static_list(full.as_ref().unwrap_or(&dataset), &spec.list)?;
+                Some(GBoost {
+                    phrases,
+                    discount: spec.discount,
+                })
+            }
+            None => None,
+        };
+        let report = dataset_graph_with(reg, name, kind, bpe_size, cache, boost.as_ref())
             .with_context(|| format!("building the {} graph of {name}", kind.name()))?;
+        let gboost = report.gboost.clone();
         let graph = report.graph;
         let csr = DecodingGraph::from_fst(&graph.fst, None)?;
         let (acoustic, frame_s, silence) = match kind {
@@ -123,6 +221,7 @@ impl Setup {
             frame_s,
             silence,
             acoustic_scale,
+            gboost,
         })
     }
 
@@ -285,7 +384,7 @@ pub fn decode(
 }
 
 /// Which list an utterance is biased with (Table 1's rows).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ListKind {
     /// The utterance's (ATC) or document's (Earnings) list of phrases.
     Sequences,
@@ -293,22 +392,27 @@ pub enum ListKind {
     Unigrams,
     /// Only the ground-truth entity of the utterance (ATC callsign; oracle).
     GroundTruth,
+    /// A global list of the dataset for every utterance (ATC `rare`, Earnings `oracle`).
+    Global(String),
 }
 
 impl ListKind {
-    /// Parses `sequences`, `unigrams` or `gt`.
+    /// Parses `sequences`, `unigrams`, `gt` or `list:NAME` (a global list).
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "sequences" => Some(Self::Sequences),
             "unigrams" => Some(Self::Unigrams),
             "gt" | "ground-truth" => Some(Self::GroundTruth),
-            _ => None,
+            _ => s
+                .strip_prefix("list:")
+                .filter(|n| !n.is_empty())
+                .map(|n| Self::Global(n.to_string())),
         }
     }
 }
 
 /// The biasing list of an utterance.
-pub fn list_of(setup: &Setup, u: &Utterance, kind: ListKind) -> BiasList {
+pub fn list_of(setup: &Setup, u: &Utterance, kind: &ListKind) -> BiasList {
     match kind {
         ListKind::Sequences => setup.dataset.list_for(u).cloned().unwrap_or_default(),
         ListKind::Unigrams => setup
@@ -323,6 +427,12 @@ pub fn list_of(setup: &Setup, u: &Utterance, kind: ListKind) -> BiasList {
                 .map(|(_, s, e)| u.words[*s..*e].to_vec())
                 .collect(),
         },
+        ListKind::Global(name) => setup
+            .dataset
+            .global_lists
+            .get(name)
+            .cloned()
+            .unwrap_or_default(),
     }
 }
 
@@ -331,9 +441,14 @@ pub fn list_of(setup: &Setup, u: &Utterance, kind: ListKind) -> BiasList {
 pub fn lattice_bias(
     setup: &Setup,
     run: &DecodeRun,
-    kind: ListKind,
+    kind: &ListKind,
     discount: f32,
 ) -> Result<(Vec<Vec<String>>, PhraseReport, f64)> {
+    if let ListKind::Global(name) = kind {
+        if !setup.dataset.global_lists.contains_key(name) {
+            bail!("dataset {} has no global list '{name}'", setup.dataset.name);
+        }
+    }
     let t = Instant::now();
     let mut report = PhraseReport::default();
     let mut hyps = Vec::with_capacity(run.results.len());

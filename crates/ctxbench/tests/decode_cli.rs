@@ -88,4 +88,74 @@ fn bad_input_fails_before_decoding() {
         &[&base[..], &["--kind", "hmm"]].concat(),
         "unknown graph kind",
     );
+    fails_with(
+        &[&base[..], &["--gboost", "radar"]].concat(),
+        "has no list 'radar'",
+    );
+    fails_with(
+        &[&base[..], &["--methods", "none,list:rare"]].concat(),
+        "has no global list 'rare'",
+    );
+    fails_with(
+        &[&base[..], &["--targets", "rare"]].concat(),
+        "has no global list 'rare'",
+    );
+    fails_with(
+        &[&base[..], &["--row", "gt=Oracle"]].concat(),
+        "'gt' is not one of --methods",
+    );
+}
+
+/// G-boosting the rare waypoints: reported, labelled in the CSV, and a strong discount makes
+/// them appear where they were not spoken (precision falls from the baseline's).
+#[test]
+fn gboosting_rare_words_is_reported_and_changes_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("graphs");
+    let mut got = Vec::new();
+    for extra in [&[][..], &["--gboost", "rare", "--gboost-discount", "-8"]] {
+        let points = dir.path().join("points.csv");
+        let mut a = vec![
+            "decode",
+            "--dataset",
+            "atco2-sim-1h-rare",
+            "--quick",
+            "--methods",
+            "none",
+            "--cache",
+            cache.to_str().unwrap(),
+            "--points-out",
+            points.to_str().unwrap(),
+            "--row",
+            "none=Baseline",
+        ];
+        a.extend_from_slice(extra);
+        let out = ctxbench(&a);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{err}");
+        let csv = rows(&std::fs::read_to_string(&points).unwrap());
+        let col = |name: &str| csv[0].iter().position(|c| c == name).unwrap();
+        let r = &csv[1];
+        got.push((
+            r[col("method")].clone(),
+            r[col("row")].clone(),
+            r[col("gboost_list")].clone(),
+            r[col("targets")].clone(),
+            r[col("precision")].parse::<f64>().unwrap(),
+            err,
+        ));
+    }
+    assert_eq!(
+        (&got[0].0[..], &got[0].1[..], &got[0].3[..]),
+        ("baseline", "Baseline", "rare")
+    );
+    assert_eq!((&got[1].0[..], &got[1].2[..]), ("g-boosting", "rare"));
+    assert!(
+        got[1]
+            .5
+            .contains("G-boosting with list 'rare' (discount -8): 30 phrases, 30 boosted"),
+        "{}",
+        got[1].5
+    );
+    assert!(got[1].4 < 50.0 && got[0].4 > 90.0, "{got:?}");
 }
