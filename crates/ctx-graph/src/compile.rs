@@ -224,6 +224,34 @@ pub fn compile_tlg(l: &LexiconFst, g: &StdFst, topo: CtcTopology) -> Result<Grap
     })
 }
 
+/// HCLG-boosting by composition (003 §3.1.4): a decoding graph composed with a biasing FST over
+/// its output words ([`crate::biasing::build_biasing_fst`]) and trimmed. Input labels (pdfs or
+/// tokens) are untouched, so the result decodes with the same scores; a path's cost gains the
+/// biasing FST's best score of its word sequence.
+pub fn compose_with_biasing(graph: &Graph, bias: &StdFst) -> Result<Graph> {
+    let t = Instant::now();
+    let fst = compose_sorted(&graph.fst, bias, "graph ∘ biasing FST")?;
+    if fst.start().is_none() {
+        return Err(GraphError::Invalid(
+            "graph ∘ biasing FST is empty: the biasing vocabulary misses the graph's words".into(),
+        ));
+    }
+    let mut steps = graph.steps.clone();
+    steps.push(BuildStep {
+        name: "∘ biasing FST".into(),
+        states: fst.num_states(),
+        arcs: num_arcs(&fst),
+        seconds: t.elapsed().as_secs_f64(),
+    });
+    Ok(Graph {
+        kind: graph.kind,
+        fst,
+        symbols: graph.symbols.clone(),
+        num_columns: graph.num_columns,
+        steps,
+    })
+}
+
 /// Everything a graph is built from, for [`build_graph`] and the cache key.
 #[derive(Debug, Clone)]
 pub struct GraphInputs<'a> {

@@ -3,8 +3,8 @@
 
 use crate::data::registry;
 use crate::pipeline::{
-    best_hyps, decode, lattice_bias, static_list, DecodeSettings, GBoostSpec, ListKind, Setup,
-    SetupOptions,
+    best_hyps, decode, lattice_bias, static_list, DecodeSettings, ListKind, Setup, SetupOptions,
+    StaticBoost,
 };
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
@@ -72,6 +72,13 @@ pub struct DecodeArgs {
     /// G-boosting discount per boosted n-gram (negative = boost).
     #[arg(long, default_value_t = -2.0, allow_hyphen_values = true)]
     pub gboost_discount: f32,
+    /// HCLG-boosting by composition (003 §3.1.4): compose the graph with the biasing FST of this
+    /// static list (same names as --gboost) before decoding.
+    #[arg(long)]
+    pub hclg_bias: Option<String>,
+    /// HCLG-boosting discount per word (negative = boost).
+    #[arg(long, default_value_t = -2.0, allow_hyphen_values = true)]
+    pub hclg_bias_discount: f32,
     /// Global list whose words are the precision/recall/F1 targets (default: `rare` when the
     /// dataset has it).
     #[arg(long)]
@@ -163,11 +170,11 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
                 bail!("--targets: dataset {} has no global list '{t}'", a.dataset);
             }
         }
-        if let Some(g) = &a.gboost {
+        for g in a.gboost.iter().chain(&a.hclg_bias) {
             static_list(&ds, g)?;
         }
     }
-    let gboost = a.gboost.as_ref().map(|list| GBoostSpec {
+    let gboost = a.gboost.as_ref().map(|list| StaticBoost {
         list: list.clone(),
         discount: a.gboost_discount,
     });
@@ -181,6 +188,10 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             cache: &a.cache,
             noise: a.noise,
             gboost,
+            hclg_bias: a.hclg_bias.as_ref().map(|list| StaticBoost {
+                list: list.clone(),
+                discount: a.hclg_bias_discount,
+            }),
         },
     )?;
     if let Some(r) = &setup.gboost {
@@ -193,6 +204,15 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             r.dropped,
             r.discounted,
             r.added
+        );
+    }
+    if let Some(r) = &setup.hclg_phrases {
+        eprintln!(
+            "HCLG-boosting with list '{}' (discount {}): {} phrases kept, {} dropped (OOV)",
+            a.hclg_bias.as_deref().unwrap_or(""),
+            a.hclg_bias_discount,
+            r.kept,
+            r.dropped
         );
     }
     let targets_name = a.targets.clone().or_else(|| {
@@ -275,9 +295,9 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
     );
     let mut out = Vec::new();
     let mut csv = String::from(
-        "experiment,dataset,section,row,method,backend,graph,beam,max_active,lattice_beam,acoustic_scale,discount,noise,wer,ne_wer,u_wer,ne_acc,precision,recall,f1,audio_s,decode_s,rtfx,peak_mem_mb,bias_list,gboost_list,gboost_discount,targets\n",
+        "experiment,dataset,section,row,method,backend,graph,beam,max_active,lattice_beam,acoustic_scale,discount,noise,wer,ne_wer,u_wer,ne_acc,precision,recall,f1,audio_s,decode_s,rtfx,peak_mem_mb,bias_list,gboost_list,gboost_discount,targets,hclg_list,hclg_discount\n",
     );
-    let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
+    let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.4}"));
     for (name, kind) in &methods {
         let (hyps, extra_s, report) = match kind {
             None => (best_hyps(&setup, &run), 0.0, None),
@@ -315,17 +335,25 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             prf(t.targets.f1()),
             report.map_or("-".into(), |r| format!("{}/{}", r.kept, r.dropped)),
         );
-        let method = match (a.gboost.is_some(), kind.is_some()) {
-            (false, false) => "baseline",
-            (false, true) => "lattice-biasing",
-            (true, false) => "g-boosting",
-            (true, true) => "g-boosting+lattice-biasing",
+        let parts: Vec<&str> = [
+            (a.gboost.is_some(), "g-boosting"),
+            (a.hclg_bias.is_some(), "hclg-boosting"),
+            (kind.is_some(), "lattice-biasing"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, n)| *n)
+        .collect();
+        let method = if parts.is_empty() {
+            "baseline".to_string()
+        } else {
+            parts.join("+")
         };
         let row = row_labels
             .get(name)
             .map_or(crate::pipeline::table1_row(name), String::as_str);
         csv.push_str(&format!(
-            "{},{},{},{row},{method},cpu,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.3},{:.2},{},{},{},{},{}\n",
+            "{},{},{},{row},{method},cpu,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.3},{:.2},{},{},{},{},{},{},{}\n",
             a.experiment,
             a.dataset,
             a.section,
@@ -351,6 +379,8 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             a.gboost.as_deref().unwrap_or(""),
             if a.gboost.is_some() { a.gboost_discount.to_string() } else { String::new() },
             targets_name.as_deref().unwrap_or(""),
+            a.hclg_bias.as_deref().unwrap_or(""),
+            if a.hclg_bias.is_some() { a.hclg_bias_discount.to_string() } else { String::new() },
         ));
         out.push(json!({
             "output": name,
@@ -370,7 +400,8 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             "decode_s": run.decode_s, "threads": run.threads, "beam": a.beam,
             "max_active": a.max_active, "lattice_beam": a.lattice_beam,
             "discount": a.discount, "gboost": a.gboost, "gboost_discount": a.gboost_discount,
-            "gboost_report": setup.gboost, "targets": targets_name, "outputs": out,
+            "gboost_report": setup.gboost, "hclg_bias": a.hclg_bias,
+            "hclg_bias_discount": a.hclg_bias_discount, "targets": targets_name, "outputs": out,
         });
         let text = serde_json::to_string_pretty(&v)?;
         ctx_core::io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;

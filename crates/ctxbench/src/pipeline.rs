@@ -14,7 +14,7 @@ use ctx_data::graphs::dataset_graph_with;
 use ctx_data::pronounce::Pronouncer;
 use ctx_data::registry::Registry;
 use ctx_graph::biasing::build_biasing_fst;
-use ctx_graph::compile::{Graph, GraphKind};
+use ctx_graph::compile::{compose_with_biasing, Graph, GraphKind};
 use ctx_graph::csr::DecodingGraph;
 use ctx_graph::gboost::{GBoost, GBoostReport};
 use ctx_graph::hmm::HmmTopology;
@@ -58,14 +58,17 @@ pub struct Setup {
     pub acoustic_scale: f32,
     /// What G-boosting changed, when the graph was built from a boosted G.
     pub gboost: Option<GBoostReport>,
+    /// The phrases kept and dropped by HCLG-boosting, when the graph was composed with them.
+    pub hclg_phrases: Option<PhraseReport>,
 }
 
-/// G-boosting of a setup's graph: which static list (see [`static_list`]) and the discount.
+/// A boost applied to the graph before decoding (G-boosting or HCLG ∘ biasing FST): which
+/// static list (see [`static_list`]) and the discount.
 #[derive(Debug, Clone, PartialEq)]
-pub struct GBoostSpec {
+pub struct StaticBoost {
     /// `sequences`, `unigrams`, `gt` or a global list of the dataset.
     pub list: String,
-    /// Discount per boosted n-gram (negative = boost).
+    /// Discount per boosted n-gram or word (negative = boost).
     pub discount: f32,
 }
 
@@ -123,7 +126,9 @@ pub struct SetupOptions<'a> {
     /// Overrides the registry's noise level (calibration only).
     pub noise: Option<f64>,
     /// G-boosting of the graph, if any.
-    pub gboost: Option<GBoostSpec>,
+    pub gboost: Option<StaticBoost>,
+    /// HCLG-boosting by composition with a biasing FST (003 §3.1.4), if any.
+    pub hclg_bias: Option<StaticBoost>,
 }
 
 impl<'a> SetupOptions<'a> {
@@ -136,6 +141,7 @@ impl<'a> SetupOptions<'a> {
             cache,
             noise: None,
             gboost: None,
+            hclg_bias: None,
         }
     }
 }
@@ -150,6 +156,7 @@ impl Setup {
             cache,
             noise,
             ref gboost,
+            ref hclg_bias,
         } = *opts;
         let dataset =
             Dataset::load(reg, name, subset).with_context(|| format!("loading dataset {name}"))?;
@@ -162,25 +169,33 @@ impl Setup {
         if let Some(n) = noise {
             knobs.noise = n;
         }
-        // G-boosting lists come from the full set (a static context known before decoding).
+        // Static lists come from the full set (a context known before decoding).
+        let full = match (subset, gboost.is_some() || hclg_bias.is_some()) {
+            (Subset::Quick, true) => Some(Dataset::load(reg, name, Subset::Full)?),
+            _ => None,
+        };
+        let full = full.as_ref().unwrap_or(&dataset);
         let boost = match gboost {
-            Some(spec) => {
-                let full = match subset {
-                    Subset::Full => None,
-                    _ => Some(Dataset::load(reg, name, Subset::Full)?),
-                };
-                let phrases = static_list(full.as_ref().unwrap_or(&dataset), &spec.list)?;
-                Some(GBoost {
-                    phrases,
-                    discount: spec.discount,
-                })
-            }
+            Some(spec) => Some(GBoost {
+                phrases: static_list(full, &spec.list)?,
+                discount: spec.discount,
+            }),
             None => None,
         };
         let report = dataset_graph_with(reg, name, kind, bpe_size, cache, boost.as_ref())
             .with_context(|| format!("building the {} graph of {name}", kind.name()))?;
         let gboost = report.gboost.clone();
-        let graph = report.graph;
+        let mut graph = report.graph;
+        let mut hclg_phrases = None;
+        if let Some(spec) = hclg_bias {
+            let list = BiasList {
+                phrases: static_list(full, &spec.list)?,
+            };
+            let ids = PhraseIds::new(&list, &graph.symbols.words);
+            let b = build_biasing_fst(&graph.symbols.word_labels(), &ids.phrases, spec.discount)?;
+            graph = compose_with_biasing(&graph, &b)?;
+            hclg_phrases = Some(ids.report);
+        }
         let csr = DecodingGraph::from_fst(&graph.fst, None)?;
         let (acoustic, frame_s, silence) = match kind {
             GraphKind::Hclg => {
@@ -222,6 +237,7 @@ impl Setup {
             silence,
             acoustic_scale,
             gboost,
+            hclg_phrases,
         })
     }
 

@@ -62,6 +62,38 @@ impl ArcSetBooster {
     }
 }
 
+/// An arc's cost delta, as the search loops ask for it. The loops are generic over it so each
+/// booster kind gets its own compiled loop ([`NoDelta`] for none: nothing left per arc).
+pub(crate) trait ArcDelta {
+    /// The cost delta of arc `arc` (0 for unboosted arcs).
+    fn delta(&self, arc: u32) -> f32;
+}
+
+/// No booster: every delta is −0.0, which `x + (−0.0) = x` lets the compiler drop.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct NoDelta;
+
+impl ArcDelta for NoDelta {
+    #[inline(always)]
+    fn delta(&self, _arc: u32) -> f32 {
+        -0.0
+    }
+}
+
+impl ArcDelta for ArcSetBooster {
+    #[inline(always)]
+    fn delta(&self, arc: u32) -> f32 {
+        ArcSetBooster::delta(self, arc)
+    }
+}
+
+impl ArcDelta for Booster {
+    #[inline]
+    fn delta(&self, arc: u32) -> f32 {
+        Booster::delta(self, arc)
+    }
+}
+
 /// A stream's booster.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Booster {

@@ -21,7 +21,7 @@
 //! lattice. Each frontier token also carries its best predecessor, from which a compact word
 //! trace (for partial hypotheses) and the trailing-silence count (for endpointing) follow.
 
-use crate::booster::Booster;
+use crate::booster::{ArcDelta, Booster, NoDelta};
 use crate::config::{DecoderConfig, HISTOGRAM_BINS};
 use crate::decoder::Decoder;
 use crate::error::{DecodeError, Result};
@@ -32,12 +32,33 @@ use std::collections::VecDeque;
 /// "No index".
 pub(crate) const NONE: u32 = u32::MAX;
 
+/// Runs `$body` with `$b` bound to the booster as its concrete [`ArcDelta`] type, so the hot
+/// loops are compiled once per kind: without a booster no per-arc lookup remains at all.
+macro_rules! with_delta {
+    ($booster:expr, |$b:ident| $body:expr) => {
+        match &$booster {
+            Booster::None => {
+                let $b = &NoDelta;
+                $body
+            }
+            Booster::ArcSet(set) => {
+                let $b = set;
+                $body
+            }
+            other => {
+                let $b = other;
+                $body
+            }
+        }
+    };
+}
+
 /// Graph cost (weight + boost) and acoustic cost of emitting arc `a` on score row `row` — the
 /// one formula both the early bound and the expansion use (and the CUDA kernel must).
-#[inline]
-fn emitting_costs(
+#[inline(always)]
+fn emitting_costs<B: ArcDelta>(
     g: &DecodingGraph,
-    booster: &Booster,
+    booster: &B,
     a: usize,
     row: &[f32],
     scale: f32,
@@ -274,15 +295,31 @@ impl Stream {
         });
         let cutoff = cfg.beam;
         let mut links = Vec::new();
-        self.closure(g, cfg, &mut toks, cutoff, &mut links)?;
+        let booster = std::mem::take(&mut self.booster);
+        let r = with_delta!(booster, |b| self
+            .closure(g, cfg, b, &mut toks, cutoff, &mut links));
+        self.booster = booster;
+        r?;
         let prev_aux = Vec::new();
         self.finish_frame(dec, toks, links, 0, cutoff, &prev_aux, 0);
         self.dirty = false;
         Ok(())
     }
 
-    /// One score row.
+    /// One score row (the loops are compiled per booster kind, see [`ArcDelta`]).
     pub(crate) fn step_row(&mut self, dec: &Decoder<'_>, row: &[f32]) -> Result<()> {
+        let booster = std::mem::take(&mut self.booster);
+        let r = with_delta!(booster, |b| self.step_row_with(dec, row, b));
+        self.booster = booster;
+        r
+    }
+
+    fn step_row_with<B: ArcDelta>(
+        &mut self,
+        dec: &Decoder<'_>,
+        row: &[f32],
+        booster: &B,
+    ) -> Result<()> {
         let g = dec.graph();
         let cfg = dec.config();
         let k = self.frames.len() - 1;
@@ -298,7 +335,6 @@ impl Stream {
                 map,
                 bp,
                 cand,
-                booster,
                 expand,
                 ..
             } = self;
@@ -406,7 +442,7 @@ impl Stream {
         }
         let num_emitting = links.len();
         let mut toks = nt;
-        self.closure(g, cfg, &mut toks, cutoff, &mut links)?;
+        self.closure(g, cfg, booster, &mut toks, cutoff, &mut links)?;
         let prev_aux = std::mem::take(&mut self.aux);
         self.rows_total += 1;
         self.finish_frame(
@@ -435,10 +471,11 @@ impl Stream {
     }
 
     /// ε-closure of the frontier tokens `toks` under `cutoff`; appends the ε links.
-    fn closure(
+    fn closure<B: ArcDelta>(
         &mut self,
         g: &DecodingGraph,
         cfg: &DecoderConfig,
+        booster: &B,
         toks: &mut Vec<LTok>,
         cutoff: f32,
         links: &mut Vec<Link>,
@@ -448,7 +485,6 @@ impl Stream {
             bp,
             queue,
             inq,
-            booster,
             ..
         } = self;
         queue.clear();

@@ -316,6 +316,105 @@ fn arc_booster_equals_editing_the_boosted_arcs() {
     assert_ne!(a, c, "the boost should change something");
 }
 
+/// The best score the biasing FST gives a word sequence (ε arcs free moves, final weights).
+fn bias_score(b: &StdFst, words: &[u32]) -> f32 {
+    let mut cur: BTreeMap<u32, f32> = BTreeMap::from([(b.start().unwrap(), 0.0)]);
+    let close = |cur: &mut BTreeMap<u32, f32>| loop {
+        let mut changed = false;
+        for (st, c) in cur.clone() {
+            for tr in b.get_trs(st).unwrap().trs() {
+                if tr.ilabel == 0 {
+                    let n = c + *tr.weight.value();
+                    let e = cur.entry(tr.nextstate).or_insert(f32::INFINITY);
+                    if n < *e - 1e-6 {
+                        *e = n;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    };
+    for &w in words {
+        close(&mut cur);
+        let mut next = BTreeMap::new();
+        for (st, c) in &cur {
+            for tr in b.get_trs(*st).unwrap().trs() {
+                if tr.ilabel == w {
+                    let e = next.entry(tr.nextstate).or_insert(f32::INFINITY);
+                    *e = f32::min(*e, c + *tr.weight.value());
+                }
+            }
+        }
+        cur = next;
+    }
+    close(&mut cur);
+    cur.iter()
+        .filter_map(|(st, c)| b.final_weight(*st).unwrap().map(|f| c + *f.value()))
+        .fold(f32::INFINITY, f32::min)
+}
+
+/// HCLG-boosting by composition (003 §3.1.4): decoding graph ∘ biasing FST gives every path its
+/// own cost plus the biasing score of its words, so the decoder's best path is the brute-force
+/// argmin of that sum.
+#[test]
+fn graph_composed_with_biasing_fst_decodes_the_biased_best_path() {
+    use ctx_graph::biasing::build_biasing_fst;
+    use ctx_graph::compile::compose_sorted;
+    let mut rng = Rng(17);
+    let mut checked = 0;
+    let mut changed = 0;
+    for case in 0..150 {
+        let fst = random_graph(&mut rng, 3 + (case % 4) as u32);
+        let rows = 2 + (case % 5);
+        let scores = random_scores(&mut rng, rows, LABELS as usize);
+        let cfg = wide();
+        let truth = brute_force(&fst, &scores, cfg.acoustic_scale);
+        if truth.is_empty() {
+            continue;
+        }
+        let phrases = [vec![1, 2], vec![3], vec![2, 2, 4], vec![5, 1]];
+        let b = build_biasing_fst(&[1, 2, 3, 4, 5], &phrases, -1.5).unwrap();
+        let composed = compose_sorted(&fst, &b, "test").unwrap();
+        let biased: BTreeMap<Vec<u32>, f32> = truth
+            .iter()
+            .map(|(w, c)| (w.clone(), c + bias_score(&b, w)))
+            .collect();
+        let pick = |m: &BTreeMap<Vec<u32>, f32>| {
+            m.iter()
+                .min_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(w, c)| (w.clone(), *c))
+                .unwrap()
+        };
+        let (words, cost) = pick(&biased);
+        let graph = DecodingGraph::from_fst(&composed, None).unwrap();
+        let dec = Decoder::new(&graph, cfg.clone()).unwrap();
+        let mut stream = Stream::new(format!("case{case}"), Booster::None);
+        let res = match decode_utterance(&dec, &mut stream, &scores, 3, None) {
+            Ok(r) => r,
+            Err(DecodeError::NoSurvivors { .. }) => continue,
+            Err(e) => panic!("{e}"),
+        };
+        let seg = &res.segments[0];
+        // Equal-cost word sequences (the same arcs in another order) may tie.
+        let got = biased.get(&seg.best.words).copied();
+        assert!(
+            got.is_some_and(|g| (g - cost).abs() < 1e-4),
+            "case {case}: {:?} at {got:?}, best {words:?} at {cost}",
+            seg.best.words
+        );
+        assert!((seg.best.cost() - cost).abs() < 1e-3, "case {case}");
+        changed += usize::from(words != pick(&truth).0);
+        checked += 1;
+    }
+    assert!(
+        checked > 50 && changed > 5,
+        "{checked} cases, {changed} changed by biasing"
+    );
+}
+
 #[test]
 fn bad_input_is_named() {
     let mut rng = Rng(3);
