@@ -105,19 +105,29 @@ fn wide() -> DecoderConfig {
     }
 }
 
+/// Random case `case`: a graph, scores and the brute-force costs (`None` without a complete path).
+fn random_case(
+    rng: &mut Rng,
+    case: usize,
+    cfg: &DecoderConfig,
+) -> Option<(StdFst, ScoreMatrix, BTreeMap<Vec<u32>, f32>)> {
+    let fst = random_graph(rng, 3 + (case % 4) as u32);
+    let rows = 2 + (case % 5);
+    let scores = random_scores(rng, rows, LABELS as usize);
+    let truth = brute_force(&fst, &scores, cfg.acoustic_scale);
+    (!truth.is_empty()).then_some((fst, scores, truth))
+}
+
 #[test]
 fn best_path_and_lattice_match_brute_force() {
     let mut rng = Rng(7);
     let mut checked = 0;
     for case in 0..200 {
-        let fst = random_graph(&mut rng, 3 + (case % 4) as u32);
-        let rows = 2 + (case % 5);
-        let scores = random_scores(&mut rng, rows, LABELS as usize);
         let cfg = wide();
-        let truth = brute_force(&fst, &scores, cfg.acoustic_scale);
-        if truth.is_empty() {
-            continue; // no complete path: the decoder's "all final" fallback, tested below
-        }
+        // Without a complete path: the decoder's "all final" fallback, tested below.
+        let Some((fst, scores, truth)) = random_case(&mut rng, case, &cfg) else {
+            continue;
+        };
         let graph = DecodingGraph::from_fst(&fst, None).unwrap();
         let dec = Decoder::new(&graph, cfg.clone()).unwrap();
         let mut stream = Stream::new(format!("case{case}"), Booster::None);
@@ -367,14 +377,10 @@ fn graph_composed_with_biasing_fst_decodes_the_biased_best_path() {
     let mut checked = 0;
     let mut changed = 0;
     for case in 0..150 {
-        let fst = random_graph(&mut rng, 3 + (case % 4) as u32);
-        let rows = 2 + (case % 5);
-        let scores = random_scores(&mut rng, rows, LABELS as usize);
         let cfg = wide();
-        let truth = brute_force(&fst, &scores, cfg.acoustic_scale);
-        if truth.is_empty() {
+        let Some((fst, scores, truth)) = random_case(&mut rng, case, &cfg) else {
             continue;
-        }
+        };
         let phrases = [vec![1, 2], vec![3], vec![2, 2, 4], vec![5, 1]];
         let b = build_biasing_fst(&[1, 2, 3, 4, 5], &phrases, -1.5).unwrap();
         let composed = compose_sorted(&fst, &b, "test").unwrap();
