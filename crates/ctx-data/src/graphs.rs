@@ -36,7 +36,7 @@ pub struct GraphBuildReport {
     pub skipped_words: Vec<String>,
     /// n-grams dropped with them.
     pub skipped_ngrams: usize,
-    /// What G-boosting changed (boosted builds only; `None` when loaded from the cache).
+    /// What G-boosting changed (boosted graphs only; a cached entry keeps it in `gboost.json`).
     pub gboost: Option<GBoostReport>,
     /// Total seconds.
     pub seconds: f64,

@@ -79,20 +79,19 @@ pub struct StaticBoost {
 pub fn static_list(dataset: &Dataset, name: &str) -> Result<Vec<Vec<String>>> {
     let mut set: BTreeSet<Vec<String>> = BTreeSet::new();
     match name {
-        "sequences" | "unigrams" => {
+        "sequences" => {
             for l in dataset.lists.values() {
-                for p in &l.phrases {
-                    if name == "unigrams" {
-                        set.extend(p.iter().map(|w| vec![w.clone()]));
-                    } else {
-                        set.insert(p.clone());
-                    }
-                }
+                set.extend(l.phrases.iter().cloned());
+            }
+        }
+        "unigrams" => {
+            for l in dataset.lists.values() {
+                set.extend(l.unigrams().phrases);
             }
         }
         "gt" => {
             for u in &dataset.utterances {
-                set.extend(u.entities.iter().map(|(_, s, e)| u.words[*s..*e].to_vec()));
+                set.extend(entity_phrases(u));
             }
         }
         other => match dataset.global_lists.get(other) {
@@ -427,6 +426,11 @@ impl ListKind {
     }
 }
 
+/// The word sequences of an utterance's reference entities (the ground-truth phrases).
+fn entity_phrases(u: &Utterance) -> impl Iterator<Item = Vec<String>> + '_ {
+    u.entities.iter().map(|(_, s, e)| u.words[*s..*e].to_vec())
+}
+
 /// The biasing list of an utterance.
 pub fn list_of(setup: &Setup, u: &Utterance, kind: &ListKind) -> BiasList {
     match kind {
@@ -437,11 +441,7 @@ pub fn list_of(setup: &Setup, u: &Utterance, kind: &ListKind) -> BiasList {
             .map(BiasList::unigrams)
             .unwrap_or_default(),
         ListKind::GroundTruth => BiasList {
-            phrases: u
-                .entities
-                .iter()
-                .map(|(_, s, e)| u.words[*s..*e].to_vec())
-                .collect(),
+            phrases: entity_phrases(u).collect(),
         },
         ListKind::Global(name) => setup
             .dataset
