@@ -5,7 +5,7 @@ CARGO ?= cargo
 BIN := target/release/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: all build test reproduce reproduce-quick bench bench-score lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats
+.PHONY: all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats
 
 all: build
 
@@ -16,16 +16,35 @@ build:
 test:
 	$(CARGO) test --workspace
 
-## The main job. At this stage: build, then score the shipped Earnings-21 references against
-## themselves (must print 0.00% everywhere) into results/earnings21-selfcheck/.
+## The main job: every experiment marked `reproduce = true` on the full data; writes
+## results/<id>/ (points.csv/.parquet, table.md/.tex, plots, run.json) and results/README.md.
+## Finished points are reused (keyed by config, data and code version); add FORCE=--force to redo.
 reproduce: build
+	$(BIN) run --reproduce $(FORCE)
+
+## The same on the quick subsets (a few minutes), under results/quick/.
+reproduce-quick: build
+	$(BIN) run --reproduce --quick $(FORCE)
+
+## The regression check CI runs: quick experiments against results/baselines/*.json.
+regress: build
+	$(BIN) regress
+
+## Rewrite the baselines (after a deliberate change of figures; commit them with it).
+regress-update: build
+	$(BIN) regress --update
+
+## Score the shipped Earnings-21 references against themselves (must print 0.00% everywhere).
+selfcheck: build
 	@mkdir -p results/earnings21-selfcheck
 	$(BIN) score --ref $(E21) --hyp $(E21) --json results/earnings21-selfcheck/score.json \
 		> results/earnings21-selfcheck/score.txt.tmp
 	mv results/earnings21-selfcheck/score.txt.tmp results/earnings21-selfcheck/score.txt
 	@cat results/earnings21-selfcheck/score.txt | head -8
 
-reproduce-quick: reproduce
+## A Slurm job array for a big sweep: make slurm-sweep EXP=experiments/x.toml SHARDS=8
+slurm-sweep: build
+	scripts/slurm-sweep.sh $(EXP) $(SHARDS)
 
 bench: bench-score
 

@@ -3,8 +3,7 @@
 
 use crate::data::registry;
 use crate::pipeline::{
-    best_hyps, decode, lattice_bias, static_list, DecodeSettings, ListKind, Setup, SetupOptions,
-    StaticBoost,
+    self, decode, static_list, DecodeSettings, ListKind, Setup, SetupOptions, StaticBoost,
 };
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
@@ -215,21 +214,10 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             r.dropped
         );
     }
-    let targets_name = a.targets.clone().or_else(|| {
-        setup
-            .dataset
-            .global_lists
-            .contains_key(ctx_data::dataset::RARE_LIST)
-            .then(|| ctx_data::dataset::RARE_LIST.to_string())
-    });
-    let targets: Option<std::collections::BTreeSet<String>> = targets_name.as_ref().map(|n| {
-        setup.dataset.global_lists[n]
-            .phrases
-            .iter()
-            .flatten()
-            .cloned()
-            .collect()
-    });
+    let (targets_name, targets) = match pipeline::targets(&setup.dataset, a.targets.as_deref())? {
+        Some((n, t)) => (Some(n), Some(t)),
+        None => (None, None),
+    };
     if let Some(n) = a.limit {
         setup.dataset.utterances.truncate(n);
     }
@@ -272,13 +260,6 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         .flat_map(|r| &r.segments)
         .map(|s| s.rows as f64)
         .sum();
-    let arcs: f64 = run
-        .results
-        .iter()
-        .flat_map(|r| &r.segments)
-        .filter_map(|s| s.lattice.as_ref())
-        .map(|l| l.arcs.len() as f64)
-        .sum();
     let segments: usize = run.results.iter().map(|r| r.segments.len()).sum();
     println!(
         "audio {:.1} s, decode {:.1} s (RTFx {:.1}, {:.0} frames/s), simulation {:.1} s, {} segments, lattice density {:.2} arcs/frame",
@@ -288,7 +269,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         rows / run.decode_s.max(1e-9),
         run.sim_s,
         segments,
-        arcs / rows.max(1.0)
+        pipeline::lattice_density(&run)
     );
     println!(
         "\n| output | WER | NE-WER | U-WER | NE-A | P | R | F1 | RTFx | phrases kept/dropped |\n|---|---|---|---|---|---|---|---|---|---|"
@@ -299,13 +280,13 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
     );
     let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.4}"));
     for (name, kind) in &methods {
-        let (hyps, extra_s, report) = match kind {
-            None => (best_hyps(&setup, &run), 0.0, None),
-            Some(k) => {
-                let (h, rep, s) = lattice_bias(&setup, &run, k, a.discount)?;
-                (h, s, Some(rep))
-            }
-        };
+        let o = pipeline::output(
+            &setup,
+            &run,
+            kind.as_ref().map(|k| (k, a.discount)),
+            targets.as_ref(),
+        )?;
+        let (hyps, extra_s, report) = (o.hyps, o.rescore_s, o.report);
         if let Some(dir) = &a.hyp_dir {
             std::fs::create_dir_all(dir)?;
             let mut text = String::new();
@@ -321,7 +302,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
                 w.write_all(text.as_bytes())
             })?;
         }
-        let t: ScoreTotals = setup.score(&hyps, targets.as_ref())?;
+        let t: ScoreTotals = o.totals;
         let rtfx = run.audio_s / (run.decode_s + extra_s).max(1e-9);
         let prf = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.1}"));
         println!(

@@ -5,10 +5,23 @@
 
 //! - [`pipeline`]: dataset → graph → simulated scores → decoding → rescoring → scoring.
 //! - [`decode`]: `ctxbench decode`, one decoding run with its figures.
+//! - [`experiment`]: experiment files and presets, the sweep grid.
+//! - [`run`]: `ctxbench run`/`merge`: resumable, shardable execution of the points.
+//! - [`results`]: the results contract (point store, points.csv/.parquet).
+//! - [`table`], [`plot`]: the paper-layout tables (Markdown, LaTeX) and plots (PNG, SVG).
+//! - [`regress`]: `ctxbench regress` against results/baselines.
+//! - [`commands`]: the CLI of the experiment commands and the results index.
 
+pub mod commands;
 pub mod data;
 pub mod decode;
+pub mod experiment;
 pub mod graph;
 pub mod lm;
 pub mod pipeline;
+pub mod plot;
+pub mod regress;
+pub mod results;
+pub mod run;
 pub mod score;
+pub mod table;

@@ -2,6 +2,10 @@
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use ctxbench::commands::{
+    run_merge, run_plot, run_regress, run_run, run_table, MergeArgs, RegressArgs, RenderArgs,
+    RunArgs,
+};
 use ctxbench::data::{run_data, DataCommand};
 use ctxbench::decode::{run_decode, DecodeArgs};
 use ctxbench::graph::{run_graph, GraphCommand};
@@ -34,6 +38,17 @@ enum Command {
     Graph(GraphCommand),
     /// Decode a dataset on CPU (simulated acoustics) and score the baseline and lattice biasing.
     Decode(Box<DecodeArgs>),
+    /// Run experiment files: expand the sweep grid, decode and score the missing points, write
+    /// results/<id>/ (points.csv/.parquet, table.md/.tex, plots, run.json).
+    Run(RunArgs),
+    /// Join the points of sharded runs (`run --shard K/N`) and write the results.
+    Merge(MergeArgs),
+    /// Render an experiment's table (Markdown and LaTeX) from its points.csv.
+    Table(RenderArgs),
+    /// Render an experiment's plots (PNG and SVG) from its points.csv.
+    Plot(RenderArgs),
+    /// Rerun the regression experiments on the quick subsets and compare with results/baselines.
+    Regress(RegressArgs),
 }
 
 fn main() {
@@ -64,6 +79,11 @@ fn run(cli: Cli) -> Result<()> {
         Command::Decode(args) => run_decode(&args)?,
         Command::Data(cmd) => run_data(&cmd)?,
         Command::Graph(cmd) => run_graph(&cmd)?,
+        Command::Run(a) => run_run(&a)?,
+        Command::Merge(a) => run_merge(&a)?,
+        Command::Table(a) => run_table(&a)?,
+        Command::Plot(a) => run_plot(&a)?,
+        Command::Regress(a) => run_regress(&a)?,
     }
     Ok(())
 }

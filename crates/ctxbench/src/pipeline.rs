@@ -522,3 +522,82 @@ pub fn table1_row(output: &str) -> &'static str {
         _ => "other",
     }
 }
+
+/// One scored output of a decoding run: the 1-best, or the 1-best after lattice biasing.
+pub struct Output {
+    /// Hypotheses in dataset order.
+    pub hyps: Vec<Vec<String>>,
+    /// Their scores.
+    pub totals: ScoreTotals,
+    /// Seconds spent rescoring (0 for the 1-best).
+    pub rescore_s: f64,
+    /// Phrases kept/dropped by lattice biasing.
+    pub report: Option<PhraseReport>,
+}
+
+/// Scores the 1-best of `run` (`lattice` = `None`) or its lattices biased with a list and
+/// discount; `targets` are the words precision/recall/F1 is measured on.
+pub fn output(
+    setup: &Setup,
+    run: &DecodeRun,
+    lattice: Option<(&ListKind, f32)>,
+    targets: Option<&BTreeSet<String>>,
+) -> Result<Output> {
+    let (hyps, rescore_s, report) = match lattice {
+        None => (best_hyps(setup, run), 0.0, None),
+        Some((k, d)) => {
+            let (h, rep, s) = lattice_bias(setup, run, k, d)?;
+            (h, s, Some(rep))
+        }
+    };
+    let totals = setup.score(&hyps, targets)?;
+    Ok(Output {
+        hyps,
+        totals,
+        rescore_s,
+        report,
+    })
+}
+
+/// The precision/recall target words: the global list `name`, or `rare` when the dataset has
+/// one and no name is given. Returns the list name with the words.
+pub fn targets(
+    dataset: &Dataset,
+    name: Option<&str>,
+) -> Result<Option<(String, BTreeSet<String>)>> {
+    let name = match name {
+        Some(n) => n.to_string(),
+        None if dataset
+            .global_lists
+            .contains_key(ctx_data::dataset::RARE_LIST) =>
+        {
+            ctx_data::dataset::RARE_LIST.to_string()
+        }
+        None => return Ok(None),
+    };
+    let list = dataset
+        .global_lists
+        .get(&name)
+        .ok_or_else(|| anyhow!("dataset {} has no global list '{name}'", dataset.name))?;
+    Ok(Some((
+        name,
+        list.phrases.iter().flatten().cloned().collect(),
+    )))
+}
+
+/// Lattice arcs per frame over a run (0 without lattices).
+pub fn lattice_density(run: &DecodeRun) -> f64 {
+    let segs = run.results.iter().flat_map(|r| &r.segments);
+    let rows: f64 = segs.clone().map(|s| s.rows as f64).sum();
+    let arcs: f64 = segs
+        .filter_map(|s| s.lattice.as_ref())
+        .map(|l| l.arcs.len() as f64)
+        .sum();
+    arcs / rows.max(1.0)
+}
+
+/// Resets the peak-resident-memory counter of this process (Linux `clear_refs` 5), so
+/// [`peak_mem_mb`] measures from here; false where that is not possible.
+pub fn reset_peak_mem() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}

@@ -1,0 +1,1096 @@
+//! Experiment files (`experiments/*.toml`) and presets (`configs/*.toml`): parsing, checking and
+//! expanding the sweep grid into points (DESIGN.md §8).
+//!
+//! An experiment names fixed settings, rows (one per line of the paper's table: a label, a
+//! method and the row's own settings) and a sweep grid; every row is crossed with the grid.
+//! Settings resolve in this order, later wins: built-in defaults, presets (`include`, in order),
+//! the experiment's `[settings]`, the row, the sweep values, then `--set` from the command line
+//! (a `--set` of a swept setting replaces the sweep by that one value). Unknown keys, settings a
+//! row's method lacks and values of the wrong type are errors naming the key and the file.
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The parts a method is made of; each brings its own settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Component {
+    /// Decoder and dataset settings every method has.
+    Common,
+    /// G-boosting before decoding (003 §3.1.3).
+    GBoost,
+    /// HCLG ∘ biasing FST (003 §3.1.4).
+    Hclg,
+    /// Lattice ∘ biasing FST after decoding (003 §3.1.2).
+    Lattice,
+}
+
+impl Component {
+    fn name(self) -> &'static str {
+        match self {
+            Component::Common => "common",
+            Component::GBoost => "g-boosting",
+            Component::Hclg => "hclg-boosting",
+            Component::Lattice => "lattice-biasing",
+        }
+    }
+}
+
+/// A method: `baseline` or a `+`-joined set of components, e.g. `g-boosting+lattice-biasing`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Method(Vec<Component>);
+
+impl Method {
+    /// Parses a method name; the components are kept in a canonical order.
+    pub fn parse(s: &str) -> Result<Self> {
+        if s == "baseline" {
+            return Ok(Method(Vec::new()));
+        }
+        let mut parts = Vec::new();
+        for p in s.split('+') {
+            let c = match p.trim() {
+                "g-boosting" => Component::GBoost,
+                "hclg-boosting" => Component::Hclg,
+                "lattice-biasing" => Component::Lattice,
+                other => bail!(
+                    "unknown method '{other}' (baseline, g-boosting, hclg-boosting, lattice-biasing, or several joined with '+')"
+                ),
+            };
+            if parts.contains(&c) {
+                bail!("method '{s}' names {} twice", c.name());
+            }
+            parts.push(c);
+        }
+        parts.sort();
+        Ok(Method(parts))
+    }
+
+    /// Whether the method includes a component.
+    pub fn has(&self, c: Component) -> bool {
+        c == Component::Common || self.0.contains(&c)
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("baseline");
+        }
+        let names: Vec<&str> = self.0.iter().map(|c| c.name()).collect();
+        f.write_str(&names.join("+"))
+    }
+}
+
+/// The type of a setting's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Type {
+    /// A string.
+    Str,
+    /// A number (integers accepted).
+    Float,
+    /// A non-negative integer.
+    Int,
+    /// true / false.
+    Bool,
+}
+
+/// A setting's value.
+#[derive(Debug, Clone, PartialEq, PartialOrd)]
+pub enum Value {
+    /// A string.
+    Str(String),
+    /// A number.
+    Float(f64),
+    /// An integer.
+    Int(i64),
+    /// A flag.
+    Bool(bool),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Str(s) => f.write_str(s),
+            Value::Float(x) => write!(f, "{x}"),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+impl Value {
+    /// The string, if it is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The number (integers widened).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Float(x) => Some(*x),
+            Value::Int(i) => Some(*i as f64),
+            _ => None,
+        }
+    }
+
+    /// The flag.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// Converts a TOML value to this type, or says why not.
+    fn from_toml(v: &toml::Value, ty: Type) -> std::result::Result<Self, String> {
+        match (ty, v) {
+            (Type::Str, toml::Value::String(s)) => Ok(Value::Str(s.clone())),
+            (Type::Float, toml::Value::Float(x)) if x.is_finite() => Ok(Value::Float(*x)),
+            (Type::Float, toml::Value::Integer(i)) => Ok(Value::Float(*i as f64)),
+            (Type::Int, toml::Value::Integer(i)) if *i >= 0 => Ok(Value::Int(*i)),
+            (Type::Bool, toml::Value::Boolean(b)) => Ok(Value::Bool(*b)),
+            (ty, v) => Err(format!("expected {ty:?} (got {v})").to_lowercase()),
+        }
+    }
+
+    /// Parses a command-line value (`--set key=value`) as this type.
+    fn from_cli(s: &str, ty: Type) -> std::result::Result<Self, String> {
+        match ty {
+            Type::Str => Ok(Value::Str(s.to_string())),
+            Type::Float => s
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .map(Value::Float)
+                .ok_or_else(|| format!("'{s}' is not a number")),
+            Type::Int => s
+                .parse::<i64>()
+                .ok()
+                .filter(|i| *i >= 0)
+                .map(Value::Int)
+                .ok_or_else(|| format!("'{s}' is not a non-negative integer")),
+            Type::Bool => s
+                .parse::<bool>()
+                .map(Value::Bool)
+                .map_err(|_| format!("'{s}' is not true or false")),
+        }
+    }
+}
+
+/// One setting an experiment may fix or sweep.
+#[derive(Debug, Clone, Copy)]
+pub struct SettingSpec {
+    /// Its key in the TOML files and its column in points.csv.
+    pub name: &'static str,
+    /// Its type.
+    pub ty: Type,
+    /// The method component that reads it.
+    pub component: Component,
+    /// What it means.
+    pub doc: &'static str,
+}
+
+const fn spec(
+    name: &'static str,
+    ty: Type,
+    component: Component,
+    doc: &'static str,
+) -> SettingSpec {
+    SettingSpec {
+        name,
+        ty,
+        component,
+        doc,
+    }
+}
+
+/// Every setting, in the column order of points.csv.
+pub const SETTINGS: &[SettingSpec] = &[
+    spec(
+        "dataset",
+        Type::Str,
+        Component::Common,
+        "dataset name in datasets.toml",
+    ),
+    spec("subset", Type::Str, Component::Common, "full or quick"),
+    spec(
+        "backend",
+        Type::Str,
+        Component::Common,
+        "cpu (the CUDA backend comes with the GPU crates)",
+    ),
+    spec(
+        "graph",
+        Type::Str,
+        Component::Common,
+        "hclg, tlg-normal or tlg-compact",
+    ),
+    spec(
+        "bpe_size",
+        Type::Int,
+        Component::Common,
+        "BPE pieces of TLG graphs",
+    ),
+    spec("beam", Type::Float, Component::Common, "search beam"),
+    spec(
+        "max_active",
+        Type::Int,
+        Component::Common,
+        "max active tokens per frame",
+    ),
+    spec(
+        "lattice_beam",
+        Type::Float,
+        Component::Common,
+        "lattice beam",
+    ),
+    spec(
+        "acoustic_scale",
+        Type::Float,
+        Component::Common,
+        "acoustic scale (default: the acoustic model's own)",
+    ),
+    spec(
+        "chunk_s",
+        Type::Float,
+        Component::Common,
+        "online chunk in seconds",
+    ),
+    spec(
+        "endpointing",
+        Type::Bool,
+        Component::Common,
+        "split streams at Kaldi endpoints",
+    ),
+    spec("threads", Type::Int, Component::Common, "decoding threads"),
+    spec(
+        "noise",
+        Type::Float,
+        Component::Common,
+        "acoustic noise override (calibration only)",
+    ),
+    spec(
+        "limit",
+        Type::Int,
+        Component::Common,
+        "decode only the first N utterances",
+    ),
+    spec(
+        "targets",
+        Type::Str,
+        Component::Common,
+        "global list whose words get precision/recall/F1 (default: rare when present)",
+    ),
+    spec(
+        "gboost_list",
+        Type::Str,
+        Component::GBoost,
+        "static list G is boosted towards (sequences, unigrams, gt or a global list)",
+    ),
+    spec(
+        "gboost_discount",
+        Type::Float,
+        Component::GBoost,
+        "G-boosting discount per boosted n-gram",
+    ),
+    spec(
+        "hclg_list",
+        Type::Str,
+        Component::Hclg,
+        "static list composed into HCLG",
+    ),
+    spec(
+        "hclg_discount",
+        Type::Float,
+        Component::Hclg,
+        "HCLG-boosting discount per word",
+    ),
+    spec(
+        "bias_list",
+        Type::Str,
+        Component::Lattice,
+        "lattice-biasing list: sequences, unigrams, gt or list:NAME",
+    ),
+    spec(
+        "discount",
+        Type::Float,
+        Component::Lattice,
+        "lattice-biasing discount per word",
+    ),
+];
+
+/// The spec of a setting.
+pub fn setting(name: &str) -> Option<&'static SettingSpec> {
+    SETTINGS.iter().find(|s| s.name == name)
+}
+
+/// Built-in defaults (a setting without one is unset unless given, e.g. `noise`).
+fn defaults() -> Settings {
+    let d = wfst_search::DecoderConfig::default();
+    let mut s = Settings::new();
+    let mut put = |k: &str, v: Value| {
+        s.insert(k.to_string(), v);
+    };
+    put("subset", Value::Str("full".into()));
+    put("backend", Value::Str("cpu".into()));
+    put("graph", Value::Str("hclg".into()));
+    put(
+        "bpe_size",
+        Value::Int(ctx_data::graphs::DEFAULT_BPE_SIZE as i64),
+    );
+    put("beam", Value::Float(d.beam as f64));
+    put("max_active", Value::Int(d.max_active as i64));
+    put("lattice_beam", Value::Float(d.lattice_beam as f64));
+    put("chunk_s", Value::Float(0.5));
+    put("endpointing", Value::Bool(true));
+    put("threads", Value::Int(2));
+    put("gboost_discount", Value::Float(-2.0));
+    put("hclg_discount", Value::Float(-2.0));
+    put("discount", Value::Float(-2.0));
+    s
+}
+
+/// Resolved settings by key.
+pub type Settings = BTreeMap<String, Value>;
+
+/// A table of paper figures: one published row, group (column block) and its measures.
+/// (Unknown keys are caught by checking `values` against the measure names.)
+#[derive(Debug, Clone, Deserialize)]
+pub struct PaperRow {
+    /// Our row label it sits beside.
+    pub row: String,
+    /// The paper's column block (e.g. its test set).
+    #[serde(default)]
+    pub group: String,
+    /// Measures by column name (wer, ne_wer, ...).
+    #[serde(flatten)]
+    pub values: BTreeMap<String, f64>,
+}
+
+/// One column block of a table: points whose `group_by` setting has `value`, labelled `label`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    /// The setting value.
+    pub value: String,
+    /// The header label.
+    pub label: String,
+}
+
+/// How `ctxbench table` lays a table out.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableSpec {
+    /// The setting whose values make column blocks (e.g. `dataset`); none = one block.
+    #[serde(default)]
+    pub group_by: Option<String>,
+    /// Block order and labels (default: order of appearance, value as label).
+    #[serde(default)]
+    pub groups: Vec<GroupSpec>,
+    /// Measure columns in each block.
+    #[serde(default = "default_measures")]
+    pub measures: Vec<String>,
+    /// `columns`: the paper's blocks after ours; `rows`: a *paper* row under each of ours (its
+    /// groups must be labelled like ours).
+    #[serde(default = "default_paper_layout")]
+    pub paper_layout: String,
+    /// Header of the row-label column (default `Row`).
+    #[serde(default)]
+    pub row_header: Option<String>,
+}
+
+fn default_measures() -> Vec<String> {
+    vec!["wer".into(), "ne_wer".into()]
+}
+fn default_paper_layout() -> String {
+    "columns".into()
+}
+
+impl Default for TableSpec {
+    fn default() -> Self {
+        Self {
+            group_by: None,
+            groups: Vec::new(),
+            measures: default_measures(),
+            paper_layout: default_paper_layout(),
+            row_header: None,
+        }
+    }
+}
+
+/// A plot: one line per (series value, y measure) over `x`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlotSpec {
+    /// File stem: `plot-<name>.png` / `.svg`.
+    pub name: String,
+    /// Title above the plot.
+    #[serde(default)]
+    pub title: String,
+    /// The x column (a setting or a measure).
+    pub x: String,
+    /// The y measures.
+    pub y: Vec<String>,
+    /// The column whose values make separate lines (default `row`).
+    #[serde(default = "default_series")]
+    pub series: String,
+    /// Axis labels (default: the column names).
+    #[serde(default)]
+    pub x_label: Option<String>,
+    /// Y axis label.
+    #[serde(default)]
+    pub y_label: Option<String>,
+}
+
+fn default_series() -> String {
+    "row".into()
+}
+
+/// A speed ratio the regression check enforces, measured within one run.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RatioSpec {
+    /// Name printed in the report.
+    pub name: String,
+    /// The measure (e.g. `rtfx`).
+    pub measure: String,
+    /// Selects the numerator point: `row` and/or settings → value.
+    pub num: BTreeMap<String, String>,
+    /// Selects the denominator point.
+    pub den: BTreeMap<String, String>,
+    /// The smallest acceptable ratio.
+    pub min: f64,
+}
+
+/// A row of the experiment as written.
+#[derive(Debug, Clone)]
+pub struct RowSpec {
+    /// The paper's row label.
+    pub row: String,
+    /// The paper's section label.
+    pub section: String,
+    /// The method.
+    pub method: Method,
+    /// The row's own settings.
+    pub settings: Settings,
+    /// The row's own sweep (crossed with the experiment's).
+    pub sweep: Vec<(String, Vec<Value>)>,
+}
+
+/// A parsed, checked experiment file.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    /// The experiment id (results/<id>/).
+    pub id: String,
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// Title of its table.
+    pub title: String,
+    /// The text printed under the title (what was run, how it compares to the paper).
+    pub description: String,
+    /// Part of `make reproduce`.
+    pub reproduce: bool,
+    /// Part of `ctxbench regress` (run on the quick subsets).
+    pub regress: bool,
+    /// Fixed settings after presets (before rows, sweeps and `--set`).
+    pub settings: Settings,
+    /// The experiment-wide sweep grid.
+    pub sweep: Vec<(String, Vec<Value>)>,
+    /// The rows.
+    pub rows: Vec<RowSpec>,
+    /// Table layout.
+    pub table: TableSpec,
+    /// The paper's figures.
+    pub paper: Vec<PaperRow>,
+    /// Plots.
+    pub plots: Vec<PlotSpec>,
+    /// Speed ratios for the regression check.
+    pub ratios: Vec<RatioSpec>,
+}
+
+/// One point of the grid: a row at one combination of swept values.
+#[derive(Debug, Clone)]
+pub struct Point {
+    /// The paper's row label.
+    pub row: String,
+    /// The paper's section label.
+    pub section: String,
+    /// The method.
+    pub method: Method,
+    /// Every setting the method reads, resolved.
+    pub settings: Settings,
+    /// The settings swept at this point (their names), for labels.
+    pub swept: Vec<String>,
+}
+
+impl Point {
+    /// A setting as a string (empty when unset).
+    pub fn get(&self, key: &str) -> String {
+        self.settings
+            .get(key)
+            .map_or(String::new(), |v| v.to_string())
+    }
+
+    /// A short label: row, then the swept settings.
+    pub fn label(&self) -> String {
+        let mut s = self.row.clone();
+        for k in &self.swept {
+            s.push_str(&format!(", {k}={}", self.get(k)));
+        }
+        s
+    }
+}
+
+/// `--set key=value` overrides from the command line.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides(pub Vec<(String, Value)>);
+
+impl Overrides {
+    /// Parses `key=value` strings, checking key and type.
+    pub fn parse(items: &[String]) -> Result<Self> {
+        let mut out = Vec::new();
+        for it in items {
+            let (k, v) = it
+                .split_once('=')
+                .ok_or_else(|| anyhow!("--set '{it}' is not KEY=VALUE"))?;
+            let spec = setting(k).ok_or_else(|| {
+                anyhow!("--set '{it}': unknown setting '{k}' (known: {})", known())
+            })?;
+            let v = Value::from_cli(v, spec.ty).map_err(|e| anyhow!("--set '{it}': {e}"))?;
+            out.push((k.to_string(), v));
+        }
+        Ok(Overrides(out))
+    }
+}
+
+fn known() -> String {
+    SETTINGS
+        .iter()
+        .map(|s| s.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExperiment {
+    id: Option<String>,
+    title: Option<String>,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    reproduce: bool,
+    #[serde(default)]
+    regress: bool,
+    #[serde(default)]
+    include: Vec<String>,
+    #[serde(default)]
+    settings: toml::Table,
+    #[serde(default)]
+    sweep: toml::Table,
+    #[serde(default)]
+    rows: Vec<toml::Table>,
+    #[serde(default)]
+    table: Option<TableSpec>,
+    #[serde(default)]
+    paper: Vec<PaperRow>,
+    #[serde(default)]
+    plot: Vec<PlotSpec>,
+    #[serde(default)]
+    regress_ratio: Vec<RatioSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPreset {
+    #[serde(default)]
+    #[allow(dead_code)]
+    description: String,
+    #[serde(default)]
+    settings: toml::Table,
+}
+
+/// Reads settings from a TOML table, checking every key and type; `what` names the place.
+fn read_settings(t: &toml::Table, what: &str) -> Result<Settings> {
+    let mut s = Settings::new();
+    for (k, v) in t {
+        let spec = setting(k)
+            .ok_or_else(|| anyhow!("{what}: unknown setting '{k}' (known: {})", known()))?;
+        let v = Value::from_toml(v, spec.ty).map_err(|e| anyhow!("{what}: '{k}': {e}"))?;
+        s.insert(k.clone(), v);
+    }
+    Ok(s)
+}
+
+fn read_sweep(t: &toml::Table, what: &str) -> Result<Vec<(String, Vec<Value>)>> {
+    let mut out = Vec::new();
+    for (k, v) in t {
+        let spec = setting(k)
+            .ok_or_else(|| anyhow!("{what}: unknown setting '{k}' (known: {})", known()))?;
+        let arr = v
+            .as_array()
+            .ok_or_else(|| anyhow!("{what}: '{k}' must be an array of values"))?;
+        if arr.is_empty() {
+            bail!("{what}: '{k}' sweeps over no values");
+        }
+        let vals = arr
+            .iter()
+            .map(|x| Value::from_toml(x, spec.ty).map_err(|e| anyhow!("{what}: '{k}': {e}")))
+            .collect::<Result<Vec<_>>>()?;
+        out.push((k.clone(), vals));
+    }
+    Ok(out)
+}
+
+/// Where presets live, given an experiment file (`<repo>/experiments/x.toml` →
+/// `<repo>/configs/`).
+fn configs_dir(path: &Path) -> PathBuf {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let root = dir.parent().unwrap_or(Path::new("."));
+    root.join("configs")
+}
+
+impl Experiment {
+    /// Reads and checks an experiment file (presets from `configs/` beside `experiments/`).
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading experiment {}", path.display()))?;
+        let raw: RawExperiment =
+            toml::from_str(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let file = path.display().to_string();
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("experiment")
+            .to_string();
+        let id = raw.id.unwrap_or(stem);
+        if id.is_empty() || id.contains(['/', '\\', ' ']) {
+            bail!("{file}: id '{id}' must be a plain folder name");
+        }
+        let mut settings = defaults();
+        for name in &raw.include {
+            let p = configs_dir(path).join(format!("{name}.toml"));
+            let t = std::fs::read_to_string(&p).with_context(|| {
+                format!("{file}: include '{name}': reading preset {}", p.display())
+            })?;
+            let preset: RawPreset =
+                toml::from_str(&t).map_err(|e| anyhow!("{}: {e}", p.display()))?;
+            settings.extend(read_settings(
+                &preset.settings,
+                &format!("{} [settings]", p.display()),
+            )?);
+        }
+        settings.extend(read_settings(&raw.settings, &format!("{file} [settings]"))?);
+        let sweep = read_sweep(&raw.sweep, &format!("{file} [sweep]"))?;
+        if raw.rows.is_empty() {
+            bail!("{file}: no [[rows]]");
+        }
+        let mut rows = Vec::new();
+        for (i, t) in raw.rows.iter().enumerate() {
+            let what = format!("{file} [[rows]] #{}", i + 1);
+            let mut t = t.clone();
+            let mut take_str = |k: &str| -> Result<Option<String>> {
+                match t.remove(k) {
+                    None => Ok(None),
+                    Some(toml::Value::String(s)) => Ok(Some(s)),
+                    Some(v) => bail!("{what}: '{k}' must be a string (got {v})"),
+                }
+            };
+            let row =
+                take_str("row")?.ok_or_else(|| anyhow!("{what}: missing 'row' (its label)"))?;
+            let section = take_str("section")?.unwrap_or_default();
+            let method = Method::parse(&take_str("method")?.unwrap_or_else(|| "baseline".into()))
+                .with_context(|| format!("{what} ('{row}')"))?;
+            let row_sweep = match t.remove("sweep") {
+                None => Vec::new(),
+                Some(toml::Value::Table(s)) => read_sweep(&s, &format!("{what} sweep"))?,
+                Some(_) => bail!("{what}: 'sweep' must be a table"),
+            };
+            let own = read_settings(&t, &what)?;
+            let what = format!("{what} ('{row}', method {method})");
+            for k in own.keys().chain(row_sweep.iter().map(|(k, _)| k)) {
+                check_method(&method, k, &what)?;
+            }
+            for (k, _) in &sweep {
+                check_method(
+                    &method,
+                    k,
+                    &format!("{file} [sweep] for row '{row}' (method {method})"),
+                )?;
+            }
+            rows.push(RowSpec {
+                row,
+                section,
+                method,
+                settings: own,
+                sweep: row_sweep,
+            });
+        }
+        let table = raw.table.unwrap_or_default();
+        if !["columns", "rows"].contains(&table.paper_layout.as_str()) {
+            bail!(
+                "{file} [table]: paper_layout '{}' (columns or rows)",
+                table.paper_layout
+            );
+        }
+        if let Some(g) = &table.group_by {
+            if setting(g).is_none() {
+                bail!("{file} [table]: group_by '{g}' is not a setting");
+            }
+        }
+        for m in &table.measures {
+            if !crate::results::MEASURES.contains(&m.as_str()) {
+                bail!(
+                    "{file} [table]: unknown measure '{m}' (known: {})",
+                    crate::results::MEASURES.join(", ")
+                );
+            }
+        }
+        for p in &raw.paper {
+            if !rows.iter().any(|r| r.row == p.row) {
+                bail!(
+                    "{file} [[paper]]: row '{}' is not a row of the experiment",
+                    p.row
+                );
+            }
+            for k in p.values.keys() {
+                if !crate::results::MEASURES.contains(&k.as_str()) {
+                    bail!("{file} [[paper]] row '{}': unknown measure '{k}'", p.row);
+                }
+            }
+        }
+        for p in &raw.plot {
+            for c in std::iter::once(&p.x).chain(&p.y).chain([&p.series]) {
+                let ok = crate::results::MEASURES.contains(&c.as_str())
+                    || setting(c).is_some()
+                    || ["row", "section", "method"].contains(&c.as_str());
+                if !ok {
+                    bail!("{file} [[plot]] '{}': unknown column '{c}'", p.name);
+                }
+            }
+        }
+        let exp = Experiment {
+            id,
+            path: path.to_path_buf(),
+            title: raw.title.unwrap_or_default(),
+            description: raw.description.trim().to_string(),
+            reproduce: raw.reproduce,
+            regress: raw.regress,
+            settings,
+            sweep,
+            rows,
+            table,
+            paper: raw.paper,
+            plots: raw.plot,
+            ratios: raw.regress_ratio,
+        };
+        // Required settings and ratio selectors are checked on the expanded grid.
+        let points = exp.points(&Overrides::default())?;
+        for r in &exp.ratios {
+            for sel in [&r.num, &r.den] {
+                let n = points.iter().filter(|p| selects(p, sel)).count();
+                if n != 1 {
+                    bail!(
+                        "{file} [[regress_ratio]] '{}': selector {sel:?} matches {n} points (needs exactly 1)",
+                        r.name
+                    );
+                }
+            }
+        }
+        Ok(exp)
+    }
+
+    /// Expands the grid: every row crossed with the experiment's and the row's sweeps, in file
+    /// order (rows outer, sweep values inner, first swept key slowest).
+    pub fn points(&self, over: &Overrides) -> Result<Vec<Point>> {
+        let file = self.path.display();
+        let mut out = Vec::new();
+        for r in &self.rows {
+            let mut sweep: Vec<(String, Vec<Value>)> = self
+                .sweep
+                .iter()
+                .chain(&r.sweep)
+                .filter(|(k, _)| !over.0.iter().any(|(o, _)| o == k))
+                .cloned()
+                .collect();
+            // A row sweep of a key the experiment also sweeps replaces it.
+            let mut seen = std::collections::BTreeSet::new();
+            sweep.reverse();
+            sweep.retain(|(k, _)| seen.insert(k.clone()));
+            sweep.reverse();
+            for (k, _) in &over.0 {
+                check_method(
+                    &r.method,
+                    k,
+                    &format!("--set for row '{}' of {file}", r.row),
+                )
+                .or_else(|e| {
+                    // A --set of a setting this row's method lacks is ignored for that row
+                    // only if another row has it; otherwise it is a mistake.
+                    if self
+                        .rows
+                        .iter()
+                        .any(|o| o.method.has(setting(k).unwrap().component))
+                    {
+                        Ok(())
+                    } else {
+                        Err(e)
+                    }
+                })?;
+            }
+            let mut combos: Vec<Vec<(String, Value)>> = vec![Vec::new()];
+            for (k, vals) in &sweep {
+                let mut next = Vec::new();
+                for c in &combos {
+                    for v in vals {
+                        let mut c = c.clone();
+                        c.push((k.clone(), v.clone()));
+                        next.push(c);
+                    }
+                }
+                combos = next;
+            }
+            for c in combos {
+                let mut s = self.settings.clone();
+                s.extend(r.settings.clone());
+                s.extend(c.iter().cloned());
+                for (k, v) in &over.0 {
+                    s.insert(k.clone(), v.clone());
+                }
+                // Keep only what the method reads, so the key of a point does not change with
+                // settings it ignores.
+                s.retain(|k, _| setting(k).is_some_and(|sp| r.method.has(sp.component)));
+                let what = format!("{file}: row '{}' (method {})", r.row, r.method);
+                for (k, c) in [
+                    ("dataset", Component::Common),
+                    ("gboost_list", Component::GBoost),
+                    ("hclg_list", Component::Hclg),
+                    ("bias_list", Component::Lattice),
+                ] {
+                    if r.method.has(c) && !s.contains_key(k) {
+                        bail!("{what}: '{k}' is not set");
+                    }
+                }
+                check_values(&s, &what)?;
+                out.push(Point {
+                    row: r.row.clone(),
+                    section: r.section.clone(),
+                    method: r.method.clone(),
+                    settings: s,
+                    swept: sweep.iter().map(|(k, _)| k.clone()).collect(),
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Whether a point matches a selector (`row`, `section`, `method` or settings → value).
+pub fn selects(p: &Point, sel: &BTreeMap<String, String>) -> bool {
+    sel.iter().all(|(k, v)| match k.as_str() {
+        "row" => &p.row == v,
+        "section" => &p.section == v,
+        "method" => &p.method.to_string() == v,
+        _ => &p.get(k) == v,
+    })
+}
+
+fn check_method(m: &Method, key: &str, what: &str) -> Result<()> {
+    let spec = setting(key)
+        .ok_or_else(|| anyhow!("{what}: unknown setting '{key}' (known: {})", known()))?;
+    if !m.has(spec.component) {
+        bail!(
+            "{what}: method {m} has no setting '{key}' (it belongs to {})",
+            spec.component.name()
+        );
+    }
+    Ok(())
+}
+
+/// Checks values that have a closed set of choices.
+fn check_values(s: &Settings, what: &str) -> Result<()> {
+    let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_string);
+    if let Some(v) = str_of("subset") {
+        if v != "full" && v != "quick" {
+            bail!("{what}: subset '{v}' (full or quick)");
+        }
+    }
+    if let Some(v) = str_of("backend") {
+        if v != "cpu" {
+            bail!("{what}: backend '{v}' is not available here (cpu)");
+        }
+    }
+    if let Some(v) = str_of("graph") {
+        if ctx_graph::compile::GraphKind::parse(&v).is_none() {
+            bail!("{what}: graph '{v}' (hclg, tlg-normal, tlg-compact)");
+        }
+    }
+    if let Some(v) = str_of("bias_list") {
+        if crate::pipeline::ListKind::parse(&v).is_none() {
+            bail!("{what}: bias_list '{v}' (sequences, unigrams, gt, list:NAME)");
+        }
+    }
+    for k in ["threads", "max_active"] {
+        if s.get(k) == Some(&Value::Int(0)) {
+            bail!("{what}: '{k}' must be at least 1");
+        }
+    }
+    for k in ["beam", "lattice_beam", "chunk_s"] {
+        if s.get(k).and_then(Value::as_f64).is_some_and(|x| x <= 0.0) {
+            bail!("{what}: '{k}' must be positive");
+        }
+    }
+    Ok(())
+}
+
+/// The experiment files of a folder, sorted by name.
+pub fn discover(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, rel: &str, text: &str) -> PathBuf {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn err(path: &Path) -> String {
+        format!("{:#}", Experiment::load(path).unwrap_err())
+    }
+
+    #[test]
+    fn settings_resolve_in_order_and_the_grid_expands_rows_outer() {
+        let d = tempfile::tempdir().unwrap();
+        write(
+            d.path(),
+            "configs/p.toml",
+            "[settings]\nbeam = 11\nthreads = 1\ndiscount = -1.0\n",
+        );
+        let p = write(
+            d.path(),
+            "experiments/x.toml",
+            r#"
+include = ["p"]
+[settings]
+dataset = "a"
+threads = 3
+[sweep]
+beam = [9, 10]
+[[rows]]
+row = "base"
+[[rows]]
+row = "lat"
+method = "lattice-biasing"
+bias_list = "sequences"
+threads = 4
+sweep = { discount = [-2, -3] }
+"#,
+        );
+        let e = Experiment::load(&p).unwrap();
+        let pts = e.points(&Overrides::default()).unwrap();
+        let labels: Vec<String> = pts.iter().map(|p| p.label()).collect();
+        assert_eq!(
+            labels,
+            [
+                "base, beam=9",
+                "base, beam=10",
+                "lat, beam=9, discount=-2",
+                "lat, beam=9, discount=-3",
+                "lat, beam=10, discount=-2",
+                "lat, beam=10, discount=-3",
+            ]
+        );
+        // preset < [settings] < row; the baseline drops the lattice setting it does not read.
+        assert_eq!(pts[0].settings["threads"], Value::Int(3));
+        assert_eq!(pts[2].settings["threads"], Value::Int(4));
+        assert!(!pts[0].settings.contains_key("discount"));
+        assert_eq!(pts[0].settings["lattice_beam"], Value::Float(6.0));
+        // --set wins and replaces a sweep of the same key.
+        let over = Overrides::parse(&["beam=13".into(), "discount=-5".into()]).unwrap();
+        let pts = e.points(&over).unwrap();
+        assert_eq!(pts.len(), 2);
+        assert_eq!(pts[1].settings["beam"], Value::Float(13.0));
+        assert_eq!(pts[1].settings["discount"], Value::Float(-5.0));
+        assert_eq!(pts[1].label(), "lat");
+    }
+
+    #[test]
+    fn bad_files_name_the_key_and_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let cases = [
+            ("[settings]\nbeem = 3\n[[rows]]\nrow = \"a\"\n", "unknown setting 'beem'"),
+            ("sweeps = 1\n[[rows]]\nrow = \"a\"\n", "unknown field `sweeps`"),
+            ("[settings]\nbeam = \"wide\"\n[[rows]]\nrow = \"a\"\n", "'beam': expected float"),
+            (
+                "[settings]\ndataset = \"a\"\n[sweep]\ngboost_discount = [-1, -2]\n[[rows]]\nrow = \"a\"\n",
+                "method baseline has no setting 'gboost_discount'",
+            ),
+            (
+                "[settings]\ndataset = \"a\"\n[[rows]]\nrow = \"a\"\nmethod = \"lattice-biasing\"\n",
+                "'bias_list' is not set",
+            ),
+            ("[settings]\ndataset = \"a\"\n[[rows]]\nrow = \"a\"\nmethod = \"g-boost\"\n", "unknown method 'g-boost'"),
+            ("include = [\"nope\"]\n[[rows]]\nrow = \"a\"\n", "include 'nope'"),
+            (
+                "[settings]\ndataset = \"a\"\n[[rows]]\nrow = \"a\"\n[[paper]]\nrow = \"b\"\nwer = 1\n",
+                "row 'b' is not a row",
+            ),
+            (
+                "[settings]\ndataset = \"a\"\n[[rows]]\nrow = \"a\"\n[[paper]]\nrow = \"a\"\nwerr = 1\n",
+                "unknown measure 'werr'",
+            ),
+        ];
+        for (i, (text, needle)) in cases.iter().enumerate() {
+            let p = write(d.path(), &format!("experiments/e{i}.toml"), text);
+            let e = err(&p);
+            assert!(e.contains(needle), "case {i}: expected '{needle}' in: {e}");
+            assert!(
+                e.contains(&format!("e{i}.toml")),
+                "case {i}: no file in: {e}"
+            );
+        }
+        assert!(
+            format!("{:#}", Overrides::parse(&["beam".into()]).unwrap_err()).contains("KEY=VALUE")
+        );
+        let e = Overrides::parse(&["bem=3".into()]).unwrap_err();
+        assert!(format!("{e:#}").contains("unknown setting 'bem'"));
+        let e = Overrides::parse(&["threads=-1".into()]).unwrap_err();
+        assert!(format!("{e:#}").contains("non-negative"));
+    }
+
+    #[test]
+    fn methods_parse_in_canonical_order() {
+        let m = Method::parse("lattice-biasing+g-boosting").unwrap();
+        assert_eq!(m.to_string(), "g-boosting+lattice-biasing");
+        assert!(m.has(Component::Lattice) && !m.has(Component::Hclg));
+        assert!(Method::parse("lattice-biasing+lattice-biasing").is_err());
+        assert_eq!(Method::parse("baseline").unwrap().to_string(), "baseline");
+    }
+
+    #[test]
+    fn shipped_experiments_and_presets_load() {
+        let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments"));
+        let files = discover(dir).unwrap();
+        assert!(files.len() >= 5, "{files:?}");
+        for f in files {
+            let e = Experiment::load(&f).unwrap_or_else(|e| panic!("{e:#}"));
+            assert!(!e.points(&Overrides::default()).unwrap().is_empty());
+        }
+    }
+}

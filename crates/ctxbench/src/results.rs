@@ -1,0 +1,273 @@
+//! The results contract (DESIGN.md §8): one JSON file per finished point (the resumable store),
+//! `points.csv` / `points.parquet` (polars) with one row per point, and `run.json`.
+
+use crate::experiment::{Point, Type, Value, SETTINGS};
+use anyhow::{anyhow, bail, Context, Result};
+use polars::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Measure columns of points.csv, in order (percentages, seconds, sizes).
+pub const MEASURES: &[&str] = &[
+    "wer",
+    "ne_wer",
+    "u_wer",
+    "ne_acc",
+    "precision",
+    "recall",
+    "f1",
+    "audio_s",
+    "decode_s",
+    "rtfx",
+    "peak_mem_mb",
+    "utterances",
+    "graph_states",
+    "graph_arcs",
+    "lattice_density",
+    "phrases_kept",
+    "phrases_dropped",
+];
+
+/// Label columns that come first in points.csv.
+pub const LABELS: &[&str] = &[
+    "experiment",
+    "dataset",
+    "section",
+    "row",
+    "method",
+    "backend",
+];
+
+/// What a finished point measured; stored as `points/<key>.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PointRecord {
+    /// The point's key (hash of its resolved config, dataset version and code version).
+    pub key: String,
+    /// The point's label when it ran (for people reading the file).
+    pub label: String,
+    /// Measures by name (see [`MEASURES`]); absent = not defined for this point.
+    pub measures: BTreeMap<String, f64>,
+    /// The resolved settings as strings (for people and `merge`).
+    pub settings: BTreeMap<String, String>,
+    /// The code version it ran with.
+    pub code_version: String,
+    /// The dataset version it ran on.
+    pub dataset_version: String,
+}
+
+/// The per-point store of one experiment: `<dir>/points/<key>.json`.
+#[derive(Debug, Clone)]
+pub struct Store {
+    /// `results/<experiment-id>`.
+    pub dir: PathBuf,
+}
+
+impl Store {
+    /// The store of an experiment under a results root.
+    pub fn new(root: &Path, id: &str) -> Self {
+        Self { dir: root.join(id) }
+    }
+
+    fn point_path(&self, key: &str) -> PathBuf {
+        self.dir.join("points").join(format!("{key}.json"))
+    }
+
+    /// The stored record of a key, if any (a corrupt file is an error naming it).
+    pub fn get(&self, key: &str) -> Result<Option<PointRecord>> {
+        let p = self.point_path(key);
+        if !p.exists() {
+            return Ok(None);
+        }
+        let text =
+            std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+        let r: PointRecord =
+            serde_json::from_str(&text).map_err(|e| anyhow!("{}: {e}", p.display()))?;
+        if r.key != key {
+            bail!("{}: holds key {} (file renamed?)", p.display(), r.key);
+        }
+        Ok(Some(r))
+    }
+
+    /// Stores a record atomically (temp file + rename).
+    pub fn put(&self, r: &PointRecord) -> Result<()> {
+        let p = self.point_path(&r.key);
+        std::fs::create_dir_all(p.parent().unwrap())?;
+        let text = serde_json::to_string_pretty(r)?;
+        ctx_core::io::write_atomic(&p, |w| w.write_all(text.as_bytes()))?;
+        Ok(())
+    }
+
+    /// Copies every point file of another store (a shard's folder) into this one.
+    pub fn absorb(&self, other: &Path) -> Result<usize> {
+        let dir = other.join("points");
+        let mut n = 0;
+        let entries =
+            std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?;
+        for e in entries {
+            let p = e?.path();
+            if p.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p)?;
+            let r: PointRecord =
+                serde_json::from_str(&text).map_err(|e| anyhow!("{}: {e}", p.display()))?;
+            self.put(&r)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+/// Builds the points frame: labels, every setting (typed columns), the measures and the key.
+pub fn frame(experiment: &str, rows: &[(&Point, &PointRecord)]) -> Result<DataFrame> {
+    let n = rows.len();
+    let mut cols: Vec<Column> = Vec::new();
+    let text_col = |name: &str, f: &dyn Fn(&Point, &PointRecord) -> Option<String>| {
+        let v: Vec<Option<String>> = rows.iter().map(|(p, r)| f(p, r)).collect();
+        Column::new(name.into(), v)
+    };
+    cols.push(text_col("experiment", &|_, _| Some(experiment.to_string())));
+    cols.push(text_col("dataset", &|p, _| Some(p.get("dataset"))));
+    cols.push(text_col("section", &|p, _| Some(p.section.clone())));
+    cols.push(text_col("row", &|p, _| Some(p.row.clone())));
+    cols.push(text_col("method", &|p, _| Some(p.method.to_string())));
+    cols.push(text_col("backend", &|p, _| Some(p.get("backend"))));
+    for s in SETTINGS {
+        if s.name == "dataset" || s.name == "backend" {
+            continue;
+        }
+        fn get<'a>(p: &'a Point, k: &str) -> Option<&'a Value> {
+            p.settings.get(k)
+        }
+        let col = match s.ty {
+            Type::Str => {
+                let v: Vec<Option<String>> = rows
+                    .iter()
+                    .map(|(p, _)| get(p, s.name).map(|v| v.to_string()))
+                    .collect();
+                Column::new(s.name.into(), v)
+            }
+            Type::Float => {
+                let v: Vec<Option<f64>> = rows
+                    .iter()
+                    .map(|(p, _)| get(p, s.name).and_then(Value::as_f64))
+                    .collect();
+                Column::new(s.name.into(), v)
+            }
+            Type::Int => {
+                let v: Vec<Option<i64>> = rows
+                    .iter()
+                    .map(|(p, _)| match get(p, s.name) {
+                        Some(Value::Int(i)) => Some(*i),
+                        _ => None,
+                    })
+                    .collect();
+                Column::new(s.name.into(), v)
+            }
+            Type::Bool => {
+                let v: Vec<Option<bool>> = rows
+                    .iter()
+                    .map(|(p, _)| get(p, s.name).and_then(Value::as_bool))
+                    .collect();
+                Column::new(s.name.into(), v)
+            }
+        };
+        cols.push(col);
+    }
+    for m in MEASURES {
+        let v: Vec<Option<f64>> = rows
+            .iter()
+            .map(|(_, r)| r.measures.get(*m).copied().map(round4))
+            .collect();
+        cols.push(Column::new((*m).into(), v));
+    }
+    cols.push(text_col("key", &|_, r| Some(r.key.clone())));
+    Ok(DataFrame::new(n, cols)?)
+}
+
+/// Writes `points.csv` and `points.parquet` into `dir`, each atomically.
+pub fn write_frame(dir: &Path, df: &mut DataFrame) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut csv = Vec::new();
+    CsvWriter::new(&mut csv).finish(df)?;
+    ctx_core::io::write_atomic(&dir.join("points.csv"), |w| w.write_all(&csv))?;
+    let mut pq = Vec::new();
+    ParquetWriter::new(&mut pq).finish(df)?;
+    ctx_core::io::write_atomic(&dir.join("points.parquet"), |w| w.write_all(&pq))?;
+    Ok(())
+}
+
+/// points.csv read back as strings: what tables, plots and the regression check work on.
+#[derive(Debug, Clone)]
+pub struct Points {
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Rows of cells (`None` = empty).
+    pub rows: Vec<Vec<Option<String>>>,
+}
+
+impl Points {
+    /// Reads `<dir>/points.csv` (polars; every column as text).
+    pub fn read(dir: &Path) -> Result<Self> {
+        let path = dir.join("points.csv");
+        if !path.exists() {
+            bail!(
+                "{}: no results yet (run `ctxbench run` first)",
+                path.display()
+            );
+        }
+        let df = CsvReadOptions::default()
+            .with_has_header(true)
+            .with_infer_schema_length(Some(0))
+            .try_into_reader_with_file_path(Some(path.clone()))?
+            .finish()
+            .map_err(|e| anyhow!("reading {}: {e}", path.display()))?;
+        let columns: Vec<String> = df
+            .get_column_names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut rows = vec![Vec::with_capacity(columns.len()); df.height()];
+        for c in &columns {
+            let col = df.column(c)?.str()?;
+            for (i, row) in rows.iter_mut().enumerate() {
+                row.push(col.get(i).map(str::to_string));
+            }
+        }
+        Ok(Self { columns, rows })
+    }
+
+    /// The column index of a name.
+    pub fn col(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c == name)
+    }
+
+    /// A cell as text.
+    pub fn text(&self, row: usize, name: &str) -> Option<&str> {
+        self.col(name).and_then(|c| self.rows[row][c].as_deref())
+    }
+
+    /// A cell as a number.
+    pub fn num(&self, row: usize, name: &str) -> Option<f64> {
+        self.text(row, name).and_then(|s| s.parse().ok())
+    }
+
+    /// Rows whose cells equal every selector value (`column → text`; numbers compared as
+    /// numbers, so "-2" selects "-2.0").
+    pub fn select(&self, sel: &BTreeMap<String, String>) -> Vec<usize> {
+        (0..self.rows.len())
+            .filter(|&i| {
+                sel.iter().all(|(k, v)| {
+                    let cell = self.text(i, k).unwrap_or("");
+                    cell == v
+                        || matches!((cell.parse::<f64>(), v.parse::<f64>()), (Ok(a), Ok(b)) if a == b)
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,538 @@
+//! `ctxbench run` and `ctxbench merge`: expand experiments into points, decode and score the
+//! missing ones (resumable, shardable), write the results contract, tables and plots.
+//!
+//! Points that share everything decoding depends on (dataset, graph and its boosts, decoder
+//! settings) form one *group*: the group is decoded once and each of its points scores its own
+//! output (the 1-best or a lattice-biased 1-best). A point's RTFx counts the shared decoding
+//! plus its own rescoring, as a run of that method alone would.
+
+use crate::experiment::{Experiment, Overrides, Point, Value};
+use crate::pipeline::{self, decode, DecodeSettings, ListKind, Setup, SetupOptions, StaticBoost};
+use crate::results::{self, PointRecord, Points, Store};
+use anyhow::{anyhow, bail, Context, Result};
+use ctx_data::dataset::{Dataset, Subset};
+use ctx_data::registry::Registry;
+use ctx_graph::cache::CacheKey;
+use ctx_graph::compile::GraphKind;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use wfst_search::{Booster, DecoderConfig};
+
+/// The code version results are keyed by: the crate version and a hash of every source file
+/// that can change a figure (computed by build.rs; rendering code is left out, so re-rendering
+/// a table never reruns a sweep).
+pub const CODE_VERSION: &str =
+    concat!(env!("CARGO_PKG_VERSION"), "+", env!("CTXBENCH_SOURCE_HASH"));
+
+/// Where and how points run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Results root (`results/`).
+    pub out: PathBuf,
+    /// Graph cache folder.
+    pub cache: PathBuf,
+    /// `--set` overrides.
+    pub overrides: Overrides,
+    /// Only groups `i` with `i % n == k - 1` (`(k, n)`, 1-based).
+    pub shard: Option<(usize, usize)>,
+    /// Recompute points even when a result exists.
+    pub force: bool,
+    /// Show a progress bar.
+    pub progress: bool,
+}
+
+/// Parses `K/N` (1 ≤ K ≤ N).
+pub fn parse_shard(s: &str) -> Result<(usize, usize)> {
+    let (k, n) = s
+        .split_once('/')
+        .ok_or_else(|| anyhow!("--shard '{s}' is not K/N"))?;
+    let k: usize = k
+        .parse()
+        .map_err(|_| anyhow!("--shard '{s}': K is not a number"))?;
+    let n: usize = n
+        .parse()
+        .map_err(|_| anyhow!("--shard '{s}': N is not a number"))?;
+    if n == 0 || k == 0 || k > n {
+        bail!("--shard '{s}': needs 1 <= K <= N");
+    }
+    Ok((k, n))
+}
+
+/// An experiment ready to run: its points, their keys and groups.
+pub struct Plan {
+    /// The experiment.
+    pub exp: Experiment,
+    /// Every point of the grid, in grid order.
+    pub points: Vec<Point>,
+    /// The key of each point.
+    pub keys: Vec<String>,
+    /// The dataset version of each point.
+    pub data_versions: Vec<String>,
+    /// Groups of point indices sharing one decoding, in run order.
+    pub groups: Vec<Vec<usize>>,
+}
+
+fn s(p: &Point, k: &str) -> String {
+    p.get(k)
+}
+
+/// What the graph and acoustic model of a point depend on.
+fn setup_key(p: &Point) -> String {
+    [
+        "dataset",
+        "subset",
+        "graph",
+        "bpe_size",
+        "noise",
+        "gboost_list",
+        "gboost_discount",
+        "hclg_list",
+        "hclg_discount",
+        "limit",
+    ]
+    .iter()
+    .map(|k| format!("{k}={}", s(p, k)))
+    .collect::<Vec<_>>()
+    .join(";")
+}
+
+/// What decoding a point depends on (its setup and the decoder settings).
+fn decode_key(p: &Point) -> String {
+    let mut k = setup_key(p);
+    for x in [
+        "backend",
+        "beam",
+        "max_active",
+        "lattice_beam",
+        "acoustic_scale",
+        "chunk_s",
+        "endpointing",
+        "threads",
+    ] {
+        k.push_str(&format!(";{x}={}", s(p, x)));
+    }
+    k
+}
+
+/// The version of a dataset: a hash of its registry entry and of everything loaded from it.
+fn dataset_version(reg: &Registry, ds: &Dataset) -> Result<String> {
+    let base = ds.name.trim_end_matches("-quick");
+    let mut k = CacheKey::new();
+    k.add("spec", format!("{:?}", reg.get(base)?).as_bytes());
+    for u in &ds.utterances {
+        k.add("id", u.id.as_bytes());
+        k.add("words", u.words.join(" ").as_bytes());
+        k.add("dur", &u.duration_s.to_le_bytes());
+        k.add("ent", format!("{:?}", u.entities).as_bytes());
+    }
+    k.add("lists", format!("{:?}", ds.lists).as_bytes());
+    k.add("global", format!("{:?}", ds.global_lists).as_bytes());
+    for l in &ds.lm_text {
+        k.add("lm", l.as_bytes());
+    }
+    Ok(k.hex()[..16].to_string())
+}
+
+fn subset_of(p: &Point) -> Subset {
+    if s(p, "subset") == "quick" {
+        Subset::Quick
+    } else {
+        Subset::Full
+    }
+}
+
+impl Plan {
+    /// Expands and checks an experiment: every dataset is loaded and every list name, target
+    /// list and static list is checked before anything decodes.
+    pub fn new(reg: &Registry, exp: Experiment, over: &Overrides) -> Result<Self> {
+        let points = exp.points(over)?;
+        let mut versions: BTreeMap<(String, String), String> = BTreeMap::new();
+        let mut keys = Vec::with_capacity(points.len());
+        let mut data_versions = Vec::with_capacity(points.len());
+        for p in &points {
+            let name = s(p, "dataset");
+            let sub = s(p, "subset");
+            let what = format!("{}: row '{}'", exp.path.display(), p.label());
+            let dv = match versions.entry((name.clone(), sub)) {
+                Entry::Occupied(e) => e.get().clone(),
+                Entry::Vacant(e) => {
+                    let ds = Dataset::load(reg, &name, subset_of(p))
+                        .with_context(|| format!("{what}: dataset '{name}'"))?;
+                    let full = match subset_of(p) {
+                        Subset::Quick => Dataset::load(reg, &name, Subset::Full)?,
+                        Subset::Full => ds.clone(),
+                    };
+                    check_lists(&ds, &full, &points, &name).with_context(|| what.clone())?;
+                    e.insert(dataset_version(reg, &ds)?).clone()
+                }
+            };
+            let mut k = CacheKey::new();
+            k.add("code", CODE_VERSION.as_bytes());
+            k.add("data", dv.as_bytes());
+            data_versions.push(dv);
+            k.add("method", p.method.to_string().as_bytes());
+            for (sk, v) in &p.settings {
+                k.add(sk, v.to_string().as_bytes());
+            }
+            keys.push(k.hex());
+        }
+        // Groups: first appearance order, then stable-sorted by setup so a setup loads once.
+        let mut order: Vec<String> = Vec::new();
+        let mut by_key: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, p) in points.iter().enumerate() {
+            let k = decode_key(p);
+            if !by_key.contains_key(&k) {
+                order.push(k.clone());
+            }
+            by_key.entry(k).or_default().push(i);
+        }
+        let mut groups: Vec<Vec<usize>> = order.iter().map(|k| by_key[k].clone()).collect();
+        groups.sort_by_key(|g| setup_key(&points[g[0]]));
+        Ok(Self {
+            exp,
+            points,
+            keys,
+            data_versions,
+            groups,
+        })
+    }
+}
+
+/// Checks the list names of every point on dataset `name` against the loaded data.
+fn check_lists(ds: &Dataset, full: &Dataset, points: &[Point], name: &str) -> Result<()> {
+    for p in points.iter().filter(|p| s(p, "dataset") == name) {
+        if let Some(Value::Str(t)) = p.settings.get("targets") {
+            pipeline::targets(ds, Some(t))?;
+        }
+        for k in ["gboost_list", "hclg_list"] {
+            if let Some(Value::Str(l)) = p.settings.get(k) {
+                pipeline::static_list(full, l).with_context(|| format!("'{k}'"))?;
+            }
+        }
+        if let Some(Value::Str(l)) = p.settings.get("bias_list") {
+            if let Some(ListKind::Global(n)) = ListKind::parse(l) {
+                if !ds.global_lists.contains_key(&n) {
+                    bail!("bias_list '{l}': dataset {name} has no global list '{n}'");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn setup_options<'a>(p: &Point, cache: &'a Path) -> Result<SetupOptions<'a>> {
+    let boost = |list: &str, d: &str| {
+        p.settings.get(list).map(|l| StaticBoost {
+            list: l.to_string(),
+            discount: p.settings.get(d).and_then(Value::as_f64).unwrap_or(-2.0) as f32,
+        })
+    };
+    Ok(SetupOptions {
+        subset: subset_of(p),
+        kind: GraphKind::parse(&s(p, "graph")).ok_or_else(|| anyhow!("bad graph"))?,
+        bpe_size: p
+            .settings
+            .get("bpe_size")
+            .and_then(Value::as_f64)
+            .unwrap_or(ctx_data::graphs::DEFAULT_BPE_SIZE as f64) as usize,
+        cache,
+        noise: p.settings.get("noise").and_then(Value::as_f64),
+        gboost: boost("gboost_list", "gboost_discount"),
+        hclg_bias: boost("hclg_list", "hclg_discount"),
+    })
+}
+
+fn num(p: &Point, k: &str, default: f64) -> f64 {
+    p.settings.get(k).and_then(Value::as_f64).unwrap_or(default)
+}
+
+/// Decodes one group and scores each of its points.
+fn run_group(
+    reg: &Registry,
+    plan: &Plan,
+    group: &[usize],
+    setup: &mut Option<(String, Setup)>,
+    opts: &RunOptions,
+) -> Result<Vec<PointRecord>> {
+    let first = &plan.points[group[0]];
+    let sk = setup_key(first);
+    pipeline::reset_peak_mem();
+    if setup.as_ref().is_none_or(|(k, _)| *k != sk) {
+        *setup = None; // free the previous graph before building the next
+        let name = s(first, "dataset");
+        let mut st = Setup::load(reg, &name, &setup_options(first, &opts.cache)?)?;
+        if let Some(n) = first.settings.get("limit").and_then(Value::as_f64) {
+            st.dataset.utterances.truncate(n as usize);
+        }
+        if st.dataset.utterances.is_empty() {
+            bail!("dataset {name} has no utterances to decode");
+        }
+        *setup = Some((sk, st));
+    }
+    let st = &setup.as_ref().unwrap().1;
+    let d = DecoderConfig::default();
+    let settings = DecodeSettings {
+        config: DecoderConfig {
+            beam: num(first, "beam", d.beam as f64) as f32,
+            max_active: num(first, "max_active", d.max_active as f64) as usize,
+            lattice_beam: num(first, "lattice_beam", d.lattice_beam as f64) as f32,
+            acoustic_scale: num(first, "acoustic_scale", st.acoustic_scale as f64) as f32,
+            ..DecoderConfig::default()
+        },
+        chunk_s: num(first, "chunk_s", 0.5),
+        endpointing: first
+            .settings
+            .get("endpointing")
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
+        threads: num(first, "threads", 2.0) as usize,
+    };
+    let run = decode(st, &settings, &|_| Booster::None)?;
+    let density = pipeline::lattice_density(&run);
+    let mut out = Vec::new();
+    for &i in group {
+        let p = &plan.points[i];
+        let targets = pipeline::targets(
+            &st.dataset,
+            p.settings.get("targets").and_then(Value::as_str),
+        )?;
+        let lattice = match p.settings.get("bias_list") {
+            Some(l) => Some((
+                ListKind::parse(&l.to_string()).ok_or_else(|| anyhow!("bad bias_list"))?,
+                num(p, "discount", -2.0) as f32,
+            )),
+            None => None,
+        };
+        let o = pipeline::output(
+            st,
+            &run,
+            lattice.as_ref().map(|(k, d)| (k, *d)),
+            targets.as_ref().map(|(_, t)| t),
+        )?;
+        let mut m = BTreeMap::new();
+        let mut put = |k: &str, v: Option<f64>| {
+            if let Some(v) = v {
+                m.insert(k.to_string(), v);
+            }
+        };
+        let t = &o.totals;
+        put("wer", t.all.rate());
+        put("ne_wer", t.ne.rate());
+        put("u_wer", t.unbiased.rate());
+        put("ne_acc", t.ne_acc());
+        put("precision", t.targets.precision());
+        put("recall", t.targets.recall());
+        put("f1", t.targets.f1());
+        let decode_s = run.decode_s + o.rescore_s;
+        put("audio_s", Some(run.audio_s));
+        put("decode_s", Some(decode_s));
+        put("rtfx", Some(run.audio_s / decode_s.max(1e-9)));
+        put("peak_mem_mb", pipeline::peak_mem_mb());
+        put("utterances", Some(st.dataset.utterances.len() as f64));
+        put("graph_states", Some(st.csr.num_states() as f64));
+        put("graph_arcs", Some(st.csr.num_arcs() as f64));
+        put("lattice_density", Some(density));
+        let (kept, dropped) = match (&o.report, &st.gboost, &st.hclg_phrases) {
+            (Some(r), _, _) => (Some(r.kept), Some(r.dropped)),
+            (None, Some(g), _) => (Some(g.kept), Some(g.dropped)),
+            (None, None, Some(h)) => (Some(h.kept), Some(h.dropped)),
+            _ => (None, None),
+        };
+        put("phrases_kept", kept.map(|x| x as f64));
+        put("phrases_dropped", dropped.map(|x| x as f64));
+        out.push(PointRecord {
+            key: plan.keys[i].clone(),
+            label: p.label(),
+            measures: m,
+            settings: p
+                .settings
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect(),
+            code_version: CODE_VERSION.to_string(),
+            dataset_version: plan.data_versions[i].clone(),
+        });
+    }
+    Ok(out)
+}
+
+/// What [`run_plan`] did.
+#[derive(Debug, Clone, Default)]
+pub struct RunReport {
+    /// Points computed now.
+    pub ran: usize,
+    /// Points found in the store.
+    pub reused: usize,
+    /// Points of other shards not present.
+    pub missing: usize,
+    /// Seconds spent.
+    pub seconds: f64,
+}
+
+/// Runs the missing points of a plan (all, or this shard's groups) and stores each at once.
+pub fn run_plan(reg: &Registry, plan: &Plan, opts: &RunOptions) -> Result<RunReport> {
+    let t0 = Instant::now();
+    let store = Store::new(&opts.out, &plan.exp.id);
+    let mut todo: Vec<&Vec<usize>> = Vec::new();
+    let mut report = RunReport::default();
+    for (gi, g) in plan.groups.iter().enumerate() {
+        if let Some((k, n)) = opts.shard {
+            if gi % n != k - 1 {
+                continue;
+            }
+        }
+        let mut need = false;
+        for &i in g {
+            if opts.force || store.get(&plan.keys[i])?.is_none() {
+                need = true;
+            } else {
+                report.reused += 1;
+            }
+        }
+        if need {
+            todo.push(g);
+        }
+    }
+    let total: usize = todo.iter().map(|g| g.len()).sum();
+    let pb = if opts.progress {
+        ProgressBar::new(total as u64)
+    } else {
+        ProgressBar::hidden()
+    };
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} points, ETA {eta} {msg}",
+        )
+        .unwrap(),
+    );
+    pb.set_prefix(plan.exp.id.clone());
+    let mut setup = None;
+    for g in todo {
+        let label = plan.points[g[0]].label();
+        pb.set_message(label.clone());
+        let recs = run_group(reg, plan, g, &mut setup, opts)
+            .with_context(|| format!("{}: point '{label}'", plan.exp.id))?;
+        for r in recs {
+            let keep = opts.force || store.get(&r.key)?.is_none();
+            if keep {
+                store.put(&r)?;
+                report.ran += 1;
+            } else {
+                report.reused += 1;
+            }
+            pb.println(format!(
+                "  {} | {}: WER {} NE-WER {} RTFx {}",
+                plan.exp.id,
+                r.label,
+                fmt1(r.measures.get("wer")),
+                fmt1(r.measures.get("ne_wer")),
+                fmt1(r.measures.get("rtfx")),
+            ));
+            pb.inc(1);
+        }
+    }
+    pb.finish_and_clear();
+    for k in &plan.keys {
+        if store.get(k)?.is_none() {
+            report.missing += 1;
+        }
+    }
+    report.seconds = t0.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+fn fmt1(v: Option<&f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.1}"))
+}
+
+/// Writes points.csv/.parquet, run.json, the tables and plots of a complete plan; errors
+/// naming the missing points otherwise.
+pub fn finish(plan: &Plan, opts: &RunOptions, report: &RunReport) -> Result<PathBuf> {
+    let store = Store::new(&opts.out, &plan.exp.id);
+    let mut recs = Vec::new();
+    let mut missing = Vec::new();
+    for (p, k) in plan.points.iter().zip(&plan.keys) {
+        match store.get(k)? {
+            Some(r) => recs.push(r),
+            None => missing.push(p.label()),
+        }
+    }
+    if !missing.is_empty() {
+        bail!(
+            "{}: {} of {} points have no result yet: {}",
+            plan.exp.id,
+            missing.len(),
+            plan.points.len(),
+            missing.join("; ")
+        );
+    }
+    let rows: Vec<(&Point, &PointRecord)> = plan.points.iter().zip(&recs).collect();
+    let mut df = results::frame(&plan.exp.id, &rows)?;
+    results::write_frame(&store.dir, &mut df)?;
+    let run = serde_json::json!({
+        "experiment": plan.exp.id,
+        "file": plan.exp.path.display().to_string(),
+        "code_version": CODE_VERSION,
+        "git_commit": git_commit(),
+        "machine": machine(),
+        "points": plan.points.len(),
+        "ran": report.ran,
+        "reused": report.reused,
+        "seconds": report.seconds,
+        "overrides": opts.overrides.0.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
+        "finished_unix": std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+    });
+    // A run that computed nothing keeps the run.json of the run that did (its machine and
+    // seconds describe the figures).
+    let run_json = store.dir.join("run.json");
+    if report.ran > 0 || !run_json.exists() {
+        let text = serde_json::to_string_pretty(&run)?;
+        ctx_core::io::write_atomic(&run_json, |w| w.write_all(text.as_bytes()))?;
+    }
+    let pts = Points::read(&store.dir)?;
+    crate::table::write_tables(&plan.exp, &pts, &store.dir)?;
+    crate::plot::write_plots(&plan.exp, &pts, &store.dir)?;
+    Ok(store.dir)
+}
+
+/// The commit of the working tree, if git answers.
+pub fn git_commit() -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// CPU model, core count and memory of this machine (Linux /proc; empty elsewhere).
+pub fn machine() -> serde_json::Value {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string());
+    let mem_gb = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .map(|kb| (kb / 1024.0 / 1024.0 * 10.0).round() / 10.0);
+    serde_json::json!({
+        "cpu": model,
+        "cores": std::thread::available_parallelism().map(|n| n.get()).ok(),
+        "memory_gb": mem_gb,
+        "os": std::env::consts::OS,
+    })
+}

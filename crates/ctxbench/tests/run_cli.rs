@@ -1,0 +1,279 @@
+//! End-to-end tests of `ctxbench run`, `merge`, `table` and `regress` on small experiments
+//! (the first utterances of the quick ATCO2-1h subset).
+
+mod common;
+
+use common::{ctxbench, fails_with};
+use std::path::{Path, PathBuf};
+
+/// A small experiment in `dir/experiments/<name>.toml`: two outputs of one decode at `beams`.
+fn small(dir: &Path, name: &str, beams: &str, extra: &str) -> PathBuf {
+    let p = dir.join("experiments").join(format!("{name}.toml"));
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(
+        &p,
+        format!(
+            r#"
+title = "small"
+regress = true
+[settings]
+dataset = "atco2-sim-1h"
+subset = "quick"
+limit = 12
+threads = 1
+[sweep]
+beam = [{beams}]
+[table]
+measures = ["wer", "ne_wer"]
+[[rows]]
+row = "No biasing"
+method = "baseline"
+[[rows]]
+row = "Sequences"
+method = "lattice-biasing"
+bias_list = "sequences"
+{extra}
+"#
+        ),
+    )
+    .unwrap();
+    p
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn points_in(dir: &Path) -> usize {
+    std::fs::read_dir(dir.join("points"))
+        .map(|r| {
+            r.filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "json")
+            })
+            .count()
+        })
+        .unwrap_or(0)
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// (row, beam, wer) of a points.csv, in file order.
+fn figures(csv: &Path) -> Vec<(String, String, String)> {
+    let text = std::fs::read_to_string(csv).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    let (r, b, w) = (col("row"), col("beam"), col("wer"));
+    lines
+        .map(|l| {
+            let c: Vec<&str> = l.split(',').collect();
+            (c[r].to_string(), c[b].to_string(), c[w].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn an_interrupted_run_finishes_only_the_missing_points() {
+    let d = tempfile::tempdir().unwrap();
+    let exp = small(d.path(), "resume", "9, 10, 11, 12, 13", "");
+    let out = d.path().join("results");
+    let res = out.join("resume");
+    // Start a run and kill it once the first points are stored.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ctxbench"))
+        .current_dir(common::root())
+        .args(["run", s(&exp), "--out", s(&out)])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while points_in(&res) == 0 && t.elapsed().as_secs() < 300 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = points_in(&res);
+    assert!(before >= 1);
+    let o = ctxbench(&["run", s(&exp), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "resume: {} points run, {before} reused, 0 missing",
+            10 - before
+        )),
+        "{before} stored before: {err}"
+    );
+    assert_eq!(points_in(&res), 10);
+    let first = figures(&res.join("points.csv"));
+    assert_eq!(first.len(), 10);
+    assert_eq!(first[0].0, "No biasing");
+    assert_eq!(
+        first[9],
+        ("Sequences".into(), "13.0".into(), first[9].2.clone())
+    );
+    // Everything stored: nothing runs, the results are the same.
+    let o = ctxbench(&["run", s(&exp), "--out", s(&out)]);
+    assert!(
+        stderr(&o).contains("resume: 0 points run, 10 reused"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(figures(&res.join("points.csv")), first);
+    for f in ["points.parquet", "table.md", "table.tex", "run.json"] {
+        assert!(res.join(f).exists(), "{f}");
+    }
+    // A fresh run of the same grid from scratch gives the same figures (determinism).
+    let o = ctxbench(&["run", s(&exp), "--out", s(&d.path().join("again"))]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(figures(&d.path().join("again/resume/points.csv")), first);
+    // Re-rendering reads points.csv back.
+    let o = ctxbench(&["table", s(&exp), "--out", s(&out)]);
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(md.contains("| Sequences, beam = 13.0 |"), "{md}");
+}
+
+#[test]
+fn shards_merge_into_the_unsharded_results() {
+    let d = tempfile::tempdir().unwrap();
+    let exp = small(d.path(), "shard", "10, 12", "");
+    let (a, b, m, whole) = (
+        d.path().join("a"),
+        d.path().join("b"),
+        d.path().join("m"),
+        d.path().join("whole"),
+    );
+    let o = ctxbench(&["run", s(&exp), "--out", s(&a), "--shard", "1/2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("2 points run, 0 reused, 2 missing"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!a.join("shard/points.csv").exists());
+    let o = ctxbench(&["run", s(&exp), "--out", s(&b), "--shard", "2/2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Merging one shard only names the missing points.
+    fails_with(
+        &["merge", s(&exp), "--from", s(&a), "--out", s(&m)],
+        "2 of 4 points have no result yet",
+    );
+    let o = ctxbench(&[
+        "merge",
+        s(&exp),
+        "--from",
+        s(&a),
+        "--from",
+        s(&b),
+        "--out",
+        s(&m),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = ctxbench(&["run", s(&exp), "--out", s(&whole)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        figures(&m.join("shard/points.csv")),
+        figures(&whole.join("shard/points.csv"))
+    );
+    fails_with(&["run", s(&exp), "--shard", "3/2"], "needs 1 <= K <= N");
+}
+
+#[test]
+fn regress_passes_on_its_baseline_and_fails_when_it_is_edited() {
+    let d = tempfile::tempdir().unwrap();
+    let ratio = r#"
+[[regress_ratio]]
+name = "lattice biasing speed"
+measure = "rtfx"
+num = { row = "Sequences" }
+den = { row = "No biasing" }
+min = 0.01
+"#;
+    let exp = small(d.path(), "reg", "11", ratio);
+    let base = d.path().join("baselines");
+    let out = d.path().join("regress");
+    let args = |extra: &[&'static str]| {
+        let mut v = vec![
+            "regress".to_string(),
+            s(&exp).into(),
+            "--baselines".into(),
+            s(&base).into(),
+        ];
+        v.extend(["--out".to_string(), s(&out).into()]);
+        v.extend(extra.iter().map(|x| x.to_string()));
+        v
+    };
+    let run = |v: Vec<String>| ctxbench(&v.iter().map(String::as_str).collect::<Vec<_>>());
+    let o = run(args(&["--update"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let file = base.join("reg.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let o = run(args(&[]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("reg: 2 points, pass"), "{}", stderr(&o));
+    // Edit the baseline WER of the biased point by +0.5: the check fails and names it.
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let w = v["points"][1]["wer"].as_f64().unwrap();
+    v["points"][1]["wer"] = serde_json::json!(w + 0.5);
+    std::fs::write(&file, serde_json::to_string(&v).unwrap()).unwrap();
+    let o = run(args(&[]));
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "reg: point 'Sequences, beam=11': WER {w:.2} vs baseline {:.2}",
+            w + 0.5
+        )),
+        "{err}"
+    );
+    // A missing baseline says how to write one.
+    std::fs::remove_file(&file).unwrap();
+    let o = run(args(&[]));
+    assert!(
+        stderr(&o).contains("ctxbench regress --update"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn bad_experiments_fail_before_any_decoding() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("results");
+    let cases = [
+        ("typo", "[settings]\ndataset = \"atco2-sim-1h\"\nlatice_beam = 4\n[[rows]]\nrow = \"a\"\n", "unknown setting 'latice_beam'"),
+        (
+            "lacks",
+            "[settings]\ndataset = \"atco2-sim-1h\"\n[sweep]\ndiscount = [-1, -2]\n[[rows]]\nrow = \"a\"\n",
+            "method baseline has no setting 'discount'",
+        ),
+        ("nodata", "[settings]\ndataset = \"atco2-sim-9h\"\n[[rows]]\nrow = \"a\"\n", "atco2-sim-9h"),
+        (
+            "nolist",
+            "[settings]\ndataset = \"atco2-sim-1h\"\n[[rows]]\nrow = \"a\"\nmethod = \"lattice-biasing\"\nbias_list = \"list:rare\"\n",
+            "has no global list 'rare'",
+        ),
+        (
+            "nogboost",
+            "[settings]\ndataset = \"atco2-sim-1h\"\n[[rows]]\nrow = \"a\"\nmethod = \"g-boosting\"\ngboost_list = \"radar\"\n",
+            "has no list 'radar'",
+        ),
+    ];
+    for (name, text, needle) in cases {
+        let p = d.path().join("experiments").join(format!("{name}.toml"));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        fails_with(&["run", s(&p), "--out", s(&out)], needle);
+        fails_with(&["run", s(&p), "--out", s(&out)], &format!("{name}.toml"));
+        assert!(!out.join(name).exists(), "{name}: wrote results");
+    }
+    fails_with(
+        &["run", "--set", "beam=wide", "--reproduce"],
+        "'wide' is not a number",
+    );
+}
