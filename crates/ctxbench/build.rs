@@ -1,5 +1,5 @@
 //! Computes `CTXBENCH_SOURCE_HASH`: an FNV-1a hash of every source file that can change a
-//! figure of `ctxbench run` (the library crates, the runner's pipeline, Cargo.lock). Results are
+//! figure of `ctxbench run` (the library crates, `pipeline.rs`, `point.rs`, Cargo.lock). Results are
 //! keyed by it, so a code change reruns the points while re-rendering tables does not.
 
 use std::path::{Path, PathBuf};
@@ -38,7 +38,7 @@ fn main() {
         files(&dir.join("src"), &mut list);
         list.push(dir.join("Cargo.toml"));
     }
-    for f in ["src/pipeline.rs", "src/run.rs", "Cargo.toml"] {
+    for f in ["src/pipeline.rs", "src/point.rs", "Cargo.toml"] {
         list.push(here.join(f));
     }
     list.push(root.join("Cargo.lock"));

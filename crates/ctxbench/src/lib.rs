@@ -7,6 +7,7 @@
 //! - [`decode`]: `ctxbench decode`, one decoding run with its figures.
 //! - [`experiment`]: experiment files and presets, the sweep grid.
 //! - [`run`]: `ctxbench run`/`merge`: resumable, shardable execution of the points.
+//! - [`point`]: decoding and scoring one group of points (what a figure depends on).
 //! - [`results`]: the results contract (point store, points.csv/.parquet).
 //! - [`table`], [`plot`]: the paper-layout tables (Markdown, LaTeX) and plots (PNG, SVG).
 //! - [`regress`]: `ctxbench regress` against results/baselines.
@@ -20,6 +21,7 @@ pub mod graph;
 pub mod lm;
 pub mod pipeline;
 pub mod plot;
+pub mod point;
 pub mod regress;
 pub mod results;
 pub mod run;

@@ -51,8 +51,8 @@ pub fn series(spec: &PlotSpec, pts: &Points) -> Result<Vec<Series>> {
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
             let name = match (spec.y.len(), names.len()) {
                 (1, _) => n.clone(),
-                (_, 1) => measure_name(y).to_string(),
-                _ => format!("{n}: {}", measure_name(y)),
+                (_, 1) => long_name(y).to_string(),
+                _ => format!("{n}: {}", long_name(y)),
             };
             out.push(Series { name, points });
         }
@@ -68,14 +68,36 @@ pub fn series(spec: &PlotSpec, pts: &Points) -> Result<Vec<Series>> {
     Ok(out)
 }
 
-fn range(v: impl Iterator<Item = f64>) -> (f64, f64) {
+/// Tableau-10 colours: dark enough on white, distinct for the colour-blind common cases.
+const COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+/// The data range with a margin; `top` extra room (a fraction) above it for the legend.
+fn range(v: impl Iterator<Item = f64>, top: f64) -> (f64, f64) {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for x in v {
         lo = lo.min(x);
         hi = hi.max(x);
     }
-    let pad = ((hi - lo) * 0.06).max(1e-6 + hi.abs() * 0.02);
-    (lo - pad, hi + pad)
+    let span = (hi - lo).max(1e-6 + hi.abs() * 0.02);
+    (lo - span * 0.06, hi + span * (0.06 + top))
+}
+
+/// A measure's name in a legend or axis label.
+fn long_name(m: &str) -> &str {
+    match m {
+        "precision" => "precision",
+        "recall" => "recall",
+        other => measure_name(other),
+    }
 }
 
 fn draw<DB: DrawingBackend>(
@@ -88,8 +110,10 @@ where
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("plot '{}': {e:?}", spec.name);
     root.fill(&WHITE).map_err(err)?;
-    let (x0, x1) = range(lines.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
-    let (y0, y1) = range(lines.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+    let (x0, x1) = range(lines.iter().flat_map(|s| s.points.iter().map(|p| p.0)), 0.0);
+    // Room above the data for the legend (one line per series).
+    let top = 0.08 * lines.len() as f64 + 0.05;
+    let (y0, y1) = range(lines.iter().flat_map(|s| s.points.iter().map(|p| p.1)), top);
     let mut chart = ChartBuilder::on(&root)
         .caption(&spec.title, ("sans-serif", 26))
         .margin(20)
@@ -101,7 +125,7 @@ where
     let y_label = spec.y_label.clone().unwrap_or_else(|| {
         spec.y
             .iter()
-            .map(|m| measure_name(m))
+            .map(|m| long_name(m))
             .collect::<Vec<_>>()
             .join(", ")
     });
@@ -123,7 +147,7 @@ where
         .draw()
         .map_err(err)?;
     for (i, s) in lines.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+        let color = COLORS[i % COLORS.len()];
         chart
             .draw_series(LineSeries::new(
                 s.points.iter().copied(),

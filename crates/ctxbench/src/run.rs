@@ -7,23 +7,23 @@
 //! plus its own rescoring, as a run of that method alone would.
 
 use crate::experiment::{Experiment, Overrides, Point, Value};
-use crate::pipeline::{self, decode, DecodeSettings, ListKind, Setup, SetupOptions, StaticBoost};
+use crate::pipeline::{self, ListKind};
+use crate::point::{s, subset_of};
 use crate::results::{self, PointRecord, Points, Store};
 use anyhow::{anyhow, bail, Context, Result};
 use ctx_data::dataset::{Dataset, Subset};
 use ctx_data::registry::Registry;
 use ctx_graph::cache::CacheKey;
-use ctx_graph::compile::GraphKind;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
-use wfst_search::{Booster, DecoderConfig};
 
 /// The code version results are keyed by: the crate version and a hash of every source file
-/// that can change a figure (computed by build.rs; rendering code is left out, so re-rendering
-/// a table never reruns a sweep).
+/// that can change a figure (computed by build.rs: the library crates, `pipeline.rs` and
+/// `point.rs`; orchestration and rendering are left out, so re-rendering a table never reruns
+/// a sweep).
 pub const CODE_VERSION: &str =
     concat!(env!("CARGO_PKG_VERSION"), "+", env!("CTXBENCH_SOURCE_HASH"));
 
@@ -75,12 +75,8 @@ pub struct Plan {
     pub groups: Vec<Vec<usize>>,
 }
 
-fn s(p: &Point, k: &str) -> String {
-    p.get(k)
-}
-
 /// What the graph and acoustic model of a point depend on.
-fn setup_key(p: &Point) -> String {
+pub(crate) fn setup_key(p: &Point) -> String {
     [
         "dataset",
         "subset",
@@ -134,14 +130,6 @@ fn dataset_version(reg: &Registry, ds: &Dataset) -> Result<String> {
         k.add("lm", l.as_bytes());
     }
     Ok(k.hex()[..16].to_string())
-}
-
-fn subset_of(p: &Point) -> Subset {
-    if s(p, "subset") == "quick" {
-        Subset::Quick
-    } else {
-        Subset::Full
-    }
 }
 
 impl Plan {
@@ -223,142 +211,6 @@ fn check_lists(ds: &Dataset, full: &Dataset, points: &[Point], name: &str) -> Re
     Ok(())
 }
 
-fn setup_options<'a>(p: &Point, cache: &'a Path) -> Result<SetupOptions<'a>> {
-    let boost = |list: &str, d: &str| {
-        p.settings.get(list).map(|l| StaticBoost {
-            list: l.to_string(),
-            discount: p.settings.get(d).and_then(Value::as_f64).unwrap_or(-2.0) as f32,
-        })
-    };
-    Ok(SetupOptions {
-        subset: subset_of(p),
-        kind: GraphKind::parse(&s(p, "graph")).ok_or_else(|| anyhow!("bad graph"))?,
-        bpe_size: p
-            .settings
-            .get("bpe_size")
-            .and_then(Value::as_f64)
-            .unwrap_or(ctx_data::graphs::DEFAULT_BPE_SIZE as f64) as usize,
-        cache,
-        noise: p.settings.get("noise").and_then(Value::as_f64),
-        gboost: boost("gboost_list", "gboost_discount"),
-        hclg_bias: boost("hclg_list", "hclg_discount"),
-    })
-}
-
-fn num(p: &Point, k: &str, default: f64) -> f64 {
-    p.settings.get(k).and_then(Value::as_f64).unwrap_or(default)
-}
-
-/// Decodes one group and scores each of its points.
-fn run_group(
-    reg: &Registry,
-    plan: &Plan,
-    group: &[usize],
-    setup: &mut Option<(String, Setup)>,
-    opts: &RunOptions,
-) -> Result<Vec<PointRecord>> {
-    let first = &plan.points[group[0]];
-    let sk = setup_key(first);
-    pipeline::reset_peak_mem();
-    if setup.as_ref().is_none_or(|(k, _)| *k != sk) {
-        *setup = None; // free the previous graph before building the next
-        let name = s(first, "dataset");
-        let mut st = Setup::load(reg, &name, &setup_options(first, &opts.cache)?)?;
-        if let Some(n) = first.settings.get("limit").and_then(Value::as_f64) {
-            st.dataset.utterances.truncate(n as usize);
-        }
-        if st.dataset.utterances.is_empty() {
-            bail!("dataset {name} has no utterances to decode");
-        }
-        *setup = Some((sk, st));
-    }
-    let st = &setup.as_ref().unwrap().1;
-    let d = DecoderConfig::default();
-    let settings = DecodeSettings {
-        config: DecoderConfig {
-            beam: num(first, "beam", d.beam as f64) as f32,
-            max_active: num(first, "max_active", d.max_active as f64) as usize,
-            lattice_beam: num(first, "lattice_beam", d.lattice_beam as f64) as f32,
-            acoustic_scale: num(first, "acoustic_scale", st.acoustic_scale as f64) as f32,
-            ..DecoderConfig::default()
-        },
-        chunk_s: num(first, "chunk_s", 0.5),
-        endpointing: first
-            .settings
-            .get("endpointing")
-            .and_then(Value::as_bool)
-            .unwrap_or(true),
-        threads: num(first, "threads", 2.0) as usize,
-    };
-    let run = decode(st, &settings, &|_| Booster::None)?;
-    let density = pipeline::lattice_density(&run);
-    let mut out = Vec::new();
-    for &i in group {
-        let p = &plan.points[i];
-        let targets = pipeline::targets(
-            &st.dataset,
-            p.settings.get("targets").and_then(Value::as_str),
-        )?;
-        let lattice = match p.settings.get("bias_list") {
-            Some(l) => Some((
-                ListKind::parse(&l.to_string()).ok_or_else(|| anyhow!("bad bias_list"))?,
-                num(p, "discount", -2.0) as f32,
-            )),
-            None => None,
-        };
-        let o = pipeline::output(
-            st,
-            &run,
-            lattice.as_ref().map(|(k, d)| (k, *d)),
-            targets.as_ref().map(|(_, t)| t),
-        )?;
-        let mut m = BTreeMap::new();
-        let mut put = |k: &str, v: Option<f64>| {
-            if let Some(v) = v {
-                m.insert(k.to_string(), v);
-            }
-        };
-        let t = &o.totals;
-        put("wer", t.all.rate());
-        put("ne_wer", t.ne.rate());
-        put("u_wer", t.unbiased.rate());
-        put("ne_acc", t.ne_acc());
-        put("precision", t.targets.precision());
-        put("recall", t.targets.recall());
-        put("f1", t.targets.f1());
-        let decode_s = run.decode_s + o.rescore_s;
-        put("audio_s", Some(run.audio_s));
-        put("decode_s", Some(decode_s));
-        put("rtfx", Some(run.audio_s / decode_s.max(1e-9)));
-        put("peak_mem_mb", pipeline::peak_mem_mb());
-        put("utterances", Some(st.dataset.utterances.len() as f64));
-        put("graph_states", Some(st.csr.num_states() as f64));
-        put("graph_arcs", Some(st.csr.num_arcs() as f64));
-        put("lattice_density", Some(density));
-        let (kept, dropped) = match (&o.report, &st.gboost, &st.hclg_phrases) {
-            (Some(r), _, _) => (Some(r.kept), Some(r.dropped)),
-            (None, Some(g), _) => (Some(g.kept), Some(g.dropped)),
-            (None, None, Some(h)) => (Some(h.kept), Some(h.dropped)),
-            _ => (None, None),
-        };
-        put("phrases_kept", kept.map(|x| x as f64));
-        put("phrases_dropped", dropped.map(|x| x as f64));
-        out.push(PointRecord {
-            key: plan.keys[i].clone(),
-            label: p.label(),
-            measures: m,
-            settings: p
-                .settings
-                .iter()
-                .map(|(k, v)| (k.clone(), v.to_string()))
-                .collect(),
-            code_version: CODE_VERSION.to_string(),
-            dataset_version: plan.data_versions[i].clone(),
-        });
-    }
-    Ok(out)
-}
-
 /// What [`run_plan`] did.
 #[derive(Debug, Clone, Default)]
 pub struct RunReport {
@@ -413,7 +265,7 @@ pub fn run_plan(reg: &Registry, plan: &Plan, opts: &RunOptions) -> Result<RunRep
     for g in todo {
         let label = plan.points[g[0]].label();
         pb.set_message(label.clone());
-        let recs = run_group(reg, plan, g, &mut setup, opts)
+        let recs = crate::point::run_group(reg, plan, g, &mut setup, &opts.cache)
             .with_context(|| format!("{}: point '{label}'", plan.exp.id))?;
         for r in recs {
             let keep = opts.force || store.get(&r.key)?.is_none();
@@ -423,14 +275,17 @@ pub fn run_plan(reg: &Registry, plan: &Plan, opts: &RunOptions) -> Result<RunRep
             } else {
                 report.reused += 1;
             }
-            pb.println(format!(
-                "  {} | {}: WER {} NE-WER {} RTFx {}",
-                plan.exp.id,
-                r.label,
-                fmt1(r.measures.get("wer")),
-                fmt1(r.measures.get("ne_wer")),
-                fmt1(r.measures.get("rtfx")),
-            ));
+            // suspend, not println: a hidden bar (no terminal, e.g. CI logs) prints nothing.
+            pb.suspend(|| {
+                eprintln!(
+                    "  {} | {}: WER {} NE-WER {} RTFx {}",
+                    plan.exp.id,
+                    r.label,
+                    fmt1(r.measures.get("wer")),
+                    fmt1(r.measures.get("ne_wer")),
+                    fmt1(r.measures.get("rtfx")),
+                )
+            });
             pb.inc(1);
         }
     }

@@ -1,0 +1,166 @@
+//! Decoding and scoring one group of points (DESIGN.md §2, steps 1–5): a point's settings become
+//! the setup (dataset, graph and its boosts, acoustic model) and decoder settings; the group is
+//! decoded once and every point scores its own output. This file and `pipeline.rs` are what a
+//! figure depends on, so build.rs hashes them into the code version results are keyed by.
+
+use crate::experiment::{Point, Value};
+use crate::pipeline::{self, decode, DecodeSettings, ListKind, Setup, SetupOptions, StaticBoost};
+use crate::results::PointRecord;
+use crate::run::{setup_key, Plan, CODE_VERSION};
+use anyhow::{anyhow, bail, Result};
+use ctx_data::dataset::Subset;
+use ctx_data::registry::Registry;
+use ctx_graph::compile::GraphKind;
+use std::collections::BTreeMap;
+use std::path::Path;
+use wfst_search::{Booster, DecoderConfig};
+
+/// A setting of a point as a string (empty when unset).
+pub(crate) fn s(p: &Point, k: &str) -> String {
+    p.get(k)
+}
+
+/// The subset a point decodes.
+pub(crate) fn subset_of(p: &Point) -> Subset {
+    if s(p, "subset") == "quick" {
+        Subset::Quick
+    } else {
+        Subset::Full
+    }
+}
+
+fn setup_options<'a>(p: &Point, cache: &'a Path) -> Result<SetupOptions<'a>> {
+    let boost = |list: &str, d: &str| {
+        p.settings.get(list).map(|l| StaticBoost {
+            list: l.to_string(),
+            discount: p.settings.get(d).and_then(Value::as_f64).unwrap_or(-2.0) as f32,
+        })
+    };
+    Ok(SetupOptions {
+        subset: subset_of(p),
+        kind: GraphKind::parse(&s(p, "graph")).ok_or_else(|| anyhow!("bad graph"))?,
+        bpe_size: p
+            .settings
+            .get("bpe_size")
+            .and_then(Value::as_f64)
+            .unwrap_or(ctx_data::graphs::DEFAULT_BPE_SIZE as f64) as usize,
+        cache,
+        noise: p.settings.get("noise").and_then(Value::as_f64),
+        gboost: boost("gboost_list", "gboost_discount"),
+        hclg_bias: boost("hclg_list", "hclg_discount"),
+    })
+}
+
+fn num(p: &Point, k: &str, default: f64) -> f64 {
+    p.settings.get(k).and_then(Value::as_f64).unwrap_or(default)
+}
+
+/// Decodes one group and scores each of its points.
+pub(crate) fn run_group(
+    reg: &Registry,
+    plan: &Plan,
+    group: &[usize],
+    setup: &mut Option<(String, Setup)>,
+    cache: &Path,
+) -> Result<Vec<PointRecord>> {
+    let first = &plan.points[group[0]];
+    let sk = setup_key(first);
+    pipeline::reset_peak_mem();
+    if setup.as_ref().is_none_or(|(k, _)| *k != sk) {
+        *setup = None; // free the previous graph before building the next
+        let name = s(first, "dataset");
+        let mut st = Setup::load(reg, &name, &setup_options(first, cache)?)?;
+        if let Some(n) = first.settings.get("limit").and_then(Value::as_f64) {
+            st.dataset.utterances.truncate(n as usize);
+        }
+        if st.dataset.utterances.is_empty() {
+            bail!("dataset {name} has no utterances to decode");
+        }
+        *setup = Some((sk, st));
+    }
+    let st = &setup.as_ref().unwrap().1;
+    let d = DecoderConfig::default();
+    let settings = DecodeSettings {
+        config: DecoderConfig {
+            beam: num(first, "beam", d.beam as f64) as f32,
+            max_active: num(first, "max_active", d.max_active as f64) as usize,
+            lattice_beam: num(first, "lattice_beam", d.lattice_beam as f64) as f32,
+            acoustic_scale: num(first, "acoustic_scale", st.acoustic_scale as f64) as f32,
+            ..DecoderConfig::default()
+        },
+        chunk_s: num(first, "chunk_s", 0.5),
+        endpointing: first
+            .settings
+            .get("endpointing")
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
+        threads: num(first, "threads", 2.0) as usize,
+    };
+    let run = decode(st, &settings, &|_| Booster::None)?;
+    let density = pipeline::lattice_density(&run);
+    let mut out = Vec::new();
+    for &i in group {
+        let p = &plan.points[i];
+        let targets = pipeline::targets(
+            &st.dataset,
+            p.settings.get("targets").and_then(Value::as_str),
+        )?;
+        let lattice = match p.settings.get("bias_list") {
+            Some(l) => Some((
+                ListKind::parse(&l.to_string()).ok_or_else(|| anyhow!("bad bias_list"))?,
+                num(p, "discount", -2.0) as f32,
+            )),
+            None => None,
+        };
+        let o = pipeline::output(
+            st,
+            &run,
+            lattice.as_ref().map(|(k, d)| (k, *d)),
+            targets.as_ref().map(|(_, t)| t),
+        )?;
+        let mut m = BTreeMap::new();
+        let mut put = |k: &str, v: Option<f64>| {
+            if let Some(v) = v {
+                m.insert(k.to_string(), v);
+            }
+        };
+        let t = &o.totals;
+        put("wer", t.all.rate());
+        put("ne_wer", t.ne.rate());
+        put("u_wer", t.unbiased.rate());
+        put("ne_acc", t.ne_acc());
+        put("precision", t.targets.precision());
+        put("recall", t.targets.recall());
+        put("f1", t.targets.f1());
+        let decode_s = run.decode_s + o.rescore_s;
+        put("audio_s", Some(run.audio_s));
+        put("decode_s", Some(decode_s));
+        put("rtfx", Some(run.audio_s / decode_s.max(1e-9)));
+        put("peak_mem_mb", pipeline::peak_mem_mb());
+        put("utterances", Some(st.dataset.utterances.len() as f64));
+        put("graph_states", Some(st.csr.num_states() as f64));
+        put("graph_arcs", Some(st.csr.num_arcs() as f64));
+        put("lattice_density", Some(density));
+        let (kept, dropped) = match (&o.report, &st.gboost, &st.hclg_phrases) {
+            (Some(r), _, _) => (Some(r.kept), Some(r.dropped)),
+            (None, Some(g), _) => (Some(g.kept), Some(g.dropped)),
+            (None, None, Some(h)) => (Some(h.kept), Some(h.dropped)),
+            _ => (None, None),
+        };
+        put("phrases_kept", kept.map(|x| x as f64));
+        put("phrases_dropped", dropped.map(|x| x as f64));
+        out.push(PointRecord {
+            key: plan.keys[i].clone(),
+            label: p.label(),
+            measures: m,
+            settings: p
+                .settings
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect(),
+            code_version: CODE_VERSION.to_string(),
+            dataset_version: plan.data_versions[i].clone(),
+        });
+    }
+    Ok(out)
+}
