@@ -2,7 +2,8 @@
 # toolchain (cargo); later issues add the Python venv for NVRTC here.
 
 CARGO ?= cargo
-BIN := target/release/ctxbench
+# Respects CARGO_TARGET_DIR, like cargo itself.
+BIN := $(or $(CARGO_TARGET_DIR),target)/release/ctxbench
 E21 := datasets/earnings21/nlp_references
 
 .PHONY: all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats
