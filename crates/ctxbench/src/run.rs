@@ -236,16 +236,18 @@ pub fn run_plan(reg: &Registry, plan: &Plan, opts: &RunOptions) -> Result<RunRep
                 continue;
             }
         }
+        // A group is decoded again when any of its points is missing; its stored points are
+        // then counted as reused once, where the decode's records are stored below.
         let mut need = false;
         for &i in g {
             if opts.force || store.get(&plan.keys[i])?.is_none() {
                 need = true;
-            } else {
-                report.reused += 1;
             }
         }
         if need {
             todo.push(g);
+        } else {
+            report.reused += g.len();
         }
     }
     let total: usize = todo.iter().map(|g| g.len()).sum();

@@ -117,6 +117,22 @@ fn an_interrupted_run_finishes_only_the_missing_points() {
         first[9],
         ("Sequences".into(), "13.0".into(), first[9].2.clone())
     );
+    // A decode group half stored (a kill between its two points): the group decodes again,
+    // only the missing point is stored, and the stored one is counted once.
+    let victim = std::fs::read_dir(res.join("points"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .min()
+        .unwrap();
+    std::fs::remove_file(&victim).unwrap();
+    let o = ctxbench(&["run", s(&exp), "--out", s(&out)]);
+    assert!(
+        stderr(&o).contains("resume: 1 points run, 9 reused, 0 missing"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(figures(&res.join("points.csv")), first);
     // Everything stored: nothing runs, the results are the same.
     let o = ctxbench(&["run", s(&exp), "--out", s(&out)]);
     assert!(
