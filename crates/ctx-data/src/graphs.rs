@@ -7,6 +7,7 @@ use crate::dataset::{shipped_pronouncer, DataError, Dataset, Subset};
 use crate::kneser_ney::{estimate, KnOptions};
 use crate::pronounce::CMU_PHONES;
 use crate::registry::Registry;
+use ctx_core::arpa::ArpaLm;
 use ctx_core::lexicon::{Lexicon, LexiconEntry};
 use ctx_graph::cache::{CacheKey, GraphCache};
 use ctx_graph::compile::{build_graph, Graph, GraphInputs, GraphKind};
@@ -40,6 +41,29 @@ pub struct GraphBuildReport {
     pub gboost: Option<GBoostReport>,
     /// Total seconds.
     pub seconds: f64,
+}
+
+/// The n-gram LM of a dataset (Kneser-Ney from its LM text, as the registry says), the one its
+/// graphs are compiled from; deterministic, so a G built from it again matches the graph's.
+pub fn dataset_lm(reg: &Registry, name: &str) -> Result<ArpaLm, DataError> {
+    let ds = Dataset::load(reg, name, Subset::Full)?;
+    estimate_lm(reg, name, &ds)
+}
+
+fn estimate_lm(reg: &Registry, name: &str, ds: &Dataset) -> Result<ArpaLm, DataError> {
+    let spec = reg.get(name)?.lm();
+    let sentences: Vec<Vec<&str>> = ds
+        .lm_text
+        .iter()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let opts = KnOptions {
+        order: spec.order,
+        prune: spec.prune.clone(),
+        ..KnOptions::default()
+    };
+    let (lm, _) = estimate(&sentences, &opts).map_err(|e| DataError::Invalid(e.to_string()))?;
+    Ok(lm)
 }
 
 /// Builds (or loads from `cache_dir`) the decoding graph of a dataset.
@@ -117,17 +141,7 @@ pub fn dataset_graph_with(
         });
     }
     let t = Instant::now();
-    let sentences: Vec<Vec<&str>> = ds
-        .lm_text
-        .iter()
-        .map(|l| l.split_whitespace().collect())
-        .collect();
-    let opts = KnOptions {
-        order: spec.order,
-        prune: spec.prune.clone(),
-        ..KnOptions::default()
-    };
-    let (lm, _) = estimate(&sentences, &opts).map_err(|e| DataError::Invalid(e.to_string()))?;
+    let lm = estimate_lm(reg, name, &ds)?;
     let lm_seconds = t.elapsed().as_secs_f64();
     let words: Vec<&str> = lm
         .vocab()

@@ -181,6 +181,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         &reg,
         &a.dataset,
         &SetupOptions {
+            gboost_otf: false,
             subset,
             kind,
             bpe_size: a.bpe_size,

@@ -299,6 +299,20 @@ pub const SETTINGS: &[SettingSpec] = &[
         "G-boosting discount per boosted n-gram",
     ),
     spec(
+        "gboost_mode",
+        Type::Str,
+        Component::GBoost,
+        "static (HCLG compiled from the boosted G) or on-the-fly (unboosted HCLG + G_boosted − G \
+         composed during the search)",
+    ),
+    spec(
+        "gboost_scope",
+        Type::Str,
+        Component::GBoost,
+        "set (one list for the whole set) or utterance (each utterance's own list: sequences, \
+         unigrams, gt or list:NAME; on-the-fly only)",
+    ),
+    spec(
         "hclg_list",
         Type::Str,
         Component::Hclg,
@@ -350,6 +364,8 @@ fn defaults() -> Settings {
     put("endpointing", Value::Bool(true));
     put("threads", Value::Int(2));
     put("gboost_discount", Value::Float(-2.0));
+    put("gboost_mode", Value::Str("static".into()));
+    put("gboost_scope", Value::Str("set".into()));
     put("hclg_discount", Value::Float(-2.0));
     put("discount", Value::Float(-2.0));
     s
@@ -935,6 +951,28 @@ fn check_values(s: &Settings, what: &str) -> Result<()> {
             bail!("{what}: bias_list '{v}' (sequences, unigrams, gt, list:NAME)");
         }
     }
+    let mode = str_of("gboost_mode");
+    if let Some(v) = &mode {
+        if v != "static" && v != "on-the-fly" {
+            bail!("{what}: gboost_mode '{v}' (static or on-the-fly)");
+        }
+    }
+    if let Some(v) = str_of("gboost_scope") {
+        match v.as_str() {
+            "set" => {}
+            "utterance" => {
+                if mode.as_deref() != Some("on-the-fly") {
+                    bail!("{what}: gboost_scope 'utterance' needs gboost_mode 'on-the-fly' (a static graph has one list)");
+                }
+                if let Some(l) = str_of("gboost_list") {
+                    if crate::pipeline::ListKind::parse(&l).is_none() {
+                        bail!("{what}: gboost_list '{l}' per utterance (sequences, unigrams, gt, list:NAME)");
+                    }
+                }
+            }
+            _ => bail!("{what}: gboost_scope '{v}' (set or utterance)"),
+        }
+    }
     for k in ["threads", "max_active"] {
         if s.get(k) == Some(&Value::Int(0)) {
             bail!("{what}: '{k}' must be at least 1");
@@ -1047,6 +1085,18 @@ sweep = { discount = [-2, -3] }
             ),
             ("[settings]\ndataset = \"a\"\n[[rows]]\nrow = \"a\"\nmethod = \"g-boost\"\n", "unknown method 'g-boost'"),
             ("include = [\"nope\"]\n[[rows]]\nrow = \"a\"\n", "include 'nope'"),
+            (
+                "[settings]\ndataset = \"a\"\n[[rows]]\nrow = \"a\"\nmethod = \"g-boosting\"\ngboost_list = \"sequences\"\ngboost_scope = \"utterance\"\n",
+                "gboost_scope 'utterance' needs gboost_mode 'on-the-fly'",
+            ),
+            (
+                "[settings]\ndataset = \"a\"\n[[rows]]\nrow = \"a\"\nmethod = \"g-boosting\"\ngboost_list = \"sequences\"\ngboost_mode = \"lazy\"\n",
+                "gboost_mode 'lazy' (static or on-the-fly)",
+            ),
+            (
+                "[settings]\ndataset = \"a\"\n[[rows]]\nrow = \"a\"\nmethod = \"g-boosting\"\ngboost_list = \"rare\"\ngboost_mode = \"on-the-fly\"\ngboost_scope = \"utterance\"\n",
+                "gboost_list 'rare' per utterance",
+            ),
             (
                 "[settings]\ndataset = \"a\"\n[[rows]]\nrow = \"a\"\n[[paper]]\nrow = \"b\"\nwer = 1\n",
                 "row 'b' is not a row",

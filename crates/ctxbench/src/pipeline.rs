@@ -60,6 +60,65 @@ pub struct Setup {
     pub gboost: Option<GBoostReport>,
     /// The phrases kept and dropped by HCLG-boosting, when the graph was composed with them.
     pub hclg_phrases: Option<PhraseReport>,
+    /// The LM and G behind on-the-fly G-boosting, when asked for.
+    pub otf: Option<OtfGBoost>,
+}
+
+/// On-the-fly G-boosting (003 §3.1.3, "online"): the graph stays the unboosted HCLG, and each
+/// stream carries the difference G_boosted − G of its own list as a word automaton
+/// ([`wfst_search::LmDelta`], Kaldi's biglm scheme), so a list costs one G edit, not a compile.
+pub struct OtfGBoost {
+    lm: ctx_core::arpa::ArpaLm,
+    words: ctx_core::symbols::SymbolTable,
+    backoff: u32,
+    small: std::sync::Arc<wfst_search::BackoffLm>,
+}
+
+impl OtfGBoost {
+    /// The dataset's LM and its G (the one `graph` was compiled from), read deterministically.
+    pub fn new(reg: &Registry, name: &str, graph: &Graph) -> Result<Self> {
+        let lm = ctx_data::graphs::dataset_lm(reg, name)?;
+        let words = graph.symbols.words.clone();
+        let backoff = graph.symbols.word_disambig;
+        let (g, _) = ctx_graph::grammar::build_grammar_fst(
+            &lm,
+            &words,
+            backoff,
+            ctx_graph::grammar::MissingWords::Skip,
+        )?;
+        let small = std::sync::Arc::new(wfst_search::BackoffLm::from_fst(&g, backoff)?);
+        Ok(Self {
+            lm,
+            words,
+            backoff,
+            small,
+        })
+    }
+
+    /// The booster of one list: G edited towards `phrases` with `discount` (exactly as static
+    /// G-boosting edits it), minus G. An empty list (or one whose phrases all drop) boosts
+    /// nothing.
+    pub fn booster(
+        &self,
+        phrases: Vec<Vec<String>>,
+        discount: f32,
+    ) -> Result<(Booster, GBoostReport)> {
+        let boost = GBoost { phrases, discount };
+        let (edit, report) = ctx_graph::gboost::gboost_edit(&self.lm, &self.words, &boost)?;
+        if report.kept == 0 {
+            return Ok((Booster::None, report));
+        }
+        let (gb, _) = ctx_graph::grammar::build_grammar_fst_with(
+            &self.lm,
+            &self.words,
+            self.backoff,
+            ctx_graph::grammar::MissingWords::Skip,
+            &edit,
+        )?;
+        let big = wfst_search::BackoffLm::from_fst(&gb, self.backoff)?;
+        let delta = wfst_search::LmDelta::new(big, Some(self.small.clone()))?;
+        Ok((Booster::Lm(delta), report))
+    }
 }
 
 /// A boost applied to the graph before decoding (G-boosting or HCLG ∘ biasing FST): which
@@ -128,6 +187,8 @@ pub struct SetupOptions<'a> {
     pub gboost: Option<StaticBoost>,
     /// HCLG-boosting by composition with a biasing FST (003 §3.1.4), if any.
     pub hclg_bias: Option<StaticBoost>,
+    /// Prepare on-the-fly G-boosting ([`OtfGBoost`]; the lists come per decode).
+    pub gboost_otf: bool,
 }
 
 impl<'a> SetupOptions<'a> {
@@ -141,6 +202,7 @@ impl<'a> SetupOptions<'a> {
             noise: None,
             gboost: None,
             hclg_bias: None,
+            gboost_otf: false,
         }
     }
 }
@@ -156,6 +218,7 @@ impl Setup {
             noise,
             ref gboost,
             ref hclg_bias,
+            gboost_otf,
         } = *opts;
         let dataset =
             Dataset::load(reg, name, subset).with_context(|| format!("loading dataset {name}"))?;
@@ -195,6 +258,17 @@ impl Setup {
             graph = compose_with_biasing(&graph, &b)?;
             hclg_phrases = Some(ids.report);
         }
+        let otf = if gboost_otf {
+            if kind != GraphKind::Hclg {
+                bail!(
+                    "on-the-fly G-boosting needs an HCLG graph, not {}",
+                    kind.name()
+                );
+            }
+            Some(OtfGBoost::new(reg, name, &graph)?)
+        } else {
+            None
+        };
         let csr = DecodingGraph::from_fst(&graph.fst, None)?;
         let (acoustic, frame_s, silence) = match kind {
             GraphKind::Hclg => {
@@ -237,6 +311,7 @@ impl Setup {
             acoustic_scale,
             gboost,
             hclg_phrases,
+            otf,
         })
     }
 

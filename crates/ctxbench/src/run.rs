@@ -77,12 +77,15 @@ pub struct Plan {
 
 /// What the graph and acoustic model of a point depend on.
 pub(crate) fn setup_key(p: &Point) -> String {
+    // On-the-fly G-boosting decodes the unboosted graph: its list is a decode setting.
+    let otf = s(p, "gboost_mode") == "on-the-fly";
     [
         "dataset",
         "subset",
         "graph",
         "bpe_size",
         "noise",
+        "gboost_mode",
         "gboost_list",
         "gboost_discount",
         "hclg_list",
@@ -90,6 +93,7 @@ pub(crate) fn setup_key(p: &Point) -> String {
         "limit",
     ]
     .iter()
+    .filter(|k| !(otf && k.starts_with("gboost_") && **k != "gboost_mode"))
     .map(|k| format!("{k}={}", s(p, k)))
     .collect::<Vec<_>>()
     .join(";")
@@ -107,6 +111,9 @@ fn decode_key(p: &Point) -> String {
         "chunk_s",
         "endpointing",
         "threads",
+        "gboost_scope",
+        "gboost_list",
+        "gboost_discount",
     ] {
         k.push_str(&format!(";{x}={}", s(p, x)));
     }
@@ -195,15 +202,23 @@ fn check_lists(ds: &Dataset, full: &Dataset, points: &[Point], name: &str) -> Re
         if let Some(Value::Str(t)) = p.settings.get("targets") {
             pipeline::targets(ds, Some(t))?;
         }
+        let per_utt = s(p, "gboost_scope") == "utterance";
         for k in ["gboost_list", "hclg_list"] {
             if let Some(Value::Str(l)) = p.settings.get(k) {
-                pipeline::static_list(full, l).with_context(|| format!("'{k}'"))?;
+                if !(per_utt && k == "gboost_list") {
+                    pipeline::static_list(full, l).with_context(|| format!("'{k}'"))?;
+                }
             }
         }
-        if let Some(Value::Str(l)) = p.settings.get("bias_list") {
-            if let Some(ListKind::Global(n)) = ListKind::parse(l) {
-                if !ds.global_lists.contains_key(&n) {
-                    bail!("bias_list '{l}': dataset {name} has no global list '{n}'");
+        for k in ["bias_list", "gboost_list"] {
+            if k == "gboost_list" && !per_utt {
+                continue;
+            }
+            if let Some(Value::Str(l)) = p.settings.get(k) {
+                if let Some(ListKind::Global(n)) = ListKind::parse(l) {
+                    if !ds.global_lists.contains_key(&n) {
+                        bail!("{k} '{l}': dataset {name} has no global list '{n}'");
+                    }
                 }
             }
         }

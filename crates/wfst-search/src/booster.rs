@@ -1,7 +1,9 @@
 //! Per-stream cost modifiers (DESIGN.md §4). A booster never copies the graph: it adds a cost
-//! delta to an arc when the arc is relaxed, looked up from the arc's CSR index.
+//! delta to an arc when the arc is relaxed, looked up from the arc's CSR index, or — a word
+//! automaton ([`LmDelta`]) — carries a state along each token and adds a cost per output word.
 
 use crate::error::{DecodeError, Result};
+use crate::lm_delta::LmDelta;
 
 /// A sorted, de-duplicated set of arc indices that all earn one discount (000 Algorithm 1's
 /// per-context list). The sorted list is what the GPU binary-searches; the CPU backend also keeps
@@ -64,9 +66,22 @@ impl ArcSetBooster {
 
 /// An arc's cost delta, as the search loops ask for it. The loops are generic over it so each
 /// booster kind gets its own compiled loop ([`NoDelta`] for none: nothing left per arc).
+///
+/// A *stateful* booster (a word automaton) also has a state per token: tokens recombine per
+/// (graph state, automaton state), and an arc with output word `w` moves the automaton with
+/// [`ArcDelta::word`], adding its cost to the arc's graph cost.
 pub(crate) trait ArcDelta {
+    /// Whether tokens carry an automaton state (compile-time, so stateless loops pay nothing).
+    const STATEFUL: bool = false;
+
     /// The cost delta of arc `arc` (0 for unboosted arcs).
     fn delta(&self, arc: u32) -> f32;
+
+    /// The next automaton state and the added cost after output word `word`.
+    #[inline(always)]
+    fn word(&self, state: u32, _word: u32) -> (u32, f32) {
+        (state, -0.0)
+    }
 }
 
 /// No booster: every delta is −0.0, which `x + (−0.0) = x` lets the compiler drop.
@@ -87,10 +102,31 @@ impl ArcDelta for ArcSetBooster {
     }
 }
 
+impl ArcDelta for LmDelta {
+    const STATEFUL: bool = true;
+
+    #[inline(always)]
+    fn delta(&self, _arc: u32) -> f32 {
+        -0.0
+    }
+
+    #[inline(always)]
+    fn word(&self, state: u32, word: u32) -> (u32, f32) {
+        LmDelta::word(self, state, word)
+    }
+}
+
 impl ArcDelta for Booster {
+    const STATEFUL: bool = true;
+
     #[inline]
     fn delta(&self, arc: u32) -> f32 {
         Booster::delta(self, arc)
+    }
+
+    #[inline]
+    fn word(&self, state: u32, word: u32) -> (u32, f32) {
+        Booster::word(self, state, word)
     }
 }
 
@@ -102,7 +138,9 @@ pub enum Booster {
     None,
     /// Arc-index set + discount.
     ArcSet(ArcSetBooster),
-    /// Several boosters whose deltas add up.
+    /// A word automaton composed on the fly (on-the-fly G-boosting: G_boosted − G).
+    Lm(LmDelta),
+    /// Several boosters whose deltas add up (at most one of them a word automaton).
     Stack(Vec<Booster>),
 }
 
@@ -113,8 +151,41 @@ impl Booster {
         match self {
             Booster::None => 0.0,
             Booster::ArcSet(b) => b.delta(arc),
+            Booster::Lm(_) => 0.0,
             Booster::Stack(v) => v.iter().map(|b| b.delta(arc)).sum(),
         }
+    }
+
+    /// The word automaton of the booster, if any (the first of a stack).
+    pub fn automaton(&self) -> Option<&LmDelta> {
+        match self {
+            Booster::Lm(d) => Some(d),
+            Booster::Stack(v) => v.iter().find_map(Booster::automaton),
+            _ => None,
+        }
+    }
+
+    /// The automaton state of a segment's start token (0 without an automaton).
+    pub fn start(&self) -> u32 {
+        self.automaton().map_or(0, LmDelta::start)
+    }
+
+    /// The next automaton state and the added cost after output word `word`.
+    #[inline]
+    pub fn word(&self, state: u32, word: u32) -> (u32, f32) {
+        match self {
+            Booster::None | Booster::ArcSet(_) => (state, 0.0),
+            Booster::Lm(d) => d.word(state, word),
+            Booster::Stack(_) => match self.automaton() {
+                Some(d) => d.word(state, word),
+                None => (state, 0.0),
+            },
+        }
+    }
+
+    /// The cost added when a path ends with automaton state `state` (0 without an automaton).
+    pub fn final_cost(&self, state: u32) -> f32 {
+        self.automaton().map_or(0.0, |d| d.final_cost(state))
     }
 
     /// Whether the booster changes nothing.
@@ -122,14 +193,18 @@ impl Booster {
         match self {
             Booster::None => true,
             Booster::ArcSet(b) => b.arcs.is_empty() || b.discount == 0.0,
+            Booster::Lm(_) => false,
             Booster::Stack(v) => v.iter().all(Booster::is_none),
         }
     }
 
-    /// Checks every arc index is below `num_arcs`.
+    /// Checks every arc index is below `num_arcs` and that a stack holds one automaton at most.
     pub fn validate(&self, num_arcs: usize) -> Result<()> {
         match self {
-            Booster::None => Ok(()),
+            Booster::None | Booster::Lm(_) => Ok(()),
+            Booster::Stack(v) if v.iter().filter(|b| b.automaton().is_some()).count() > 1 => Err(
+                DecodeError::Booster("a booster stack holds more than one word automaton".into()),
+            ),
             Booster::ArcSet(b) => match b.arcs.last() {
                 Some(&a) if a as usize >= num_arcs => Err(DecodeError::Booster(format!(
                     "arc index {a} is outside the graph ({num_arcs} arcs)"

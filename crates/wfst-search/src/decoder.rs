@@ -183,7 +183,7 @@ impl<'g> Decoder<'g> {
         let lattice = if self.config.lattice {
             let front = &stream.frames.last().unwrap().toks;
             let best_total = best.cost;
-            let finals = final_costs(front, g, reached_final);
+            let finals = final_costs(front, g, stream.booster(), reached_final);
             let extra: Vec<f32> = front
                 .iter()
                 .zip(&finals)
@@ -199,7 +199,7 @@ impl<'g> Decoder<'g> {
             lattice::prune(&mut stream.frames, self.config.lattice_beam, Some(&extra));
             // Frontier tokens were compacted with the same order; recompute their finals.
             let front = &stream.frames.last().unwrap().toks;
-            let finals = final_costs(front, g, reached_final);
+            let finals = final_costs(front, g, stream.booster(), reached_final);
             let lat = lattice::word_lattice(&stream.frames, g, &finals).map_err(|message| {
                 DecodeError::Lattice {
                     utt: stream.id.clone(),
@@ -229,12 +229,17 @@ impl<'g> Decoder<'g> {
 }
 
 /// Final cost of each frontier token (0 for all when no final state was reached).
-fn final_costs(front: &[crate::search::LTok], g: &DecodingGraph, reached_final: bool) -> Vec<f32> {
+fn final_costs(
+    front: &[crate::search::LTok],
+    g: &DecodingGraph,
+    booster: &crate::booster::Booster,
+    reached_final: bool,
+) -> Vec<f32> {
     front
         .iter()
         .map(|t| {
             if reached_final {
-                g.final_cost[t.state as usize]
+                g.final_cost[t.state as usize] + booster.final_cost(t.lm)
             } else {
                 0.0
             }

@@ -3,7 +3,9 @@
 //! follows rule for rule.
 //!
 //! - [`config`]: beams, max-active, lattice beam, acoustic scale.
-//! - [`booster`]: per-stream cost modifiers (none, arc-index set + discount).
+//! - [`booster`]: per-stream cost modifiers (none, arc-index set + discount, word automaton).
+//! - [`lm_delta`]: back-off grammars read deterministically and their difference, composed with
+//!   the graph on the fly (online G-boosting).
 //! - [`search`]: one stream's token passing, recombination, pruning and raw lattice.
 //! - [`lattice`]: lattice pruning and the word lattice (graph and acoustic costs apart).
 //! - [`endpoint`]: Kaldi-style endpoint rules on trailing silence.
@@ -15,6 +17,7 @@ pub mod decoder;
 pub mod endpoint;
 pub mod error;
 pub mod lattice;
+pub mod lm_delta;
 pub mod search;
 
 pub use booster::{ArcSetBooster, Booster};
@@ -23,4 +26,5 @@ pub use decoder::{decode_utterance, Decoder, SegmentResult, UtteranceResult};
 pub use endpoint::EndpointConfig;
 pub use error::{DecodeError, Result};
 pub use lattice::{LatticePath, WlArc, WordLattice};
+pub use lm_delta::{BackoffLm, LmDelta};
 pub use search::{Partial, Stream};

@@ -3,11 +3,13 @@
 //! Lattice frame k holds the tokens after k score rows of the current segment. One step (one
 //! score row) does, in this order — the CUDA backend follows the same rules:
 //! 1. **Emitting expansion** of every token of frame k whose cost passes the expand cut (see 4):
-//!    `cost' = cost + (weight + boost) + (−acoustic_scale × loglik[ilabel − 1])`, evaluated left
-//!    to right in f32. A candidate above `bound` (the best token's cheapest expansion + beam, an
-//!    upper bound of the exact cut) is skipped early.
-//! 2. **Recombination** per destination state: the token keeps the minimum cost; ties go to the
-//!    smaller arc index, so the result does not depend on the order arcs are visited.
+//!    `cost' = cost + (weight + boost + word) + (−acoustic_scale × loglik[ilabel − 1])`,
+//!    evaluated left to right in f32 (`word` is a word automaton's cost for an arc with an
+//!    output label, 0 otherwise). A candidate above `bound` (the best token's cheapest
+//!    expansion + beam, an upper bound of the exact cut) is skipped early.
+//! 2. **Recombination** per destination state — per (graph state, automaton state) with a word
+//!    automaton — the token keeps the minimum cost; ties go to the smaller arc index, so the
+//!    result does not depend on the order arcs are visited.
 //! 3. **Beam**: with `best` the minimum emitting cost of frame k+1, tokens above
 //!    `cutoff = best + beam` are dropped, then the **ε-closure** relaxes non-emitting arcs
 //!    (same recombination rule) creating no token above `cutoff`.
@@ -45,6 +47,10 @@ macro_rules! with_delta {
                 let $b = set;
                 $body
             }
+            Booster::Lm(lm) => {
+                let $b = lm;
+                $body
+            }
             other => {
                 let $b = other;
                 $body
@@ -69,10 +75,38 @@ fn emitting_costs<B: ArcDelta>(
     )
 }
 
-/// A lattice token: the graph state, its best (forward) cost and its lattice extra cost.
+/// A word automaton's move on arc `a` from automaton state `lm`: the next state and the cost
+/// to add to the arc's graph cost (a stateless booster: `(lm, −0.0)`, folded away).
+#[inline(always)]
+fn word_step<B: ArcDelta>(g: &DecodingGraph, booster: &B, a: usize, lm: u32) -> (u32, f32) {
+    if B::STATEFUL {
+        let w = g.olabel[a];
+        if w != 0 {
+            return booster.word(lm, w);
+        }
+    }
+    (lm, -0.0)
+}
+
+/// The token of graph state `d` with automaton state `lm` among `toks`, or [`NONE`]: the state
+/// map points at one token per graph state, `chain` links the others of the same state.
+#[inline(always)]
+fn find<B: ArcDelta>(map: &[u32], chain: &[u32], toks: &[LTok], d: usize, lm: u32) -> u32 {
+    let mut j = map[d];
+    if B::STATEFUL {
+        while j != NONE && toks[j as usize].lm != lm {
+            j = chain[j as usize];
+        }
+    }
+    j
+}
+
+/// A lattice token: the graph state, the word automaton's state (0 without one), its best
+/// (forward) cost and its lattice extra cost.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct LTok {
     pub state: u32,
+    pub lm: u32,
     pub cost: f32,
     pub extra: f32,
 }
@@ -183,6 +217,9 @@ pub struct Stream {
     bp: Vec<Bp>,
     aux: Vec<Aux>,
     map: Vec<u32>,
+    /// Per token of the frame being built: the next token of the same graph state (stateful
+    /// boosters only).
+    chain: Vec<u32>,
     expand: ExpandCut,
     traces: Vec<Trace>,
     gc_at: usize,
@@ -210,6 +247,7 @@ impl Stream {
             bp: Vec::new(),
             aux: Vec::new(),
             map: Vec::new(),
+            chain: Vec::new(),
             expand: ExpandCut::all(f32::INFINITY),
             traces: Vec::new(),
             gc_at: 4096,
@@ -284,10 +322,13 @@ impl Stream {
         self.since_prune = 0;
         let mut toks = vec![LTok {
             state: g.start,
+            lm: self.booster.start(),
             cost: 0.0,
             extra: 0.0,
         }];
         self.map[g.start as usize] = 0;
+        self.chain.clear();
+        self.chain.push(NONE);
         self.bp.clear();
         self.bp.push(Bp {
             src: NONE,
@@ -329,10 +370,12 @@ impl Stream {
         let mut nt: Vec<LTok> = Vec::new();
         self.bp.clear();
         self.cand.clear();
+        self.chain.clear();
         {
             let Stream {
                 frames,
                 map,
+                chain,
                 bp,
                 cand,
                 expand,
@@ -349,7 +392,8 @@ impl Stream {
             if let Some((_, t)) = best {
                 for a in g.emitting(t.state) {
                     let (gc, ac) = emitting_costs(g, booster, a, row, scale);
-                    ub = ub.min(t.cost + gc + ac);
+                    let (_, wc) = word_step(g, booster, a, t.lm);
+                    ub = ub.min(t.cost + (gc + wc) + ac);
                 }
             }
             let bound = ub + cfg.beam;
@@ -359,18 +403,24 @@ impl Stream {
                 }
                 for a in g.emitting(t.state) {
                     let (gc, ac) = emitting_costs(g, booster, a, row, scale);
+                    let (lm, wc) = word_step(g, booster, a, t.lm);
+                    let gc = gc + wc;
                     let c = t.cost + gc + ac;
                     if c > bound {
                         continue;
                     }
                     let d = g.next[a] as usize;
                     let a = a as u32;
-                    let j = map[d];
+                    let j = find::<B>(map, chain, &nt, d, lm);
                     let j = if j == NONE {
                         let j = nt.len() as u32;
+                        if B::STATEFUL {
+                            chain.push(map[d]);
+                        }
                         map[d] = j;
                         nt.push(LTok {
                             state: d as u32,
+                            lm,
                             cost: c,
                             extra: 0.0,
                         });
@@ -418,7 +468,9 @@ impl Stream {
             let t = nt[j];
             if t.cost <= cutoff {
                 self.remap.push(w as u32);
-                self.map[t.state as usize] = w as u32;
+                if !B::STATEFUL {
+                    self.map[t.state as usize] = w as u32;
+                }
                 nt[w] = t;
                 self.bp[w] = self.bp[j];
                 w += 1;
@@ -429,6 +481,17 @@ impl Stream {
         }
         nt.truncate(w);
         self.bp.truncate(w);
+        if B::STATEFUL {
+            // Rebuild the map and its chains over the survivors.
+            for t in &nt {
+                self.map[t.state as usize] = NONE;
+            }
+            self.chain.clear();
+            for (j, t) in nt.iter().enumerate() {
+                self.chain.push(self.map[t.state as usize]);
+                self.map[t.state as usize] = j as u32;
+            }
+        }
         let mut links = Vec::new();
         if cfg.lattice {
             let prev = &self.frames[k].toks;
@@ -482,6 +545,7 @@ impl Stream {
     ) -> Result<()> {
         let Stream {
             map,
+            chain,
             bp,
             queue,
             inq,
@@ -501,21 +565,28 @@ impl Stream {
                     frame: self.frames.len(),
                 });
             }
-            let LTok { state, cost, .. } = toks[u as usize];
+            let LTok {
+                state, cost, lm, ..
+            } = toks[u as usize];
             for a in g.non_emitting(state) {
-                let gc = g.weight[a] + booster.delta(a as u32);
+                let (lm, wc) = word_step(g, booster, a, lm);
+                let gc = g.weight[a] + booster.delta(a as u32) + wc;
                 let c = cost + gc;
                 if c > cutoff {
                     continue;
                 }
                 let d = g.next[a] as usize;
                 let a = a as u32;
-                let j = map[d];
+                let j = find::<B>(map, chain, toks, d, lm);
                 if j == NONE {
                     let j = toks.len() as u32;
+                    if B::STATEFUL {
+                        chain.push(map[d]);
+                    }
                     map[d] = j;
                     toks.push(LTok {
                         state: d as u32,
+                        lm,
                         cost: c,
                         extra: 0.0,
                     });
@@ -541,11 +612,12 @@ impl Stream {
         if cfg.lattice {
             for (u, t) in toks.iter().enumerate() {
                 for a in g.non_emitting(t.state) {
-                    let gc = g.weight[a] + booster.delta(a as u32);
+                    let (lm, wc) = word_step(g, booster, a, t.lm);
+                    let gc = g.weight[a] + booster.delta(a as u32) + wc;
                     if t.cost + gc > cutoff {
                         continue;
                     }
-                    let dst = map[g.next[a] as usize];
+                    let dst = find::<B>(map, chain, toks, g.next[a] as usize, lm);
                     debug_assert_ne!(dst, NONE);
                     links.push(Link {
                         src: u as u32,
@@ -755,12 +827,11 @@ impl Stream {
     /// a final state was reached.
     pub fn best_final(&self, g: &DecodingGraph) -> Option<(Partial, bool)> {
         let toks = &self.frames.last()?.toks;
-        let any_final = toks
-            .iter()
-            .any(|t| g.final_cost[t.state as usize].is_finite());
+        let fin = |t: &LTok| g.final_cost[t.state as usize] + self.booster.final_cost(t.lm);
+        let any_final = toks.iter().any(|t| fin(t).is_finite());
         let total = |t: &LTok| {
             if any_final {
-                t.cost + g.final_cost[t.state as usize]
+                t.cost + fin(t)
             } else {
                 t.cost
             }
@@ -797,7 +868,7 @@ impl Stream {
         let best_final = f
             .toks
             .iter()
-            .map(|t| t.cost + g.final_cost[t.state as usize])
+            .map(|t| t.cost + g.final_cost[t.state as usize] + self.booster.final_cost(t.lm))
             .fold(f32::INFINITY, f32::min);
         best_final - best
     }

@@ -1,0 +1,320 @@
+//! On-the-fly LM composition: the deterministic back-off view of G against the ARPA rule, the
+//! difference G_boosted − G against two independent walks and against G-boosting's discounts,
+//! and decoding with the automaton against brute force over the graph's paths.
+
+use ctx_core::arpa::ArpaLm;
+use ctx_core::scores::ScoreMatrix;
+use ctx_core::symbols::SymbolTable;
+use ctx_graph::csr::DecodingGraph;
+use ctx_graph::gboost::{gboost_edit, GBoost};
+use ctx_graph::grammar::{build_grammar_fst, build_grammar_fst_with, MissingWords};
+use ctx_graph::StdFst;
+use rustfst::prelude::*;
+use std::collections::BTreeMap;
+use wfst_search::{
+    decode_utterance, BackoffLm, Booster, DecodeError, Decoder, DecoderConfig, LmDelta, Stream,
+};
+
+const LN10: f32 = std::f32::consts::LN_10;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+fn w(i: u32) -> String {
+    format!("w{i}")
+}
+
+/// A random trigram LM over `w1..=wV` (+ `<s>`, `</s>`); every listed trigram's two bigrams are
+/// listed too. Returns it with the word table (`w{i}` = id i, `#0` = V + 1).
+fn random_lm(rng: &mut Rng, v: u32) -> (ArpaLm, SymbolTable) {
+    let lp = |rng: &mut Rng| -0.2 - 1.8 * rng.unit();
+    let bo = |rng: &mut Rng| -0.6 * rng.unit();
+    let mut uni = vec![
+        (vec!["<s>".to_string()], -99.0, bo(rng)),
+        (vec!["</s>".to_string()], lp(rng), 0.0),
+    ];
+    for i in 1..=v {
+        uni.push((vec![w(i)], lp(rng), bo(rng)));
+    }
+    let tok = |i: u32| if i == 0 { "<s>".to_string() } else { w(i) };
+    let mut bi: BTreeMap<(u32, u32), ()> = BTreeMap::new();
+    for _ in 0..3 * v {
+        let a = rng.below(v as u64 + 1) as u32; // 0 = <s>
+        let b = 1 + rng.below(v as u64) as u32;
+        bi.insert((a, b), ());
+    }
+    let mut bigrams: Vec<(Vec<String>, f32, f32)> = bi
+        .keys()
+        .map(|&(a, b)| (vec![tok(a), w(b)], lp(rng), bo(rng)))
+        .collect();
+    for a in 1..=v {
+        if rng.below(3) == 0 {
+            bigrams.push((vec![w(a), "</s>".to_string()], lp(rng), 0.0));
+        }
+    }
+    let mut tri: Vec<(Vec<String>, f32, f32)> = Vec::new();
+    let keys: Vec<(u32, u32)> = bi.keys().copied().collect();
+    for &(a, b) in &keys {
+        for &(b2, c) in &keys {
+            if b2 == b && rng.below(3) == 0 {
+                tri.push((vec![tok(a), w(b), w(c)], lp(rng), 0.0));
+            }
+        }
+    }
+    let lm = ArpaLm::from_entries(vec![uni, bigrams, tri]).unwrap();
+    let mut words = SymbolTable::with_epsilon();
+    for i in 1..=v {
+        words.add(&w(i));
+    }
+    words.add("#0");
+    (lm, words)
+}
+
+/// −ln p of a sentence by the ARPA back-off rule (`<s>` history, `</s>` included).
+fn arpa_cost(lm: &ArpaLm, ids: &[u32]) -> f32 {
+    let mut hist = vec![lm.word_id("<s>").unwrap()];
+    let mut cost = 0.0;
+    for &i in ids {
+        let x = lm.word_id(&w(i)).unwrap();
+        cost -= lm.log10_prob(&hist, x).unwrap() * LN10;
+        hist.push(x);
+    }
+    cost - lm.log10_prob(&hist, lm.word_id("</s>").unwrap()).unwrap() * LN10
+}
+
+/// G and G_boosted (phrases `w1 w2 w3 w4` and `w5`, discount `d`) of a random LM.
+fn grammars(rng: &mut Rng, v: u32, d: f32) -> (ArpaLm, StdFst, StdFst) {
+    let (lm, words) = random_lm(rng, v);
+    let bo = v + 1;
+    let (g, _) = build_grammar_fst(&lm, &words, bo, MissingWords::Error).unwrap();
+    let boost = GBoost {
+        phrases: vec![(1..=4).map(w).collect(), vec![w(5)]],
+        discount: d,
+    };
+    let (edit, report) = gboost_edit(&lm, &words, &boost).unwrap();
+    assert_eq!(report.kept, 2);
+    let (gb, _) = build_grammar_fst_with(&lm, &words, bo, MissingWords::Error, &edit).unwrap();
+    (lm, g, gb)
+}
+
+fn random_words(rng: &mut Rng, v: u32) -> Vec<u32> {
+    (0..rng.below(7))
+        .map(|_| 1 + rng.below(v as u64) as u32)
+        .collect()
+}
+
+#[test]
+fn backoff_view_follows_the_arpa_rule_and_the_delta_two_walks() {
+    let mut rng = Rng(11);
+    for case in 0..20 {
+        let (lm, g, gb) = grammars(&mut rng, 6, -1.5);
+        let small = BackoffLm::from_fst(&g, 7).unwrap();
+        let big = BackoffLm::from_fst(&gb, 7).unwrap();
+        assert!(big.num_states() > small.num_states(), "case {case}");
+        let delta = LmDelta::new(big.clone(), Some(std::sync::Arc::new(small.clone()))).unwrap();
+        let alone = LmDelta::new(small.clone(), None).unwrap();
+        for _ in 0..50 {
+            let ws = random_words(&mut rng, 6);
+            let truth = arpa_cost(&lm, &ws);
+            let c = small.sentence_cost(&ws);
+            assert!(
+                (c - truth).abs() < 1e-3,
+                "case {case} {ws:?}: {c} vs {truth}"
+            );
+            assert!((alone.sentence_cost(&ws) - truth).abs() < 1e-3);
+            // The delta (big's walk + small's state through the map) equals two walks.
+            let two = big.sentence_cost(&ws) - c;
+            let d = delta.sentence_cost(&ws);
+            assert!((d - two).abs() < 1e-3, "case {case} {ws:?}: {d} vs {two}");
+        }
+        // G-boosting's discount, once per word that continues a phrase prefix.
+        for (ws, n) in [
+            (vec![1, 2, 3, 4], 4.0),
+            (vec![5], 1.0),
+            (vec![2, 3], 0.0),
+            (vec![3, 1, 2], 2.0),
+            (vec![1, 2, 5, 6], 3.0),
+        ] {
+            let d = delta.sentence_cost(&ws);
+            assert!(
+                (d - n * -1.5).abs() < 1e-3,
+                "case {case} {ws:?}: delta {d}, expected {n} discounts"
+            );
+        }
+    }
+}
+
+#[test]
+fn mismatched_grammars_are_refused() {
+    let mut rng = Rng(3);
+    let (_, g, gb) = grammars(&mut rng, 6, -1.0);
+    let small = BackoffLm::from_fst(&g, 7).unwrap();
+    let big = BackoffLm::from_fst(&gb, 7).unwrap();
+    assert!(LmDelta::new(small, Some(std::sync::Arc::new(big))).is_err());
+    // A back-off label that is not G's: its back-off arcs read as non-word arcs.
+    assert!(BackoffLm::from_fst(&g, 99).is_err());
+}
+
+/// A random graph over words 1..=6 (see engine.rs): emitting arcs anywhere, ε arcs forward.
+fn random_graph(rng: &mut Rng, states: u32) -> StdFst {
+    let mut fst = StdFst::new();
+    for _ in 0..states {
+        fst.add_state();
+    }
+    fst.set_start(0).unwrap();
+    for s in 0..states {
+        for _ in 0..1 + rng.below(3) {
+            let il = 1 + rng.below(3) as u32;
+            let ol = if rng.below(2) == 0 {
+                1 + rng.below(6) as u32
+            } else {
+                0
+            };
+            let d = rng.below(states as u64) as u32;
+            fst.add_tr(s, Tr::new(il, ol, 2.0 * rng.unit(), d)).unwrap();
+        }
+        if s + 1 < states && rng.below(2) == 0 {
+            let d = s + 1 + rng.below((states - s - 1) as u64) as u32;
+            let ol = if rng.below(2) == 0 { 5 } else { 0 };
+            fst.add_tr(s, Tr::new(0, ol, rng.unit(), d)).unwrap();
+        }
+        if rng.below(3) == 0 {
+            fst.set_final(s, rng.unit()).unwrap();
+        }
+    }
+    fst
+}
+
+/// Best cost per word sequence over every complete path, plus `lm(words)`.
+fn brute_force(
+    fst: &StdFst,
+    scores: &ScoreMatrix,
+    scale: f32,
+    lm: &dyn Fn(&[u32]) -> f32,
+) -> BTreeMap<Vec<u32>, f32> {
+    let mut out = BTreeMap::new();
+    let mut stack: Vec<(u32, usize, Vec<u32>, f32)> = vec![(0, 0, Vec::new(), 0.0)];
+    while let Some((s, t, words, cost)) = stack.pop() {
+        if t == scores.rows() {
+            if let Some(f) = fst.final_weight(s).unwrap() {
+                let c = cost + *f.value() + lm(&words);
+                if c.is_finite() {
+                    let e = out.entry(words.clone()).or_insert(f32::INFINITY);
+                    *e = e.min(c);
+                }
+            }
+        }
+        for tr in fst.get_trs(s).unwrap().trs() {
+            let mut ws = words.clone();
+            if tr.olabel != 0 {
+                ws.push(tr.olabel);
+            }
+            if tr.ilabel == 0 {
+                stack.push((tr.nextstate, t, ws, cost + *tr.weight.value()));
+            } else if t < scores.rows() {
+                let ac = -scale * scores.row(t)[tr.ilabel as usize - 1];
+                stack.push((tr.nextstate, t + 1, ws, cost + *tr.weight.value() + ac));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn decoding_with_the_automaton_equals_brute_force_over_graph_plus_lm() {
+    let mut rng = Rng(5);
+    let cfg = DecoderConfig {
+        beam: 1000.0,
+        max_active: 1_000_000,
+        lattice_beam: 2.0,
+        acoustic_scale: 0.8,
+        prune_interval: 2,
+        lattice: true,
+    };
+    let (mut checked, mut changed) = (0, 0);
+    for case in 0..150 {
+        let (_, g, gb) = grammars(&mut rng, 6, -2.0);
+        let small = BackoffLm::from_fst(&g, 7).unwrap();
+        let big = BackoffLm::from_fst(&gb, 7).unwrap();
+        // Alternate: the difference G_boosted − G, and a whole LM composed on the fly.
+        let auto = if case % 2 == 0 {
+            LmDelta::new(big, Some(std::sync::Arc::new(small))).unwrap()
+        } else {
+            LmDelta::new(small, None).unwrap()
+        };
+        let fst = random_graph(&mut rng, 3 + (case % 4) as u32);
+        let rows = 2 + case % 5;
+        let data = (0..rows * 3).map(|_| -4.0 * rng.unit()).collect();
+        let scores = ScoreMatrix::new(rows, 3, data).unwrap();
+        let truth = brute_force(&fst, &scores, cfg.acoustic_scale, &|ws| {
+            auto.sentence_cost(ws)
+        });
+        let plain = brute_force(&fst, &scores, cfg.acoustic_scale, &|_| 0.0);
+        if truth.is_empty() {
+            continue;
+        }
+        let graph = DecodingGraph::from_fst(&fst, None).unwrap();
+        let dec = Decoder::new(&graph, cfg.clone()).unwrap();
+        let mut stream = Stream::new(format!("case{case}"), Booster::Lm(auto.clone()));
+        let res = match decode_utterance(&dec, &mut stream, &scores, 2, None) {
+            Ok(r) => r,
+            Err(DecodeError::NoSurvivors { .. }) => continue,
+            Err(e) => panic!("case {case}: {e}"),
+        };
+        let seg = &res.segments[0];
+        let (best, cost) = truth
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(w, c)| (w.clone(), *c))
+            .unwrap();
+        let alt = truth
+            .iter()
+            .filter(|(w, c)| **w != best && (**c - cost).abs() < 1e-4)
+            .count();
+        if alt == 0 {
+            assert_eq!(seg.best.words, best, "case {case}");
+        }
+        assert!(
+            (seg.best.cost() - cost).abs() < 1e-3,
+            "case {case}: {} vs {cost}",
+            seg.best.cost()
+        );
+        // The lattice holds every sequence within the lattice beam with its composed cost.
+        let seqs = seg.lattice.as_ref().unwrap().word_sequences();
+        for (ws, &c) in &truth {
+            if c <= cost + cfg.lattice_beam - 1e-3 {
+                let got = seqs.get(ws).copied();
+                assert!(
+                    got.is_some_and(|x| (x - c).abs() < 1e-3),
+                    "case {case}: {ws:?} {c} -> {got:?}"
+                );
+            }
+        }
+        // Chunking does not change the answer.
+        let mut s1 = Stream::new(format!("case{case}"), Booster::Lm(auto.clone()));
+        let r1 = decode_utterance(&dec, &mut s1, &scores, 1, None).unwrap();
+        assert_eq!(r1.segments[0].best.words, seg.best.words, "case {case}");
+        assert_eq!(r1.segments[0].best.cost(), seg.best.cost(), "case {case}");
+        let plain_best = plain.iter().min_by(|a, b| a.1.total_cmp(b.1)).unwrap().0;
+        if *plain_best != best {
+            changed += 1;
+        }
+        checked += 1;
+    }
+    assert!(checked > 50, "only {checked} cases decoded");
+    assert!(changed > 5, "the automaton changed only {changed} answers");
+}
