@@ -302,8 +302,8 @@ pub const SETTINGS: &[SettingSpec] = &[
         "gboost_mode",
         Type::Str,
         Component::GBoost,
-        "static (HCLG compiled from the boosted G) or on-the-fly (unboosted HCLG + G_boosted − G \
-         composed during the search)",
+        "static (HCLG compiled from the boosted G), on-the-fly (unboosted HCLG + the phrase-prefix \
+         automaton composed during the search) or on-the-fly-lm (+ the exact G_boosted − G)",
     ),
     spec(
         "gboost_scope",
@@ -953,15 +953,15 @@ fn check_values(s: &Settings, what: &str) -> Result<()> {
     }
     let mode = str_of("gboost_mode");
     if let Some(v) = &mode {
-        if v != "static" && v != "on-the-fly" {
-            bail!("{what}: gboost_mode '{v}' (static or on-the-fly)");
+        if !["static", "on-the-fly", "on-the-fly-lm"].contains(&v.as_str()) {
+            bail!("{what}: gboost_mode '{v}' (static, on-the-fly or on-the-fly-lm)");
         }
     }
     if let Some(v) = str_of("gboost_scope") {
         match v.as_str() {
             "set" => {}
             "utterance" => {
-                if mode.as_deref() != Some("on-the-fly") {
+                if !mode.as_deref().is_some_and(|m| m.starts_with("on-the-fly")) {
                     bail!("{what}: gboost_scope 'utterance' needs gboost_mode 'on-the-fly' (a static graph has one list)");
                 }
                 if let Some(l) = str_of("gboost_list") {
@@ -1091,7 +1091,7 @@ sweep = { discount = [-2, -3] }
             ),
             (
                 "[settings]\ndataset = \"a\"\n[[rows]]\nrow = \"a\"\nmethod = \"g-boosting\"\ngboost_list = \"sequences\"\ngboost_mode = \"lazy\"\n",
-                "gboost_mode 'lazy' (static or on-the-fly)",
+                "gboost_mode 'lazy' (static, on-the-fly or on-the-fly-lm)",
             ),
             (
                 "[settings]\ndataset = \"a\"\n[[rows]]\nrow = \"a\"\nmethod = \"g-boosting\"\ngboost_list = \"rare\"\ngboost_mode = \"on-the-fly\"\ngboost_scope = \"utterance\"\n",

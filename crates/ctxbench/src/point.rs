@@ -40,7 +40,7 @@ fn setup_options<'a>(p: &Point, cache: &'a Path) -> Result<SetupOptions<'a>> {
             discount: p.settings.get(d).and_then(Value::as_f64).unwrap_or(-2.0) as f32,
         })
     };
-    let otf = s(p, "gboost_mode") == "on-the-fly";
+    let otf = s(p, "gboost_mode").starts_with("on-the-fly");
     Ok(SetupOptions {
         subset: subset_of(p),
         kind: GraphKind::parse(&s(p, "graph")).ok_or_else(|| anyhow!("bad graph"))?,
@@ -71,6 +71,7 @@ fn otf_boosters(
     };
     let t = Instant::now();
     let list = s(p, "gboost_list");
+    let exact = s(p, "gboost_mode") == "on-the-fly-lm";
     let discount = num(p, "gboost_discount", -2.0) as f32;
     let utts = &st.dataset.utterances;
     let lists: Vec<Vec<Vec<String>>> = if s(p, "gboost_scope") == "utterance" {
@@ -96,7 +97,13 @@ fn otf_boosters(
     let built: Vec<(Booster, GBoostReport)> = pool.install(|| {
         distinct
             .par_iter()
-            .map(|l| otf.booster((*l).clone(), discount))
+            .map(|l| {
+                if exact {
+                    otf.lm_booster((*l).clone(), discount)
+                } else {
+                    otf.phrase_booster(l, discount)
+                }
+            })
             .collect::<Result<_>>()
     })?;
     let mut boosters = Vec::with_capacity(utts.len());

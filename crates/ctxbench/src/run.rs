@@ -78,7 +78,7 @@ pub struct Plan {
 /// What the graph and acoustic model of a point depend on.
 pub(crate) fn setup_key(p: &Point) -> String {
     // On-the-fly G-boosting decodes the unboosted graph: its list is a decode setting.
-    let otf = s(p, "gboost_mode") == "on-the-fly";
+    let otf = s(p, "gboost_mode").starts_with("on-the-fly");
     [
         "dataset",
         "subset",

@@ -4,6 +4,7 @@
 
 use crate::error::{DecodeError, Result};
 use crate::lm_delta::LmDelta;
+use crate::phrase_automaton::PhraseAutomaton;
 
 /// A sorted, de-duplicated set of arc indices that all earn one discount (000 Algorithm 1's
 /// per-context list). The sorted list is what the GPU binary-searches; the CPU backend also keeps
@@ -116,6 +117,20 @@ impl ArcDelta for LmDelta {
     }
 }
 
+impl ArcDelta for PhraseAutomaton {
+    const STATEFUL: bool = true;
+
+    #[inline(always)]
+    fn delta(&self, _arc: u32) -> f32 {
+        -0.0
+    }
+
+    #[inline(always)]
+    fn word(&self, state: u32, word: u32) -> (u32, f32) {
+        PhraseAutomaton::word(self, state, word)
+    }
+}
+
 impl ArcDelta for Booster {
     const STATEFUL: bool = true;
 
@@ -138,8 +153,10 @@ pub enum Booster {
     None,
     /// Arc-index set + discount.
     ArcSet(ArcSetBooster),
-    /// A word automaton composed on the fly (on-the-fly G-boosting: G_boosted − G).
+    /// A word automaton composed on the fly: an LM difference (G_boosted − G).
     Lm(LmDelta),
+    /// A word automaton composed on the fly: phrase prefixes (G-boosting's cost change).
+    Phrases(PhraseAutomaton),
     /// Several boosters whose deltas add up (at most one of them a word automaton).
     Stack(Vec<Booster>),
 }
@@ -151,23 +168,31 @@ impl Booster {
         match self {
             Booster::None => 0.0,
             Booster::ArcSet(b) => b.delta(arc),
-            Booster::Lm(_) => 0.0,
+            Booster::Lm(_) | Booster::Phrases(_) => 0.0,
             Booster::Stack(v) => v.iter().map(|b| b.delta(arc)).sum(),
         }
     }
 
     /// The word automaton of the booster, if any (the first of a stack).
-    pub fn automaton(&self) -> Option<&LmDelta> {
+    fn automaton(&self) -> Option<&Booster> {
         match self {
-            Booster::Lm(d) => Some(d),
+            Booster::Lm(_) | Booster::Phrases(_) => Some(self),
             Booster::Stack(v) => v.iter().find_map(Booster::automaton),
             _ => None,
         }
     }
 
+    /// Whether the booster carries a word automaton (tokens then have an automaton state).
+    pub fn has_automaton(&self) -> bool {
+        self.automaton().is_some()
+    }
+
     /// The automaton state of a segment's start token (0 without an automaton).
     pub fn start(&self) -> u32 {
-        self.automaton().map_or(0, LmDelta::start)
+        match self.automaton() {
+            Some(Booster::Lm(d)) => d.start(),
+            _ => 0,
+        }
     }
 
     /// The next automaton state and the added cost after output word `word`.
@@ -176,8 +201,9 @@ impl Booster {
         match self {
             Booster::None | Booster::ArcSet(_) => (state, 0.0),
             Booster::Lm(d) => d.word(state, word),
+            Booster::Phrases(p) => p.word(state, word),
             Booster::Stack(_) => match self.automaton() {
-                Some(d) => d.word(state, word),
+                Some(a) => a.word(state, word),
                 None => (state, 0.0),
             },
         }
@@ -185,7 +211,10 @@ impl Booster {
 
     /// The cost added when a path ends with automaton state `state` (0 without an automaton).
     pub fn final_cost(&self, state: u32) -> f32 {
-        self.automaton().map_or(0.0, |d| d.final_cost(state))
+        match self.automaton() {
+            Some(Booster::Lm(d)) => d.final_cost(state),
+            _ => 0.0,
+        }
     }
 
     /// Whether the booster changes nothing.
@@ -193,7 +222,7 @@ impl Booster {
         match self {
             Booster::None => true,
             Booster::ArcSet(b) => b.arcs.is_empty() || b.discount == 0.0,
-            Booster::Lm(_) => false,
+            Booster::Lm(_) | Booster::Phrases(_) => false,
             Booster::Stack(v) => v.iter().all(Booster::is_none),
         }
     }
@@ -201,7 +230,7 @@ impl Booster {
     /// Checks every arc index is below `num_arcs` and that a stack holds one automaton at most.
     pub fn validate(&self, num_arcs: usize) -> Result<()> {
         match self {
-            Booster::None | Booster::Lm(_) => Ok(()),
+            Booster::None | Booster::Lm(_) | Booster::Phrases(_) => Ok(()),
             Booster::Stack(v) if v.iter().filter(|b| b.automaton().is_some()).count() > 1 => Err(
                 DecodeError::Booster("a booster stack holds more than one word automaton".into()),
             ),

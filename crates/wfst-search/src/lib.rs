@@ -5,7 +5,9 @@
 //! - [`config`]: beams, max-active, lattice beam, acoustic scale.
 //! - [`booster`]: per-stream cost modifiers (none, arc-index set + discount, word automaton).
 //! - [`lm_delta`]: back-off grammars read deterministically and their difference, composed with
-//!   the graph on the fly (online G-boosting).
+//!   the graph on the fly (online G-boosting, exact reference).
+//! - [`phrase_automaton`]: the phrase-prefix automaton, G-boosting's cost change in a trie
+//!   (online G-boosting, fast).
 //! - [`search`]: one stream's token passing, recombination, pruning and raw lattice.
 //! - [`lattice`]: lattice pruning and the word lattice (graph and acoustic costs apart).
 //! - [`endpoint`]: Kaldi-style endpoint rules on trailing silence.
@@ -18,6 +20,7 @@ pub mod endpoint;
 pub mod error;
 pub mod lattice;
 pub mod lm_delta;
+pub mod phrase_automaton;
 pub mod search;
 
 pub use booster::{ArcSetBooster, Booster};
@@ -27,4 +30,5 @@ pub use endpoint::EndpointConfig;
 pub use error::{DecodeError, Result};
 pub use lattice::{LatticePath, WlArc, WordLattice};
 pub use lm_delta::{BackoffLm, LmDelta};
+pub use phrase_automaton::PhraseAutomaton;
 pub use search::{Partial, Stream};

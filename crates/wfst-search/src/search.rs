@@ -51,6 +51,10 @@ macro_rules! with_delta {
                 let $b = lm;
                 $body
             }
+            Booster::Phrases(p) => {
+                let $b = p;
+                $body
+            }
             other => {
                 let $b = other;
                 $body

@@ -12,7 +12,8 @@ use ctx_graph::StdFst;
 use rustfst::prelude::*;
 use std::collections::BTreeMap;
 use wfst_search::{
-    decode_utterance, BackoffLm, Booster, DecodeError, Decoder, DecoderConfig, LmDelta, Stream,
+    decode_utterance, BackoffLm, Booster, DecodeError, Decoder, DecoderConfig, LmDelta,
+    PhraseAutomaton, Stream,
 };
 
 const LN10: f32 = std::f32::consts::LN_10;
@@ -159,6 +160,60 @@ fn backoff_view_follows_the_arpa_rule_and_the_delta_two_walks() {
 }
 
 #[test]
+fn the_phrase_prefix_automaton_equals_g_boosted_minus_g() {
+    let mut rng = Rng(23);
+    let mut nonzero = 0;
+    for case in 0..40 {
+        let (lm, words) = random_lm(&mut rng, 6);
+        let (g, _) = build_grammar_fst(&lm, &words, 7, MissingWords::Error).unwrap();
+        // Random lists: 1–4 phrases of 1–5 words (longer than the LM's order included).
+        let phrases: Vec<Vec<u32>> = (0..1 + rng.below(4))
+            .map(|_| {
+                (0..1 + rng.below(5))
+                    .map(|_| 1 + rng.below(6) as u32)
+                    .collect()
+            })
+            .collect();
+        let d = -0.5 - 2.0 * rng.unit();
+        let boost = GBoost {
+            phrases: phrases
+                .iter()
+                .map(|p| p.iter().map(|&i| w(i)).collect())
+                .collect(),
+            discount: d,
+        };
+        let (edit, _) = gboost_edit(&lm, &words, &boost).unwrap();
+        let (gb, _) = build_grammar_fst_with(&lm, &words, 7, MissingWords::Error, &edit).unwrap();
+        let delta = LmDelta::new(
+            BackoffLm::from_fst(&gb, 7).unwrap(),
+            Some(std::sync::Arc::new(BackoffLm::from_fst(&g, 7).unwrap())),
+        )
+        .unwrap();
+        let trie = PhraseAutomaton::new(&phrases, d).unwrap();
+        for k in 0..60 {
+            // Half the sentences are built around a phrase, so prefixes occur often.
+            let mut ws = random_words(&mut rng, 6);
+            if k % 2 == 0 {
+                let p = &phrases[rng.below(phrases.len() as u64) as usize];
+                let at = rng.below(ws.len() as u64 + 1) as usize;
+                let cut = 1 + rng.below(p.len() as u64) as usize;
+                ws.splice(at..at, p[..cut].iter().copied());
+            }
+            let exact = delta.sentence_cost(&ws);
+            let fast = trie.sentence_cost(&ws);
+            assert!(
+                (exact - fast).abs() < 1e-3,
+                "case {case} phrases {phrases:?} d {d} words {ws:?}: G_boosted − G {exact}, trie {fast}"
+            );
+            if fast != 0.0 {
+                nonzero += 1;
+            }
+        }
+    }
+    assert!(nonzero > 500, "only {nonzero} sentences were boosted");
+}
+
+#[test]
 fn mismatched_grammars_are_refused() {
     let mut rng = Rng(3);
     let (_, g, gb) = grammars(&mut rng, 6, -1.0);
@@ -234,6 +289,9 @@ fn brute_force(
     out
 }
 
+/// A word automaton's cost of a whole word sequence.
+type SentenceCost = Box<dyn Fn(&[u32]) -> f32>;
+
 #[test]
 fn decoding_with_the_automaton_equals_brute_force_over_graph_plus_lm() {
     let mut rng = Rng(5);
@@ -250,26 +308,36 @@ fn decoding_with_the_automaton_equals_brute_force_over_graph_plus_lm() {
         let (_, g, gb) = grammars(&mut rng, 6, -2.0);
         let small = BackoffLm::from_fst(&g, 7).unwrap();
         let big = BackoffLm::from_fst(&gb, 7).unwrap();
-        // Alternate: the difference G_boosted − G, and a whole LM composed on the fly.
-        let auto = if case % 2 == 0 {
+        // Alternate: the difference G_boosted − G, a whole LM composed on the fly, and the
+        // phrase-prefix automaton.
+        let trie = PhraseAutomaton::new(&[vec![1, 2, 3, 4], vec![5]], -2.0).unwrap();
+        let auto = if case % 3 == 0 {
             LmDelta::new(big, Some(std::sync::Arc::new(small))).unwrap()
         } else {
             LmDelta::new(small, None).unwrap()
+        };
+        let (booster, lm_cost): (Booster, SentenceCost) = if case % 3 == 2 {
+            let t = trie.clone();
+            (
+                Booster::Phrases(trie),
+                Box::new(move |ws| t.sentence_cost(ws)),
+            )
+        } else {
+            let a = auto.clone();
+            (Booster::Lm(auto), Box::new(move |ws| a.sentence_cost(ws)))
         };
         let fst = random_graph(&mut rng, 3 + (case % 4) as u32);
         let rows = 2 + case % 5;
         let data = (0..rows * 3).map(|_| -4.0 * rng.unit()).collect();
         let scores = ScoreMatrix::new(rows, 3, data).unwrap();
-        let truth = brute_force(&fst, &scores, cfg.acoustic_scale, &|ws| {
-            auto.sentence_cost(ws)
-        });
+        let truth = brute_force(&fst, &scores, cfg.acoustic_scale, &*lm_cost);
         let plain = brute_force(&fst, &scores, cfg.acoustic_scale, &|_| 0.0);
         if truth.is_empty() {
             continue;
         }
         let graph = DecodingGraph::from_fst(&fst, None).unwrap();
         let dec = Decoder::new(&graph, cfg.clone()).unwrap();
-        let mut stream = Stream::new(format!("case{case}"), Booster::Lm(auto.clone()));
+        let mut stream = Stream::new(format!("case{case}"), booster.clone());
         let res = match decode_utterance(&dec, &mut stream, &scores, 2, None) {
             Ok(r) => r,
             Err(DecodeError::NoSurvivors { .. }) => continue,
@@ -305,7 +373,7 @@ fn decoding_with_the_automaton_equals_brute_force_over_graph_plus_lm() {
             }
         }
         // Chunking does not change the answer.
-        let mut s1 = Stream::new(format!("case{case}"), Booster::Lm(auto.clone()));
+        let mut s1 = Stream::new(format!("case{case}"), booster.clone());
         let r1 = decode_utterance(&dec, &mut s1, &scores, 1, None).unwrap();
         assert_eq!(r1.segments[0].best.words, seg.best.words, "case {case}");
         assert_eq!(r1.segments[0].best.cost(), seg.best.cost(), "case {case}");
