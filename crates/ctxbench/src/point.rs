@@ -74,7 +74,8 @@ fn otf_boosters(
     let exact = s(p, "gboost_mode") == "on-the-fly-lm";
     let discount = num(p, "gboost_discount", -2.0) as f32;
     let utts = &st.dataset.utterances;
-    let lists: Vec<Vec<Vec<String>>> = if s(p, "gboost_scope") == "utterance" {
+    let per_utt = s(p, "gboost_scope") == "utterance";
+    let lists: Vec<Vec<Vec<String>>> = if per_utt {
         let kind = ListKind::parse(&list).ok_or_else(|| anyhow!("bad gboost_list '{list}'"))?;
         utts.iter()
             .map(|u| pipeline::list_of(st, u, &kind).phrases)
@@ -119,6 +120,13 @@ fn otf_boosters(
         report.dropped += r.dropped;
         report.discounted += r.discounted;
         report.added += r.added;
+    }
+    // Per-utterance lists are summed over utterances (as lattice biasing reports them); one
+    // list for the set reports its own counts, as static G-boosting does.
+    if !per_utt {
+        if let Some((_, r)) = built.first() {
+            report = r.clone();
+        }
     }
     Ok(Some((boosters, report, t.elapsed().as_secs_f64())))
 }

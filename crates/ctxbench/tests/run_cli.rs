@@ -293,3 +293,60 @@ fn bad_experiments_fail_before_any_decoding() {
         "'wide' is not a number",
     );
 }
+
+#[test]
+fn on_the_fly_g_boosting_keeps_the_static_list_and_times_per_utterance_lists() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("experiments/otf.toml");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(
+        &p,
+        r#"
+title = "otf"
+[settings]
+dataset = "atco2-sim-1h-rare"
+subset = "quick"
+limit = 8
+threads = 1
+gboost_list = "rare"
+[table]
+measures = ["wer", "phrases_kept", "context_s"]
+[[rows]]
+row = "static"
+method = "g-boosting"
+[[rows]]
+row = "on the fly"
+method = "g-boosting"
+gboost_mode = "on-the-fly"
+[[rows]]
+row = "per utterance"
+method = "g-boosting"
+gboost_mode = "on-the-fly-lm"
+gboost_scope = "utterance"
+gboost_list = "gt"
+"#,
+    )
+    .unwrap();
+    let out = d.path().join("results");
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(out.join("otf/points.csv")).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let get = |row: &str, c: &str| -> String {
+        let r = rows.iter().find(|r| r[col("row")] == row).unwrap();
+        r[col(c)].to_string()
+    };
+    // One list for the set: the same phrases kept as the static graph's G edit (30 waypoints).
+    assert_eq!(
+        get("static", "phrases_kept"),
+        get("on the fly", "phrases_kept")
+    );
+    assert_eq!(get("static", "phrases_kept"), "30.0");
+    assert_eq!(get("static", "context_s"), "");
+    // Per-utterance lists: built while decoding, so their time is measured.
+    let c: f64 = get("per utterance", "context_s").parse().unwrap();
+    assert!(c > 0.0);
+}
