@@ -1,6 +1,9 @@
 //! The engine against brute force on small random graphs, plus streams, chunks, boosters,
 //! endpoints and bad input.
 
+mod common;
+
+use common::{brute_force, random_graph, Rng, LABELS};
 use ctx_core::scores::ScoreMatrix;
 use ctx_graph::csr::DecodingGraph;
 use ctx_graph::StdFst;
@@ -11,87 +14,9 @@ use wfst_search::{
     Stream,
 };
 
-/// Tiny deterministic generator (SplitMix64).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-}
-
-const LABELS: u32 = 3;
-
-/// A random graph: emitting arcs anywhere, ε arcs only forward (no ε cycles), word labels on
-/// about a third of the arcs, a few final states.
-fn random_graph(rng: &mut Rng, states: u32) -> StdFst {
-    let mut fst = StdFst::new();
-    for _ in 0..states {
-        fst.add_state();
-    }
-    fst.set_start(0).unwrap();
-    for s in 0..states {
-        for _ in 0..1 + rng.below(3) {
-            let il = 1 + rng.below(LABELS as u64) as u32;
-            let ol = if rng.below(3) == 0 {
-                1 + rng.below(4) as u32
-            } else {
-                0
-            };
-            let d = rng.below(states as u64) as u32;
-            fst.add_tr(s, Tr::new(il, ol, 2.0 * rng.unit(), d)).unwrap();
-        }
-        if s + 1 < states && rng.below(2) == 0 {
-            let d = s + 1 + rng.below((states - s - 1) as u64) as u32;
-            let ol = if rng.below(2) == 0 { 5 } else { 0 };
-            fst.add_tr(s, Tr::new(0, ol, rng.unit(), d)).unwrap();
-        }
-        if rng.below(3) == 0 {
-            fst.set_final(s, rng.unit()).unwrap();
-        }
-    }
-    fst
-}
-
 fn random_scores(rng: &mut Rng, rows: usize, cols: usize) -> ScoreMatrix {
     let data = (0..rows * cols).map(|_| -4.0 * rng.unit()).collect();
     ScoreMatrix::new(rows, cols, data).unwrap()
-}
-
-/// Every complete path: best cost per word sequence (final states only).
-fn brute_force(fst: &StdFst, scores: &ScoreMatrix, scale: f32) -> BTreeMap<Vec<u32>, f32> {
-    let mut out = BTreeMap::new();
-    let mut stack: Vec<(u32, usize, Vec<u32>, f32)> = vec![(0, 0, Vec::new(), 0.0)];
-    while let Some((s, t, words, cost)) = stack.pop() {
-        if t == scores.rows() {
-            if let Some(w) = fst.final_weight(s).unwrap() {
-                let e = out.entry(words.clone()).or_insert(f32::INFINITY);
-                *e = e.min(cost + *w.value());
-            }
-        }
-        for tr in fst.get_trs(s).unwrap().trs() {
-            let mut w = words.clone();
-            if tr.olabel != 0 {
-                w.push(tr.olabel);
-            }
-            if tr.ilabel == 0 {
-                stack.push((tr.nextstate, t, w, cost + *tr.weight.value()));
-            } else if t < scores.rows() {
-                let ac = -scale * scores.row(t)[tr.ilabel as usize - 1];
-                stack.push((tr.nextstate, t + 1, w, cost + *tr.weight.value() + ac));
-            }
-        }
-    }
-    out
 }
 
 fn wide() -> DecoderConfig {
@@ -111,10 +36,10 @@ fn random_case(
     case: usize,
     cfg: &DecoderConfig,
 ) -> Option<(StdFst, ScoreMatrix, BTreeMap<Vec<u32>, f32>)> {
-    let fst = random_graph(rng, 3 + (case % 4) as u32);
+    let fst = random_graph(rng, 3 + (case % 4) as u32, 4, 3);
     let rows = 2 + (case % 5);
     let scores = random_scores(rng, rows, LABELS as usize);
-    let truth = brute_force(&fst, &scores, cfg.acoustic_scale);
+    let truth = brute_force(&fst, &scores, cfg.acoustic_scale, &|_| 0.0);
     (!truth.is_empty()).then_some((fst, scores, truth))
 }
 

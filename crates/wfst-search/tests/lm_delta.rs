@@ -2,6 +2,9 @@
 //! difference G_boosted − G against two independent walks and against G-boosting's discounts,
 //! and decoding with the automaton against brute force over the graph's paths.
 
+mod common;
+
+use common::{brute_force, random_graph, Rng};
 use ctx_core::arpa::ArpaLm;
 use ctx_core::scores::ScoreMatrix;
 use ctx_core::symbols::SymbolTable;
@@ -9,7 +12,6 @@ use ctx_graph::csr::DecodingGraph;
 use ctx_graph::gboost::{gboost_edit, GBoost};
 use ctx_graph::grammar::{build_grammar_fst, build_grammar_fst_with, MissingWords};
 use ctx_graph::StdFst;
-use rustfst::prelude::*;
 use std::collections::BTreeMap;
 use wfst_search::{
     decode_utterance, BackoffLm, Booster, DecodeError, Decoder, DecoderConfig, LmDelta,
@@ -17,23 +19,6 @@ use wfst_search::{
 };
 
 const LN10: f32 = std::f32::consts::LN_10;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-}
 
 fn w(i: u32) -> String {
     format!("w{i}")
@@ -224,71 +209,6 @@ fn mismatched_grammars_are_refused() {
     assert!(BackoffLm::from_fst(&g, 99).is_err());
 }
 
-/// A random graph over words 1..=6 (see engine.rs): emitting arcs anywhere, ε arcs forward.
-fn random_graph(rng: &mut Rng, states: u32) -> StdFst {
-    let mut fst = StdFst::new();
-    for _ in 0..states {
-        fst.add_state();
-    }
-    fst.set_start(0).unwrap();
-    for s in 0..states {
-        for _ in 0..1 + rng.below(3) {
-            let il = 1 + rng.below(3) as u32;
-            let ol = if rng.below(2) == 0 {
-                1 + rng.below(6) as u32
-            } else {
-                0
-            };
-            let d = rng.below(states as u64) as u32;
-            fst.add_tr(s, Tr::new(il, ol, 2.0 * rng.unit(), d)).unwrap();
-        }
-        if s + 1 < states && rng.below(2) == 0 {
-            let d = s + 1 + rng.below((states - s - 1) as u64) as u32;
-            let ol = if rng.below(2) == 0 { 5 } else { 0 };
-            fst.add_tr(s, Tr::new(0, ol, rng.unit(), d)).unwrap();
-        }
-        if rng.below(3) == 0 {
-            fst.set_final(s, rng.unit()).unwrap();
-        }
-    }
-    fst
-}
-
-/// Best cost per word sequence over every complete path, plus `lm(words)`.
-fn brute_force(
-    fst: &StdFst,
-    scores: &ScoreMatrix,
-    scale: f32,
-    lm: &dyn Fn(&[u32]) -> f32,
-) -> BTreeMap<Vec<u32>, f32> {
-    let mut out = BTreeMap::new();
-    let mut stack: Vec<(u32, usize, Vec<u32>, f32)> = vec![(0, 0, Vec::new(), 0.0)];
-    while let Some((s, t, words, cost)) = stack.pop() {
-        if t == scores.rows() {
-            if let Some(f) = fst.final_weight(s).unwrap() {
-                let c = cost + *f.value() + lm(&words);
-                if c.is_finite() {
-                    let e = out.entry(words.clone()).or_insert(f32::INFINITY);
-                    *e = e.min(c);
-                }
-            }
-        }
-        for tr in fst.get_trs(s).unwrap().trs() {
-            let mut ws = words.clone();
-            if tr.olabel != 0 {
-                ws.push(tr.olabel);
-            }
-            if tr.ilabel == 0 {
-                stack.push((tr.nextstate, t, ws, cost + *tr.weight.value()));
-            } else if t < scores.rows() {
-                let ac = -scale * scores.row(t)[tr.ilabel as usize - 1];
-                stack.push((tr.nextstate, t + 1, ws, cost + *tr.weight.value() + ac));
-            }
-        }
-    }
-    out
-}
-
 /// A word automaton's cost of a whole word sequence.
 type SentenceCost = Box<dyn Fn(&[u32]) -> f32>;
 
@@ -326,7 +246,7 @@ fn decoding_with_the_automaton_equals_brute_force_over_graph_plus_lm() {
             let a = auto.clone();
             (Booster::Lm(auto), Box::new(move |ws| a.sentence_cost(ws)))
         };
-        let fst = random_graph(&mut rng, 3 + (case % 4) as u32);
+        let fst = random_graph(&mut rng, 3 + (case % 4) as u32, 6, 2);
         let rows = 2 + case % 5;
         let data = (0..rows * 3).map(|_| -4.0 * rng.unit()).collect();
         let scores = ScoreMatrix::new(rows, 3, data).unwrap();
