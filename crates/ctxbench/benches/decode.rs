@@ -52,9 +52,9 @@ fn bench(c: &mut Criterion) {
     let arcs: Vec<u32> = (0..setup.csr.num_arcs() as u32)
         .filter(|&a| words.contains(&setup.csr.olabel[a as usize]))
         .collect();
-    let booster = Booster::ArcSet(ArcSetBooster::new(arcs.clone(), -2.0).unwrap());
+    let booster = Booster::ArcSet(ArcSetBooster::new(&setup.csr, arcs.clone(), -2.0).unwrap());
     // The same set with discount 0: the lookups alone, search unchanged.
-    let lookup_only = Booster::ArcSet(ArcSetBooster::new(arcs, 0.0).unwrap());
+    let lookup_only = Booster::ArcSet(ArcSetBooster::new(&setup.csr, arcs, 0.0).unwrap());
     let mut g = c.benchmark_group("decode-atco2-1h-quick");
     g.sample_size(10);
     for threads in [1, 2] {

@@ -18,13 +18,14 @@ use ctx_graph::compile::{compose_with_biasing, Graph, GraphKind};
 use ctx_graph::csr::DecodingGraph;
 use ctx_graph::gboost::{GBoost, GBoostReport};
 use ctx_graph::hmm::HmmTopology;
-use lattice_rescorer::{biased_best_path, PhraseIds, PhraseReport};
+use lattice_rescorer::{biased_best_path, prefix_biased_best_path, PhraseIds, PhraseReport};
 use rayon::prelude::*;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Instant;
 use wfst_search::{
-    decode_utterance, Booster, Decoder, DecoderConfig, EndpointConfig, Stream, UtteranceResult,
+    decode_utterance, Booster, Decoder, DecoderConfig, EndpointConfig, PhraseAutomaton, Stream,
+    UtteranceResult,
 };
 
 /// The simulated acoustic model matching a graph kind.
@@ -592,6 +593,14 @@ pub fn lattice_bias(
     for (u, r) in setup.dataset.utterances.iter().zip(&run.results) {
         let ids = PhraseIds::new(&list_of(setup, u, kind), &setup.graph.symbols.words);
         report.add(&ids.report);
+        // A boost (discount ≤ 0) composes with the phrase-prefix automaton, the biasing FST's
+        // deterministic equivalent (one build per utterance, no closures); a penalty with the
+        // FST itself.
+        let automaton = if discount <= 0.0 && !ids.is_empty() {
+            Some(PhraseAutomaton::new(&ids.phrases, discount)?)
+        } else {
+            None
+        };
         let mut words = Vec::new();
         for seg in &r.segments {
             let lat = seg
@@ -602,12 +611,17 @@ pub fn lattice_bias(
                 words.extend(seg.best.words.iter().copied());
                 continue;
             }
-            let mut vocab: Vec<u32> = lat.arcs.iter().map(|a| a.word).collect();
-            vocab.extend(ids.phrases.iter().flatten().copied());
-            vocab.sort_unstable();
-            vocab.dedup();
-            let b = build_biasing_fst(&vocab, &ids.phrases, discount)?;
-            match biased_best_path(lat, &b) {
+            let best = match &automaton {
+                Some(a) => prefix_biased_best_path(lat, a),
+                None => {
+                    let mut vocab: Vec<u32> = lat.arcs.iter().map(|a| a.word).collect();
+                    vocab.extend(ids.phrases.iter().flatten().copied());
+                    vocab.sort_unstable();
+                    vocab.dedup();
+                    biased_best_path(lat, &build_biasing_fst(&vocab, &ids.phrases, discount)?)
+                }
+            };
+            match best {
                 Some(p) => words.extend(p.path.words),
                 None => words.extend(seg.best.words.iter().copied()),
             }

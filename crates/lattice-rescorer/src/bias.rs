@@ -5,11 +5,20 @@
 //! their best cost. Before a lattice arc is matched, a biasing state moves through its
 //! ε-closure (the ε arcs back to the loop state that let a matched prefix keep its discount).
 //! Ties go to the earlier-visited candidate, so the result is deterministic.
+//!
+//! Two forms of the biasing side. [`biased_best_path`] composes with the biasing FST itself
+//! (the reference, any discount). [`prefix_biased_best_path`] composes with its deterministic
+//! equivalent, the phrase-prefix automaton ([`wfst_search::PhraseAutomaton`]): for a discount
+//! ≤ 0 the FST's best cost over a word sequence is the discount times the number of words that
+//! end a phrase prefix occurrence (every such word can be covered by one segmentation into
+//! loop words and prefixes, and a covered word ends one), which is what the automaton adds.
+//! It needs no FST build per segment and keeps one state per path instead of a closure, which
+//! is what keeps lattice biasing within its time budget (`benches/overhead.rs`).
 
 use ctx_graph::StdFst;
 use rustfst::prelude::*;
 use std::collections::BTreeMap;
-use wfst_search::{LatticePath, WordLattice};
+use wfst_search::{LatticePath, PhraseAutomaton, WordLattice};
 
 /// The best biased path.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,4 +134,83 @@ pub fn biased_best_path(lattice: &WordLattice, bias: &StdFst) -> Option<BiasedPa
         path,
         bias: end_bias,
     })
+}
+
+/// The best path of `lattice ∘ automaton` for a phrase-prefix automaton — the same path and
+/// cost as [`biased_best_path`] with the biasing FST of the automaton's phrases and a discount
+/// ≤ 0 (tested on random cases; exact ties may pick another path of the same cost). `None` when
+/// the lattice has no final state reachable from its start.
+pub fn prefix_biased_best_path(
+    lattice: &WordLattice,
+    automaton: &PhraseAutomaton,
+) -> Option<BiasedPath> {
+    /// One (lattice state, automaton state) pair: its best cost, that path's bias and the
+    /// lattice arc and automaton state it came from.
+    #[derive(Clone, Copy)]
+    struct Cell {
+        state: u32,
+        cost: f32,
+        bias: f32,
+        arc: u32,
+        prev: u32,
+    }
+    let n = lattice.num_states();
+    // Per lattice state, its cells in the order they were first reached (few: the automaton
+    // is deterministic, so only paths ending in different prefixes keep apart).
+    let mut cells: Vec<Vec<Cell>> = vec![Vec::new(); n];
+    cells[0].push(Cell {
+        state: 0,
+        cost: 0.0,
+        bias: 0.0,
+        arc: u32::MAX,
+        prev: 0,
+    });
+    let mut best_end: Option<(f32, usize, usize)> = None;
+    for s in 0..n {
+        let here = std::mem::take(&mut cells[s]);
+        let (fg, fa) = lattice.finals[s];
+        let range = lattice.arc_range(s as u32);
+        for (k, c) in here.iter().enumerate() {
+            if fg.is_finite() {
+                let total = c.cost + fg + fa;
+                if best_end.is_none_or(|e| total < e.0) {
+                    best_end = Some((total, s, k));
+                }
+            }
+            for (a, arc_index) in lattice.arcs[range.clone()].iter().zip(range.clone()) {
+                let (next, w) = automaton.word(c.state, a.word);
+                let cost = c.cost + a.graph + a.ac + w;
+                let to = &mut cells[a.to as usize];
+                let cell = Cell {
+                    state: next,
+                    cost,
+                    bias: c.bias + w,
+                    arc: arc_index as u32,
+                    prev: c.state,
+                };
+                match to.iter_mut().find(|x| x.state == next) {
+                    Some(x) if cost < x.cost => *x = cell,
+                    Some(_) => {}
+                    None => to.push(cell),
+                }
+            }
+        }
+        cells[s] = here;
+    }
+    let (_, end, k) = best_end?;
+    let bias = cells[end][k].bias;
+    // Trace back through (lattice state, automaton state).
+    let mut arcs = Vec::new();
+    let mut c = cells[end][k];
+    while c.arc != u32::MAX {
+        let a = lattice.arcs[c.arc as usize];
+        arcs.push(a);
+        c = *cells[a.from as usize]
+            .iter()
+            .find(|x| x.state == c.prev)
+            .expect("a cell's predecessor is stored");
+    }
+    arcs.reverse();
+    let path = lattice.path_of(&arcs, end);
+    Some(BiasedPath { path, bias })
 }

@@ -1,12 +1,12 @@
 //! Lattice biasing against rustfst's own composition and shortest path on random cases.
 
 use ctx_graph::biasing::build_biasing_fst;
-use lattice_rescorer::biased_best_path;
+use lattice_rescorer::{biased_best_path, prefix_biased_best_path};
 use rustfst::algorithms::compose::compose;
 use rustfst::algorithms::tr_compares::OLabelCompare;
 use rustfst::algorithms::{shortest_path, tr_sort};
 use rustfst::prelude::*;
-use wfst_search::{WlArc, WordLattice};
+use wfst_search::{PhraseAutomaton, WlArc, WordLattice};
 
 struct Rng(u64);
 impl Rng {
@@ -102,6 +102,49 @@ fn equals_rustfst_composition() {
         assert!(ours.path.cost() >= plain.cost() - 1e-4);
         assert!(ours.bias <= 0.0);
     }
+}
+
+#[test]
+fn prefix_automaton_equals_the_biasing_fst() {
+    // Small vocabularies and overlapping phrases, so that prefixes nest, repeat and restart.
+    let mut rng = Rng(7);
+    let mut differ = 0;
+    for case in 0..400 {
+        let vocab = 3 + (case % 4) as u32;
+        let lat = random_lattice(&mut rng, 4 + (case % 9) as u32, vocab);
+        let phrases: Vec<Vec<u32>> = (0..1 + rng.below(5))
+            .map(|_| {
+                (0..1 + rng.below(4))
+                    .map(|_| 1 + rng.below(vocab as u64) as u32)
+                    .collect()
+            })
+            .collect();
+        let discount = -(0.2 + 3.0 * rng.unit());
+        let all: Vec<u32> = (1..=vocab).collect();
+        let fst = biased_best_path(&lat, &build_biasing_fst(&all, &phrases, discount).unwrap())
+            .expect("lattice has a final state");
+        let auto =
+            prefix_biased_best_path(&lat, &PhraseAutomaton::new(&phrases, discount).unwrap())
+                .expect("lattice has a final state");
+        assert!(
+            (fst.cost() - auto.cost()).abs() < 1e-4,
+            "case {case}: FST {} automaton {}",
+            fst.cost(),
+            auto.cost()
+        );
+        assert!((fst.bias - auto.bias).abs() < 1e-4, "case {case}");
+        assert_eq!(fst.path.words, auto.path.words, "case {case}");
+        // The bias is the automaton's cost of the chosen words.
+        let again = PhraseAutomaton::new(&phrases, discount)
+            .unwrap()
+            .sentence_cost(&auto.path.words);
+        assert!((again - auto.bias).abs() < 1e-4, "case {case}");
+        if auto.path.words != lat.best_path().unwrap().words {
+            differ += 1;
+        }
+    }
+    // The cases must exercise biasing: in many of them the biased path is not the plain one.
+    assert!(differ > 40, "only {differ} cases changed the path");
 }
 
 #[test]

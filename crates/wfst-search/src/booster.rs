@@ -5,23 +5,30 @@
 use crate::error::{DecodeError, Result};
 use crate::lm_delta::LmDelta;
 use crate::phrase_automaton::PhraseAutomaton;
+use ctx_graph::csr::DecodingGraph;
 
 /// A sorted, de-duplicated set of arc indices that all earn one discount (000 Algorithm 1's
 /// per-context list). The sorted list is what the GPU binary-searches; the CPU backend also keeps
 /// a bitmap over `0..=max index` built from it, because a binary search on every relaxed arc
-/// costs more than the relaxation itself (measured: +79% decode time with 1,000 phrases).
-/// Both are shared (`Arc`), so cloning a booster per stream is cheap.
+/// costs more than the relaxation itself (measured: +79% decode time with 1,000 phrases), and a
+/// bitmap over the graph's states marking those with a boosted arc, because even the bitmap
+/// lookup per arc costs about 12% (`benches/overhead.rs`): a token of an unmarked state — most
+/// of them — expands exactly as without a booster. All are shared (`Arc`), so cloning a booster
+/// per stream is cheap.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ArcSetBooster {
     arcs: std::sync::Arc<Vec<u32>>,
     bits: std::sync::Arc<Vec<u64>>,
+    states: std::sync::Arc<Vec<u64>>,
+    num_states: usize,
     discount: f32,
 }
 
 impl ArcSetBooster {
-    /// Builds the set; `arcs` may come unsorted and with duplicates (emitting and non-emitting
-    /// CSR ranges interleave when collected state by state).
-    pub fn new(mut arcs: Vec<u32>, discount: f32) -> Result<Self> {
+    /// Builds the set for graph `g`; `arcs` may come unsorted and with duplicates (emitting and
+    /// non-emitting CSR ranges interleave when collected state by state). An arc index outside
+    /// the graph is an error.
+    pub fn new(g: &DecodingGraph, mut arcs: Vec<u32>, discount: f32) -> Result<Self> {
         if !discount.is_finite() {
             return Err(DecodeError::Booster(format!(
                 "discount {discount} is not finite"
@@ -29,15 +36,39 @@ impl ArcSetBooster {
         }
         arcs.sort_unstable();
         arcs.dedup();
+        if let Some(&a) = arcs.last().filter(|&&a| a as usize >= g.num_arcs()) {
+            return Err(DecodeError::Booster(format!(
+                "arc index {a} is outside the graph ({} arcs)",
+                g.num_arcs()
+            )));
+        }
         let mut bits = vec![0u64; arcs.last().map_or(0, |&m| m as usize / 64 + 1)];
         for &a in &arcs {
             bits[a as usize / 64] |= 1 << (a % 64);
         }
+        let n = g.num_states();
+        let mut states = vec![0u64; n.div_ceil(64)];
+        for s in 0..n as u32 {
+            if g.emitting(s)
+                .chain(g.non_emitting(s))
+                .any(|a| arcs.binary_search(&(a as u32)).is_ok())
+            {
+                states[s as usize / 64] |= 1 << (s % 64);
+            }
+        }
         Ok(Self {
             arcs: std::sync::Arc::new(arcs),
             bits: std::sync::Arc::new(bits),
+            states: std::sync::Arc::new(states),
+            num_states: n,
             discount,
         })
+    }
+
+    /// Whether state `s` has a boosted arc (emitting or not).
+    #[inline]
+    pub fn touches(&self, s: u32) -> bool {
+        self.view().touches(s)
     }
 
     /// Whether `arc` is in the set, by binary search of the sorted list (the GPU's rule).
@@ -58,10 +89,7 @@ impl ArcSetBooster {
     /// The cost delta of arc `arc` (bitmap lookup; same answer as [`Self::contains_sorted`]).
     #[inline]
     pub fn delta(&self, arc: u32) -> f32 {
-        match self.bits.get(arc as usize / 64) {
-            Some(w) if w >> (arc % 64) & 1 == 1 => self.discount,
-            _ => 0.0,
-        }
+        self.view().delta(arc)
     }
 }
 
@@ -74,6 +102,10 @@ impl ArcSetBooster {
 pub(crate) trait ArcDelta {
     /// Whether tokens carry an automaton state (compile-time, so stateless loops pay nothing).
     const STATEFUL: bool = false;
+
+    /// Whether an arc of state `s` may have a delta: asked once per token, so that a token of a
+    /// state without one expands with no per-arc lookup.
+    fn touches(&self, s: u32) -> bool;
 
     /// The cost delta of arc `arc` (0 for unboosted arcs).
     fn delta(&self, arc: u32) -> f32;
@@ -91,20 +123,61 @@ pub(crate) struct NoDelta;
 
 impl ArcDelta for NoDelta {
     #[inline(always)]
+    fn touches(&self, _s: u32) -> bool {
+        false
+    }
+
+    #[inline(always)]
     fn delta(&self, _arc: u32) -> f32 {
         -0.0
     }
 }
 
-impl ArcDelta for ArcSetBooster {
+/// An [`ArcSetBooster`] as the search loops read it: plain slices taken once per frame, so that
+/// a lookup is one load (through the shared `Arc<Vec>` it is three dependent loads, which the
+/// compiler cannot hoist out of a loop that writes tokens).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ArcSetView<'a> {
+    bits: &'a [u64],
+    states: &'a [u64],
+    discount: f32,
+}
+
+impl ArcSetBooster {
+    /// The view the search loops use.
+    pub(crate) fn view(&self) -> ArcSetView<'_> {
+        ArcSetView {
+            bits: &self.bits,
+            states: &self.states,
+            discount: self.discount,
+        }
+    }
+}
+
+impl ArcDelta for ArcSetView<'_> {
+    #[inline(always)]
+    fn touches(&self, s: u32) -> bool {
+        self.states
+            .get(s as usize / 64)
+            .is_some_and(|w| w >> (s % 64) & 1 == 1)
+    }
+
     #[inline(always)]
     fn delta(&self, arc: u32) -> f32 {
-        ArcSetBooster::delta(self, arc)
+        match self.bits.get(arc as usize / 64) {
+            Some(w) if w >> (arc % 64) & 1 == 1 => self.discount,
+            _ => 0.0,
+        }
     }
 }
 
 impl ArcDelta for LmDelta {
     const STATEFUL: bool = true;
+
+    #[inline(always)]
+    fn touches(&self, _s: u32) -> bool {
+        false
+    }
 
     #[inline(always)]
     fn delta(&self, _arc: u32) -> f32 {
@@ -121,6 +194,11 @@ impl ArcDelta for PhraseAutomaton {
     const STATEFUL: bool = true;
 
     #[inline(always)]
+    fn touches(&self, _s: u32) -> bool {
+        false
+    }
+
+    #[inline(always)]
     fn delta(&self, _arc: u32) -> f32 {
         -0.0
     }
@@ -133,6 +211,11 @@ impl ArcDelta for PhraseAutomaton {
 
 impl ArcDelta for Booster {
     const STATEFUL: bool = true;
+
+    #[inline]
+    fn touches(&self, s: u32) -> bool {
+        Booster::touches(self, s)
+    }
 
     #[inline]
     fn delta(&self, arc: u32) -> f32 {
@@ -170,6 +253,16 @@ impl Booster {
             Booster::ArcSet(b) => b.delta(arc),
             Booster::Lm(_) | Booster::Phrases(_) => 0.0,
             Booster::Stack(v) => v.iter().map(|b| b.delta(arc)).sum(),
+        }
+    }
+
+    /// Whether an arc of state `s` may have a delta.
+    #[inline]
+    pub fn touches(&self, s: u32) -> bool {
+        match self {
+            Booster::None | Booster::Lm(_) | Booster::Phrases(_) => false,
+            Booster::ArcSet(b) => b.touches(s),
+            Booster::Stack(v) => v.iter().any(|b| b.touches(s)),
         }
     }
 
@@ -227,8 +320,9 @@ impl Booster {
         }
     }
 
-    /// Checks every arc index is below `num_arcs` and that a stack holds one automaton at most.
-    pub fn validate(&self, num_arcs: usize) -> Result<()> {
+    /// Checks an arc set was built for a graph of this size (every arc index below `num_arcs`,
+    /// its state marks over `num_states`) and that a stack holds one automaton at most.
+    pub fn validate(&self, num_arcs: usize, num_states: usize) -> Result<()> {
         match self {
             Booster::None | Booster::Lm(_) | Booster::Phrases(_) => Ok(()),
             Booster::Stack(v) if v.iter().filter(|b| b.automaton().is_some()).count() > 1 => Err(
@@ -238,9 +332,13 @@ impl Booster {
                 Some(&a) if a as usize >= num_arcs => Err(DecodeError::Booster(format!(
                     "arc index {a} is outside the graph ({num_arcs} arcs)"
                 ))),
+                _ if b.num_states != num_states => Err(DecodeError::Booster(format!(
+                    "the arc set was built for a graph of {} states, not this one ({num_states})",
+                    b.num_states
+                ))),
                 _ => Ok(()),
             },
-            Booster::Stack(v) => v.iter().try_for_each(|b| b.validate(num_arcs)),
+            Booster::Stack(v) => v.iter().try_for_each(|b| b.validate(num_arcs, num_states)),
         }
     }
 }
@@ -249,25 +347,51 @@ impl Booster {
 mod tests {
     use super::*;
 
+    /// `states` states with `per` emitting arcs each (state s owns arcs `per·s..per·(s+1)`) and
+    /// one non-emitting arc each after them (state s owns arc `per·states + s`).
+    fn graph(states: u32, per: u32) -> DecodingGraph {
+        let e = states * per;
+        DecodingGraph {
+            start: 0,
+            final_cost: vec![0.0; states as usize],
+            e_offsets: (0..=states).map(|s| s * per).collect(),
+            ne_offsets: (0..=states).map(|s| e + s).collect(),
+            ilabel: (0..e).map(|_| 1).chain((0..states).map(|_| 0)).collect(),
+            olabel: vec![0; (e + states) as usize],
+            weight: vec![0.0; (e + states) as usize],
+            next: (0..e + states).map(|a| a % states).collect(),
+        }
+    }
+
     #[test]
     fn arc_set_sorts_dedups_and_finds() {
-        let b = ArcSetBooster::new(vec![9, 3, 7, 3, 12], -2.0).unwrap();
+        let g = graph(1000, 6);
+        let b = ArcSetBooster::new(&g, vec![9, 3, 7, 3, 12], -2.0).unwrap();
         assert_eq!(b.arcs(), &[3, 7, 9, 12]);
         let hits: Vec<u32> = (0..200).filter(|&a| b.delta(a) != 0.0).collect();
         assert_eq!(hits, vec![3, 7, 9, 12]);
         let sorted: Vec<u32> = (0..200).filter(|&a| b.contains_sorted(a)).collect();
         assert_eq!(sorted, hits);
-        let wide = ArcSetBooster::new(vec![0, 63, 64, 127, 128, 5000], -1.0).unwrap();
-        for a in 0..6000 {
+        // Arcs 3 (state 0), 7 and 9 (state 1), 12 (state 2).
+        let touched: Vec<u32> = (0..1000).filter(|&s| b.touches(s)).collect();
+        assert_eq!(touched, vec![0, 1, 2]);
+        let wide = ArcSetBooster::new(&g, vec![0, 63, 64, 127, 128, 5000, 6999], -1.0).unwrap();
+        for a in 0..7000 {
             assert_eq!(wide.delta(a) != 0.0, wide.contains_sorted(a), "arc {a}");
         }
+        // Emitting arcs 0, 63, 64, 127, 128, 5000 are states 0, 10, 10, 21, 21, 833; the
+        // non-emitting arc 6999 is state 999's.
+        let touched: Vec<u32> = (0..1000).filter(|&s| wide.touches(s)).collect();
+        assert_eq!(touched, vec![0, 10, 21, 833, 999]);
         assert_eq!(b.delta(7), -2.0);
-        let s = Booster::Stack(vec![Booster::ArcSet(b.clone()), Booster::ArcSet(b)]);
+        let s = Booster::Stack(vec![Booster::ArcSet(b.clone()), Booster::ArcSet(b.clone())]);
         assert_eq!(s.delta(9), -4.0);
         assert_eq!(s.delta(8), 0.0);
-        assert!(Booster::ArcSet(ArcSetBooster::new(vec![20], -1.0).unwrap())
-            .validate(20)
-            .is_err());
-        assert!(ArcSetBooster::new(vec![1], f32::NAN).is_err());
+        assert!(s.touches(1) && !s.touches(3));
+        assert!(ArcSetBooster::new(&g, vec![7000], -1.0).is_err());
+        assert!(Booster::ArcSet(b.clone()).validate(7000, 1000).is_ok());
+        assert!(Booster::ArcSet(b.clone()).validate(12, 1000).is_err());
+        assert!(Booster::ArcSet(b).validate(7000, 999).is_err());
+        assert!(ArcSetBooster::new(&g, vec![1], f32::NAN).is_err());
     }
 }

@@ -131,7 +131,9 @@ impl<'g> Decoder<'g> {
         endpoint: Option<&EndpointConfig>,
     ) -> Result<Vec<SegmentResult>> {
         self.check_scores(&stream.id, chunk, stream.rows_total() as usize)?;
-        stream.booster().validate(self.graph.num_arcs())?;
+        stream
+            .booster()
+            .validate(self.graph.num_arcs(), self.graph.num_states())?;
         let mut done = Vec::new();
         for t in 0..chunk.rows() {
             if !stream.in_segment() {

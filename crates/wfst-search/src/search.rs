@@ -44,7 +44,8 @@ macro_rules! with_delta {
                 $body
             }
             Booster::ArcSet(set) => {
-                let $b = set;
+                let view = set.view();
+                let $b = &view;
                 $body
             }
             Booster::Lm(lm) => {
@@ -63,20 +64,23 @@ macro_rules! with_delta {
     };
 }
 
-/// Graph cost (weight + boost) and acoustic cost of emitting arc `a` on score row `row` — the
-/// one formula both the early bound and the expansion use (and the CUDA kernel must).
+/// Graph cost (weight + the booster's `delta`) and acoustic cost of emitting arc `a` on score
+/// row `row` — the one formula both the early bound and the expansion use (and the CUDA kernel
+/// must).
 #[inline(always)]
-fn emitting_costs<B: ArcDelta>(
-    g: &DecodingGraph,
-    booster: &B,
-    a: usize,
-    row: &[f32],
-    scale: f32,
-) -> (f32, f32) {
-    (
-        g.weight[a] + booster.delta(a as u32),
-        -scale * row[g.ilabel[a] as usize - 1],
-    )
+fn emitting_costs(g: &DecodingGraph, delta: f32, a: usize, row: &[f32], scale: f32) -> (f32, f32) {
+    (g.weight[a] + delta, -scale * row[g.ilabel[a] as usize - 1])
+}
+
+/// The booster's delta for arc `a` of a token whose state the booster `touched` (−0.0, which
+/// adds nothing, for the others: no lookup).
+#[inline(always)]
+fn delta_of<B: ArcDelta>(booster: &B, touched: bool, a: usize) -> f32 {
+    if touched {
+        booster.delta(a as u32)
+    } else {
+        -0.0
+    }
 }
 
 /// A word automaton's move on arc `a` from automaton state `lm`: the next state and the cost
@@ -394,19 +398,22 @@ impl Stream {
                 .filter(|(_, t)| expand.keeps(t.cost))
                 .min_by(|a, b| a.1.cost.total_cmp(&b.1.cost).then(a.0.cmp(&b.0)));
             if let Some((_, t)) = best {
+                let touched = booster.touches(t.state);
                 for a in g.emitting(t.state) {
-                    let (gc, ac) = emitting_costs(g, booster, a, row, scale);
+                    let delta = delta_of(booster, touched, a);
+                    let (gc, ac) = emitting_costs(g, delta, a, row, scale);
                     let (_, wc) = word_step(g, booster, a, t.lm);
                     ub = ub.min(t.cost + (gc + wc) + ac);
                 }
             }
             let bound = ub + cfg.beam;
-            for (i, t) in prev.iter().enumerate() {
-                if !expand.keeps(t.cost) {
-                    continue;
-                }
-                for a in g.emitting(t.state) {
-                    let (gc, ac) = emitting_costs(g, booster, a, row, scale);
+            // Relaxes emitting arc `$a` of token `$i` (`$t`) with the booster's `$delta` (a
+            // macro, not a closure: called from two loops, a closure was not inlined, and the
+            // call per arc cost more than the lookup it saves).
+            macro_rules! relax {
+                ($i:expr, $t:expr, $a:expr, $delta:expr) => {{
+                    let (i, t, a) = ($i, $t, $a);
+                    let (gc, ac) = emitting_costs(g, $delta, a, row, scale);
                     let (lm, wc) = word_step(g, booster, a, t.lm);
                     let gc = gc + wc;
                     let c = t.cost + gc + ac;
@@ -453,6 +460,22 @@ impl Stream {
                             graph: gc,
                             ac,
                         });
+                    }
+                }};
+            }
+            for (i, t) in prev.iter().enumerate() {
+                if !expand.keeps(t.cost) {
+                    continue;
+                }
+                // Two loops, so that a token the booster does not touch (most of them) runs
+                // the loop without any lookup.
+                if booster.touches(t.state) {
+                    for a in g.emitting(t.state) {
+                        relax!(i, t, a, booster.delta(a as u32));
+                    }
+                } else {
+                    for a in g.emitting(t.state) {
+                        relax!(i, t, a, -0.0);
                     }
                 }
             }
@@ -572,9 +595,10 @@ impl Stream {
             let LTok {
                 state, cost, lm, ..
             } = toks[u as usize];
+            let touched = booster.touches(state);
             for a in g.non_emitting(state) {
                 let (lm, wc) = word_step(g, booster, a, lm);
-                let gc = g.weight[a] + booster.delta(a as u32) + wc;
+                let gc = g.weight[a] + delta_of(booster, touched, a) + wc;
                 let c = cost + gc;
                 if c > cutoff {
                     continue;
@@ -615,9 +639,10 @@ impl Stream {
         }
         if cfg.lattice {
             for (u, t) in toks.iter().enumerate() {
+                let touched = booster.touches(t.state);
                 for a in g.non_emitting(t.state) {
                     let (lm, wc) = word_step(g, booster, a, t.lm);
-                    let gc = g.weight[a] + booster.delta(a as u32) + wc;
+                    let gc = g.weight[a] + delta_of(booster, touched, a) + wc;
                     if t.cost + gc > cutoff {
                         continue;
                     }

@@ -242,7 +242,8 @@ fn arc_booster_equals_editing_the_boosted_arcs() {
         lattice_beam: 5.0,
         ..DecoderConfig::default()
     };
-    let boosted = vec![Booster::ArcSet(ArcSetBooster::new(arcs, discount).unwrap()); utts.len()];
+    let boosted =
+        vec![Booster::ArcSet(ArcSetBooster::new(&graph, arcs, discount).unwrap()); utts.len()];
     let plain = vec![Booster::None; utts.len()];
     let a = decode_all(&graph, &cfg, &utts, &boosted, 5, 6);
     let b = decode_all(&edited, &cfg, &utts, &plain, 5, 6);
@@ -376,9 +377,17 @@ fn bad_input_is_named() {
         ),
         "{e}"
     );
-    let bad = Booster::ArcSet(ArcSetBooster::new(vec![1_000_000], -1.0).unwrap());
+    // An arc set outside the graph is refused when built, and one built for another graph is
+    // refused by the decoder.
+    assert!(ArcSetBooster::new(&graph, vec![1_000_000], -1.0).is_err());
+    let mut bigger = graph.clone();
+    bigger.final_cost.push(f32::INFINITY);
+    bigger.e_offsets.push(*bigger.e_offsets.last().unwrap());
+    bigger.ne_offsets.push(*bigger.ne_offsets.last().unwrap());
+    let bad = Booster::ArcSet(ArcSetBooster::new(&bigger, vec![0], -1.0).unwrap());
     let mut st = Stream::new("utt-booster", bad);
-    assert!(decode_utterance(&dec, &mut st, &random_scores(&mut rng, 3, 8), 4, None).is_err());
+    let e = decode_utterance(&dec, &mut st, &random_scores(&mut rng, 3, 8), 4, None).unwrap_err();
+    assert!(e.to_string().contains("states"), "{e}");
     assert!(Decoder::new(
         &graph,
         DecoderConfig {

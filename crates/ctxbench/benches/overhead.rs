@@ -1,0 +1,217 @@
+//! What biasing adds to decoding time, as ratios measured in one run (the speed
+//! targets: lattice biasing under 5% of decoding time, the arc-index booster with 1,000 phrases
+//! under 2% of RTFx).
+//!
+//! Criterion's groups time one variant after another, and on a shared 2-core machine the clock
+//! drifts by more than the effects measured here (seen: the same 1-thread decode at 384 ms and
+//! then 480 ms within one `cargo bench`). So this bench interleaves: each round decodes the quick
+//! ATCO2-1h set with every variant in an order that alternates between rounds (ABC, CBA, ...),
+//! and a variant's figure is the median over rounds of its time divided by the same round's
+//! unbiased time. The scores are simulated once up front and every decode runs on this thread,
+//! timed by the thread's on-CPU time (`/proc/thread-self/schedstat`, which leaves out time the
+//! thread waited for a core; wall time where that file is missing). Lattice biasing is timed on
+//! the unbiased round's own lattices, so its ratio needs no pairing.
+//!
+//! `cargo bench -p ctxbench --bench overhead` (ROUNDS=N to change the 15 rounds).
+
+use ctx_core::scores::ScoreMatrix;
+use ctx_data::dataset::Subset;
+use ctx_data::registry::Registry;
+use ctxbench::pipeline::{lattice_bias, static_list, DecodeRun, ListKind, Setup, SetupOptions};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Instant;
+use wfst_search::{
+    decode_utterance, ArcSetBooster, Booster, Decoder, DecoderConfig, EndpointConfig,
+    PhraseAutomaton, Stream,
+};
+
+/// Seconds this thread has run on a CPU (`None` where the kernel does not say).
+fn on_cpu_s() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: f64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns * 1e-9)
+}
+
+/// A clock: on-CPU seconds of this thread, or wall seconds.
+fn now(start: Instant) -> f64 {
+    on_cpu_s().unwrap_or_else(|| start.elapsed().as_secs_f64())
+}
+
+/// Decodes every utterance on this thread (online chunks of 0.5 s, Kaldi endpointing, as the
+/// runner does) and returns the run with its decode seconds on the bench clock.
+fn decode_all(setup: &Setup, mats: &[ScoreMatrix], booster: &Booster, t0: Instant) -> DecodeRun {
+    let dec = Decoder::new(
+        &setup.csr,
+        DecoderConfig {
+            acoustic_scale: setup.acoustic_scale,
+            ..DecoderConfig::default()
+        },
+    )
+    .unwrap()
+    .with_silence(&setup.silence);
+    let chunk = ((0.5 / setup.frame_s).round() as usize).max(1);
+    let endpoint = EndpointConfig::kaldi(setup.frame_s as f32);
+    let mut stream = Stream::new("", Booster::None);
+    let start = now(t0);
+    let results = setup
+        .dataset
+        .utterances
+        .iter()
+        .zip(mats)
+        .map(|(u, m)| {
+            stream.reset(u.id.clone(), booster.clone());
+            decode_utterance(&dec, &mut stream, m, chunk, Some(&endpoint)).unwrap()
+        })
+        .collect();
+    DecodeRun {
+        results,
+        audio_s: setup.dataset.utterances.iter().map(|u| u.duration_s).sum(),
+        decode_s: now(t0) - start,
+        sim_s: 0.0,
+        threads: 1,
+    }
+}
+
+/// Quartiles of a sample (sorted copy; linear interpolation).
+fn quartiles(v: &[f64]) -> (f64, f64, f64) {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let q = |p: f64| {
+        let x = p * (s.len() - 1) as f64;
+        let (i, f) = (x.floor() as usize, x.fract());
+        s[i] + f * (s[(i + 1).min(s.len() - 1)] - s[i])
+    };
+    (q(0.25), q(0.5), q(0.75))
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` runs this with no such flag: keep
+    // that to one round so the test run stays quick.
+    let benching = std::env::args().any(|a| a == "--bench");
+    let rounds: usize = if benching {
+        std::env::var("ROUNDS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(15)
+    } else {
+        1
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let reg = Registry::read(&root.join("datasets.toml")).expect("registry");
+    let setup = Setup::load(
+        &reg,
+        "atco2-sim-1h",
+        &SetupOptions::hclg(Subset::Quick, &root.join("cache/graphs")),
+    )
+    .expect("setup");
+    let mats: Vec<ScoreMatrix> = setup
+        .dataset
+        .utterances
+        .iter()
+        .map(|u| setup.scores(u).unwrap())
+        .collect();
+    // 1,000 phrases: the first 1,000 (sorted, distinct) radar-list phrases of the full
+    // ATCO2-1h and ATCO2-4h sets (the 1-h set alone has 556) whose words the graph knows;
+    // every arc whose output word occurs in them is boosted (a superset of Algorithm 1's arcs:
+    // the worst case).
+    let mut pool = BTreeSet::new();
+    for name in ["atco2-sim-1h", "atco2-sim-4h"] {
+        let full = ctx_data::dataset::Dataset::load(&reg, name, Subset::Full).unwrap();
+        pool.extend(static_list(&full, "sequences").unwrap());
+    }
+    let words_of = |p: &Vec<String>| {
+        p.iter()
+            .map(|w| setup.graph.symbols.words.id(w))
+            .collect::<Option<Vec<u32>>>()
+    };
+    let phrases: Vec<Vec<String>> = pool
+        .into_iter()
+        .filter(|p| words_of(p).is_some())
+        .take(1000)
+        .collect();
+    let ids: Vec<Vec<u32>> = phrases.iter().filter_map(words_of).collect();
+    let words: BTreeSet<u32> = ids.iter().flatten().copied().collect();
+    let arcs: Vec<u32> = (0..setup.csr.num_arcs() as u32)
+        .filter(|&a| words.contains(&setup.csr.olabel[a as usize]))
+        .collect();
+    let boosted = arcs.len();
+    let gate = ArcSetBooster::new(&setup.csr, arcs.clone(), -2.0).unwrap();
+    let touched = (0..setup.csr.num_states() as u32)
+        .filter(|&s| gate.touches(s))
+        .count();
+    let variants: Vec<(&str, Booster)> = vec![
+        // The control: its spread is the bench's noise floor.
+        ("unbiased again (control)", Booster::None),
+        (
+            "arc booster, 1,000 phrases, discount -2",
+            Booster::ArcSet(ArcSetBooster::new(&setup.csr, arcs.clone(), -2.0).unwrap()),
+        ),
+        (
+            "arc booster, 1,000 phrases, discount 0 (lookups only)",
+            Booster::ArcSet(ArcSetBooster::new(&setup.csr, arcs, 0.0).unwrap()),
+        ),
+        (
+            "phrase automaton (on-the-fly G-boosting), 1,000 phrases",
+            Booster::Phrases(PhraseAutomaton::new(&ids, -2.0).unwrap()),
+        ),
+    ];
+    println!(
+        "overhead on quick ATCO2-1h ({} utterances; {} of {} arcs boosted by {} phrases, {} of {} states have one), 1 thread, {rounds} rounds",
+        setup.dataset.utterances.len(),
+        boosted,
+        setup.csr.num_arcs(),
+        ids.len(),
+        touched,
+        setup.csr.num_states()
+    );
+    let mut base_s = Vec::new();
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
+    let mut lattice = Vec::new();
+    let t0 = Instant::now();
+    for r in 0..rounds {
+        // 0 = unbiased, 1.. = the variants; the order reverses every other round.
+        let mut order: Vec<usize> = (0..=variants.len()).collect();
+        if r % 2 == 1 {
+            order.reverse();
+        }
+        let mut secs = vec![0.0; order.len()];
+        for &v in &order {
+            if v == 0 {
+                let run = decode_all(&setup, &mats, &Booster::None, t0);
+                let t = now(t0);
+                lattice_bias(&setup, &run, &ListKind::Sequences, -2.0).unwrap();
+                lattice.push((now(t0) - t) / run.decode_s);
+                secs[0] = run.decode_s;
+            } else {
+                let b = &variants[v - 1].1;
+                secs[v] = decode_all(&setup, &mats, b, t0).decode_s;
+            }
+        }
+        base_s.push(secs[0]);
+        for v in 1..secs.len() {
+            ratios[v - 1].push(secs[v] / secs[0]);
+        }
+    }
+    let (lo, med, hi) = quartiles(&base_s);
+    println!(
+        "| variant | added decode time, median | quartiles |\n|---|---|---|\n| unbiased (decode s, {}) | {med:.3} s | {lo:.3}–{hi:.3} s |", if on_cpu_s().is_some() { "on CPU" } else { "wall" }
+    );
+    let pct = |x: f64| 100.0 * (x - 1.0);
+    for ((name, _), r) in variants.iter().zip(&ratios) {
+        let (lo, med, hi) = quartiles(r);
+        println!(
+            "| {name} | {:+.1}% | {:+.1}% – {:+.1}% |",
+            pct(med),
+            pct(lo),
+            pct(hi)
+        );
+    }
+    let (lo, med, hi) = quartiles(&lattice);
+    println!(
+        "| lattice biasing (radar lists), after decoding | {:+.1}% | {:+.1}% – {:+.1}% |",
+        100.0 * med,
+        100.0 * lo,
+        100.0 * hi
+    );
+}
