@@ -71,6 +71,16 @@ pub struct DecodeArgs {
     /// G-boosting discount per boosted n-gram (negative = boost).
     #[arg(long, default_value_t = -2.0, allow_hyphen_values = true)]
     pub gboost_discount: f32,
+    /// How G-boosting is applied: static (compile HCLG from the boosted G), on-the-fly (the
+    /// unboosted graph with the phrase-prefix automaton composed during the search) or
+    /// on-the-fly-lm (the exact LM difference G_boosted − G composed during the search).
+    #[arg(long, default_value = "static")]
+    pub gboost_mode: String,
+    /// G-boosting list scope: set (one --gboost list for every utterance) or utterance (with
+    /// an on-the-fly mode: --gboost names a per-utterance list kind such as sequences, unigrams,
+    /// gt or list:NAME, built while decoding).
+    #[arg(long, default_value = "set")]
+    pub gboost_scope: String,
     /// HCLG-boosting by composition (003 §3.1.4): compose the graph with the biasing FST of this
     /// static list (same names as --gboost) before decoding.
     #[arg(long)]
@@ -151,6 +161,28 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         row_labels.insert(k.to_string(), v.to_string());
     }
     let subset = if a.quick { Subset::Quick } else { Subset::Full };
+    let otf = match a.gboost_mode.as_str() {
+        "static" => false,
+        "on-the-fly" | "on-the-fly-lm" => true,
+        m => bail!("--gboost-mode '{m}' (static, on-the-fly or on-the-fly-lm)"),
+    };
+    let per_utt = match a.gboost_scope.as_str() {
+        "set" => false,
+        "utterance" => true,
+        m => bail!("--gboost-scope '{m}' (set or utterance)"),
+    };
+    if per_utt && !otf {
+        bail!("--gboost-scope utterance needs an on-the-fly --gboost-mode (a static graph has one list)");
+    }
+    if otf && a.gboost.is_none() {
+        bail!("--gboost-mode {} needs a --gboost list", a.gboost_mode);
+    }
+    if per_utt {
+        let list = a.gboost.as_deref().unwrap_or("");
+        if ListKind::parse(list).is_none() {
+            bail!("--gboost '{list}' with --gboost-scope utterance: a list kind (sequences, unigrams, gt, list:NAME)");
+        }
+    }
     // Lists are checked on the dataset before the (possibly long) graph build and decoding.
     {
         let ds = ctx_data::dataset::Dataset::load(&reg, &a.dataset, subset)?;
@@ -169,11 +201,14 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
                 bail!("--targets: dataset {} has no global list '{t}'", a.dataset);
             }
         }
-        for g in a.gboost.iter().chain(&a.hclg_bias) {
+        if let Some(g) = a.gboost.as_ref().filter(|_| !per_utt) {
+            static_list(&ds, g)?;
+        }
+        if let Some(g) = &a.hclg_bias {
             static_list(&ds, g)?;
         }
     }
-    let gboost = a.gboost.as_ref().map(|list| StaticBoost {
+    let gboost = a.gboost.as_ref().filter(|_| !otf).map(|list| StaticBoost {
         list: list.clone(),
         discount: a.gboost_discount,
     });
@@ -181,7 +216,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         &reg,
         &a.dataset,
         &SetupOptions {
-            gboost_otf: false,
+            gboost_otf: otf,
             subset,
             kind,
             bpe_size: a.bpe_size,
@@ -246,7 +281,39 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         setup.csr.num_arcs(),
         settings.threads
     );
-    let run = decode(&setup, &settings, &|_| Booster::None)?;
+    let otf_boosters = pipeline::otf_boosters(
+        &reg,
+        &a.dataset,
+        &setup,
+        subset,
+        &pipeline::OtfRequest {
+            list: a.gboost.clone().unwrap_or_default(),
+            exact: a.gboost_mode == "on-the-fly-lm",
+            discount: a.gboost_discount,
+            per_utterance: per_utt,
+        },
+        settings.threads,
+    )?;
+    if let Some(o) = &otf_boosters {
+        let r = &o.report;
+        eprintln!(
+            "G-boosting {} with list '{}' per {} (discount {}): {} phrases, {} boosted, {} dropped (OOV); boosters built in {:.2} s",
+            a.gboost_mode,
+            a.gboost.as_deref().unwrap_or(""),
+            a.gboost_scope,
+            a.gboost_discount,
+            r.phrases,
+            r.kept,
+            r.dropped,
+            o.build_s
+        );
+    }
+    let mut run = match &otf_boosters {
+        Some(o) => o.decode(&setup, &settings)?,
+        None => decode(&setup, &settings, &|_| Booster::None)?,
+    };
+    // Per-utterance lists are compiled while decoding: their time counts in RTFx.
+    run.decode_s += otf_boosters.as_ref().map_or(0.0, |o| o.context_s());
     let kind_name = kind.name();
     let noise = match a.noise {
         Some(n) => n,
@@ -277,7 +344,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
     );
     let mut out = Vec::new();
     let mut csv = String::from(
-        "experiment,dataset,section,row,method,backend,graph,beam,max_active,lattice_beam,acoustic_scale,discount,noise,wer,ne_wer,u_wer,ne_acc,precision,recall,f1,audio_s,decode_s,rtfx,peak_mem_mb,bias_list,gboost_list,gboost_discount,targets,hclg_list,hclg_discount\n",
+        "experiment,dataset,section,row,method,backend,graph,beam,max_active,lattice_beam,acoustic_scale,discount,noise,wer,ne_wer,u_wer,ne_acc,precision,recall,f1,audio_s,decode_s,rtfx,peak_mem_mb,bias_list,gboost_list,gboost_discount,targets,hclg_list,hclg_discount,gboost_mode\n",
     );
     let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.4}"));
     for (name, kind) in &methods {
@@ -335,7 +402,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             .get(name)
             .map_or(crate::pipeline::table1_row(name), String::as_str);
         csv.push_str(&format!(
-            "{},{},{},{row},{method},cpu,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.3},{:.2},{},{},{},{},{},{},{}\n",
+            "{},{},{},{row},{method},cpu,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.3},{:.2},{},{},{},{},{},{},{},{}\n",
             a.experiment,
             a.dataset,
             a.section,
@@ -363,6 +430,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             targets_name.as_deref().unwrap_or(""),
             a.hclg_bias.as_deref().unwrap_or(""),
             if a.hclg_bias.is_some() { a.hclg_bias_discount.to_string() } else { String::new() },
+            if a.gboost.is_some() { a.gboost_mode.as_str() } else { "" },
         ));
         out.push(json!({
             "output": name,
@@ -382,7 +450,9 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             "decode_s": run.decode_s, "threads": run.threads, "beam": a.beam,
             "max_active": a.max_active, "lattice_beam": a.lattice_beam,
             "discount": a.discount, "gboost": a.gboost, "gboost_discount": a.gboost_discount,
-            "gboost_report": setup.gboost, "hclg_bias": a.hclg_bias,
+            "gboost_mode": a.gboost_mode, "gboost_scope": a.gboost_scope,
+            "gboost_report": otf_boosters.as_ref().map(|o| &o.report).or(setup.gboost.as_ref()),
+            "hclg_bias": a.hclg_bias,
             "hclg_bias_discount": a.hclg_bias_discount, "targets": targets_name, "outputs": out,
         });
         let text = serde_json::to_string_pretty(&v)?;

@@ -8,15 +8,11 @@ use crate::pipeline::{self, decode, DecodeSettings, ListKind, Setup, SetupOption
 use crate::results::PointRecord;
 use crate::run::{setup_key, Plan, CODE_VERSION};
 use anyhow::{anyhow, bail, Result};
-use ctx_data::dataset::{Dataset, Subset};
+use ctx_data::dataset::Subset;
 use ctx_data::registry::Registry;
 use ctx_graph::compile::GraphKind;
-use ctx_graph::gboost::GBoostReport;
-use rayon::prelude::*;
 use std::collections::BTreeMap;
-use std::collections::HashMap;
 use std::path::Path;
-use std::time::Instant;
 use wfst_search::{Booster, DecoderConfig};
 
 /// A setting of a point as a string (empty when unset).
@@ -57,78 +53,24 @@ fn setup_options<'a>(p: &Point, cache: &'a Path) -> Result<SetupOptions<'a>> {
     })
 }
 
-/// The per-utterance boosters of a point with on-the-fly G-boosting (one per distinct list,
-/// built in parallel), the summed G-boosting report (per utterance) and the seconds spent;
-/// `None` for other points.
+/// The per-utterance boosters of a point with on-the-fly G-boosting (see
+/// [`pipeline::otf_boosters`]); `None` for other points.
 fn otf_boosters(
     reg: &Registry,
     p: &Point,
     st: &Setup,
     threads: usize,
-) -> Result<Option<(Vec<Booster>, GBoostReport, f64)>> {
-    let Some(otf) = &st.otf else {
+) -> Result<Option<pipeline::OtfBoosters>> {
+    if st.otf.is_none() {
         return Ok(None);
-    };
-    let t = Instant::now();
-    let list = s(p, "gboost_list");
-    let exact = s(p, "gboost_mode") == "on-the-fly-lm";
-    let discount = num(p, "gboost_discount", -2.0) as f32;
-    let utts = &st.dataset.utterances;
-    let per_utt = s(p, "gboost_scope") == "utterance";
-    let lists: Vec<Vec<Vec<String>>> = if per_utt {
-        let kind = ListKind::parse(&list).ok_or_else(|| anyhow!("bad gboost_list '{list}'"))?;
-        utts.iter()
-            .map(|u| pipeline::list_of(st, u, &kind).phrases)
-            .collect()
-    } else {
-        // A static list comes from the full set, as for static G-boosting.
-        let full = match subset_of(p) {
-            Subset::Quick => Some(Dataset::load(reg, &s(p, "dataset"), Subset::Full)?),
-            Subset::Full => None,
-        };
-        let l = pipeline::static_list(full.as_ref().unwrap_or(&st.dataset), &list)?;
-        vec![l; utts.len()]
-    };
-    let mut distinct: Vec<&Vec<Vec<String>>> = lists.iter().collect();
-    distinct.sort();
-    distinct.dedup();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .build()?;
-    let built: Vec<(Booster, GBoostReport)> = pool.install(|| {
-        distinct
-            .par_iter()
-            .map(|l| {
-                if exact {
-                    otf.lm_booster((*l).clone(), discount)
-                } else {
-                    otf.phrase_booster(l, discount)
-                }
-            })
-            .collect::<Result<_>>()
-    })?;
-    let mut boosters = Vec::with_capacity(utts.len());
-    let mut report = GBoostReport::default();
-    for l in &lists {
-        let i = distinct
-            .binary_search(&l)
-            .expect("every list is among the distinct ones");
-        let (b, r) = &built[i];
-        boosters.push(b.clone());
-        report.phrases += r.phrases;
-        report.kept += r.kept;
-        report.dropped += r.dropped;
-        report.discounted += r.discounted;
-        report.added += r.added;
     }
-    // Per-utterance lists are summed over utterances (as lattice biasing reports them); one
-    // list for the set reports its own counts, as static G-boosting does.
-    if !per_utt {
-        if let Some((_, r)) = built.first() {
-            report = r.clone();
-        }
-    }
-    Ok(Some((boosters, report, t.elapsed().as_secs_f64())))
+    let req = pipeline::OtfRequest {
+        list: s(p, "gboost_list"),
+        exact: s(p, "gboost_mode") == "on-the-fly-lm",
+        discount: num(p, "gboost_discount", -2.0) as f32,
+        per_utterance: s(p, "gboost_scope") == "utterance",
+    };
+    pipeline::otf_boosters(reg, &s(p, "dataset"), st, subset_of(p), &req, threads)
 }
 
 fn num(p: &Point, k: &str, default: f64) -> f64 {
@@ -179,22 +121,10 @@ pub(crate) fn run_group(
     let otf = otf_boosters(reg, first, st, settings.threads)?;
     let run = match &otf {
         None => decode(st, &settings, &|_| Booster::None)?,
-        Some((boosters, _, _)) => {
-            let index: HashMap<&str, usize> = st
-                .dataset
-                .utterances
-                .iter()
-                .enumerate()
-                .map(|(i, u)| (u.id.as_str(), i))
-                .collect();
-            decode(st, &settings, &|u| boosters[index[u.id.as_str()]].clone())?
-        }
+        Some(o) => o.decode(st, &settings)?,
     };
     // Lists that arrive per utterance are compiled while decoding: their time counts.
-    let context_s = match &otf {
-        Some((_, _, secs)) if s(first, "gboost_scope") == "utterance" => *secs,
-        _ => 0.0,
-    };
+    let context_s = otf.as_ref().map_or(0.0, |o| o.context_s());
     let density = pipeline::lattice_density(&run);
     let mut out = Vec::new();
     for &i in group {
@@ -239,8 +169,8 @@ pub(crate) fn run_group(
         put("graph_states", Some(st.csr.num_states() as f64));
         put("graph_arcs", Some(st.csr.num_arcs() as f64));
         put("lattice_density", Some(density));
-        put("context_s", otf.as_ref().map(|(_, _, secs)| *secs));
-        let gboost = otf.as_ref().map(|(_, r, _)| r).or(st.gboost.as_ref());
+        put("context_s", otf.as_ref().map(|o| o.build_s));
+        let gboost = otf.as_ref().map(|o| &o.report).or(st.gboost.as_ref());
         let (kept, dropped) = match (&o.report, gboost, &st.hclg_phrases) {
             (Some(r), _, _) => (Some(r.kept), Some(r.dropped)),
             (None, Some(g), _) => (Some(g.kept), Some(g.dropped)),

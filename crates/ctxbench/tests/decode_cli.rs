@@ -104,16 +104,63 @@ fn bad_input_fails_before_decoding() {
         &[&base[..], &["--row", "gt=Oracle"]].concat(),
         "'gt' is not one of --methods",
     );
+    fails_with(
+        &[
+            &base[..],
+            &["--gboost", "sequences", "--gboost-mode", "lazy"],
+        ]
+        .concat(),
+        "--gboost-mode 'lazy'",
+    );
+    fails_with(
+        &[
+            &base[..],
+            &["--gboost", "sequences", "--gboost-scope", "utterance"],
+        ]
+        .concat(),
+        "needs an on-the-fly --gboost-mode",
+    );
+    fails_with(
+        &[&base[..], &["--gboost-mode", "on-the-fly"]].concat(),
+        "needs a --gboost list",
+    );
+    fails_with(
+        &[
+            &base[..],
+            &[
+                "--gboost",
+                "radar",
+                "--gboost-mode",
+                "on-the-fly",
+                "--gboost-scope",
+                "utterance",
+            ],
+        ]
+        .concat(),
+        "a list kind",
+    );
 }
 
-/// G-boosting the rare waypoints: reported, labelled in the CSV, and a strong discount makes
-/// them appear where they were not spoken (precision falls from the baseline's).
+/// G-boosting the rare waypoints, static and on the fly: reported, labelled in the CSV, and a
+/// strong discount makes them appear where they were not spoken (precision falls from the
+/// baseline's) in both modes.
 #[test]
 fn gboosting_rare_words_is_reported_and_changes_the_output() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("graphs");
     let mut got = Vec::new();
-    for extra in [&[][..], &["--gboost", "rare", "--gboost-discount", "-8"]] {
+    for extra in [
+        &[][..],
+        &["--gboost", "rare", "--gboost-discount", "-8"],
+        &[
+            "--gboost",
+            "rare",
+            "--gboost-discount",
+            "-8",
+            "--gboost-mode",
+            "on-the-fly",
+        ],
+    ] {
         let points = dir.path().join("points.csv");
         let mut a = vec![
             "decode",
@@ -143,6 +190,7 @@ fn gboosting_rare_words_is_reported_and_changes_the_output() {
             r[col("targets")].clone(),
             r[col("precision")].parse::<f64>().unwrap(),
             err,
+            r[col("gboost_mode")].clone(),
         ));
     }
     assert_eq!(
@@ -158,4 +206,17 @@ fn gboosting_rare_words_is_reported_and_changes_the_output() {
         got[1].5
     );
     assert!(got[1].4 < 50.0 && got[0].4 > 90.0, "{got:?}");
+    // On the fly: the same list kept, the unboosted graph, the same effect.
+    assert_eq!(
+        (&got[2].0[..], &got[2].2[..], &got[2].6[..], &got[1].6[..]),
+        ("g-boosting", "rare", "on-the-fly", "static")
+    );
+    assert!(
+        got[2].5.contains(
+            "G-boosting on-the-fly with list 'rare' per set (discount -8): 30 phrases, 30 boosted"
+        ),
+        "{}",
+        got[2].5
+    );
+    assert!(got[2].4 < 50.0, "{got:?}");
 }
