@@ -168,6 +168,14 @@ fn main() {
     let mut base_s = Vec::new();
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
     let mut lattice = Vec::new();
+    // Active tokens per frame of each variant (the same every round: the search is
+    // deterministic), 0 = unbiased.
+    let mut active = vec![0.0; variants.len() + 1];
+    let per_frame = |run: &DecodeRun| {
+        let seg = run.results.iter().flat_map(|r| &r.segments);
+        let (rows, toks) = seg.fold((0u64, 0u64), |(r, t), s| (r + s.rows, t + s.tokens));
+        toks as f64 / rows.max(1) as f64
+    };
     let t0 = Instant::now();
     for r in 0..rounds {
         // 0 = unbiased, 1.. = the variants; the order reverses every other round.
@@ -183,9 +191,12 @@ fn main() {
                 lattice_bias(&setup, &run, &ListKind::Sequences, -2.0).unwrap();
                 lattice.push((now(t0) - t) / run.decode_s);
                 secs[0] = run.decode_s;
+                active[0] = per_frame(&run);
             } else {
                 let b = &variants[v - 1].1;
-                secs[v] = decode_all(&setup, &mats, b, t0).decode_s;
+                let run = decode_all(&setup, &mats, b, t0);
+                secs[v] = run.decode_s;
+                active[v] = per_frame(&run);
             }
         }
         base_s.push(secs[0]);
@@ -195,13 +206,13 @@ fn main() {
     }
     let (lo, med, hi) = quartiles(&base_s);
     println!(
-        "| variant | added decode time, median | quartiles |\n|---|---|---|\n| unbiased (decode s, {}) | {med:.3} s | {lo:.3}–{hi:.3} s |", if on_cpu_s().is_some() { "on CPU" } else { "wall" }
+        "| variant | added decode time, median | quartiles | active tokens / frame |\n|---|---|---|---|\n| unbiased (decode s, {}) | {med:.3} s | {lo:.3}–{hi:.3} s | {:.0} |", if on_cpu_s().is_some() { "on CPU" } else { "wall" }, active[0]
     );
     let pct = |x: f64| 100.0 * (x - 1.0);
-    for ((name, _), r) in variants.iter().zip(&ratios) {
+    for (((name, _), r), act) in variants.iter().zip(&ratios).zip(&active[1..]) {
         let (lo, med, hi) = quartiles(r);
         println!(
-            "| {name} | {:+.1}% | {:+.1}% – {:+.1}% |",
+            "| {name} | {:+.1}% | {:+.1}% – {:+.1}% | {act:.0} |",
             pct(med),
             pct(lo),
             pct(hi)
@@ -209,7 +220,7 @@ fn main() {
     }
     let (lo, med, hi) = quartiles(&lattice);
     println!(
-        "| lattice biasing (radar lists), after decoding | {:+.1}% | {:+.1}% – {:+.1}% |",
+        "| lattice biasing (radar lists), after decoding | {:+.1}% | {:+.1}% – {:+.1}% | |",
         100.0 * med,
         100.0 * lo,
         100.0 * hi

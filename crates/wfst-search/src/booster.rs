@@ -162,12 +162,12 @@ impl ArcDelta for ArcSetView<'_> {
             .is_some_and(|w| w >> (s % 64) & 1 == 1)
     }
 
+    /// Branch-free: within a state that has boosted arcs, whether the next arc is one is a coin
+    /// toss the branch predictor loses.
     #[inline(always)]
     fn delta(&self, arc: u32) -> f32 {
-        match self.bits.get(arc as usize / 64) {
-            Some(w) if w >> (arc % 64) & 1 == 1 => self.discount,
-            _ => 0.0,
-        }
+        let w = self.bits.get(arc as usize / 64).copied().unwrap_or(0);
+        self.discount * (w >> (arc % 64) & 1) as f32
     }
 }
 

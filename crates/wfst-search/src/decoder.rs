@@ -25,6 +25,9 @@ pub struct SegmentResult {
     pub start_row: u64,
     /// Rows in the segment.
     pub rows: u64,
+    /// Tokens kept over the segment's frames (after the beam, ε-closure included): divided by
+    /// `rows`, the average active tokens per frame — how much a booster widens the search.
+    pub tokens: u64,
     /// The Viterbi best path (start rows relative to the segment). Its graph/acoustic split
     /// comes from the lattice; without a lattice both are NaN (only the words are known).
     pub best: LatticePath,
@@ -182,6 +185,7 @@ impl<'g> Decoder<'g> {
             .expect("a started segment has a frontier");
         let start_row = stream.segment_start();
         let rows = stream.segment_rows();
+        let tokens = stream.segment_tokens();
         let lattice = if self.config.lattice {
             let front = &stream.frames.last().unwrap().toks;
             let best_total = best.cost;
@@ -222,6 +226,7 @@ impl<'g> Decoder<'g> {
         Ok(SegmentResult {
             start_row,
             rows,
+            tokens,
             best: fill_costs(best, lattice.as_ref()),
             reached_final,
             lattice,

@@ -235,6 +235,8 @@ pub struct Stream {
     rows_total: u64,
     /// Row (stream-absolute) where the current segment began.
     seg_start: u64,
+    /// Tokens kept over the current segment's frames.
+    seg_tokens: u64,
     started: bool,
     queue: VecDeque<u32>,
     inq: Vec<bool>,
@@ -261,6 +263,7 @@ impl Stream {
             gc_at: 4096,
             rows_total: 0,
             seg_start: 0,
+            seg_tokens: 0,
             started: false,
             queue: VecDeque::new(),
             inq: Vec::new(),
@@ -310,6 +313,11 @@ impl Stream {
         self.rows_total - self.seg_start
     }
 
+    /// Tokens kept over the current segment's frames (after the beam, ε-closure included).
+    pub fn segment_tokens(&self) -> u64 {
+        self.seg_tokens
+    }
+
     /// Stream row where the current segment began.
     pub fn segment_start(&self) -> u64 {
         self.seg_start
@@ -326,6 +334,7 @@ impl Stream {
         self.traces.clear();
         self.gc_at = 4096;
         self.seg_start = self.rows_total;
+        self.seg_tokens = 0;
         self.started = true;
         self.since_prune = 0;
         let mut toks = vec![LTok {
@@ -533,6 +542,7 @@ impl Stream {
         let num_emitting = links.len();
         let mut toks = nt;
         self.closure(g, cfg, booster, &mut toks, cutoff, &mut links)?;
+        self.seg_tokens += toks.len() as u64;
         let prev_aux = std::mem::take(&mut self.aux);
         self.rows_total += 1;
         self.finish_frame(

@@ -219,6 +219,20 @@ fn streams_and_chunks_do_not_change_results() {
         assert_eq!(got, reference, "{streams} streams, chunk {chunk}");
     }
     assert!(reference.iter().all(|r| !r.0.is_empty()));
+    // The active-token count is a property of the search, not of the chunking: at least one
+    // token per frame, at most every state.
+    let dec = Decoder::new(&graph, cfg.clone()).unwrap();
+    let counts: Vec<(u64, u64)> = [1, 13, 1000]
+        .iter()
+        .map(|&chunk| {
+            let mut st = Stream::new("u", Booster::None);
+            let r = decode_utterance(&dec, &mut st, &utts[3], chunk, None).unwrap();
+            (r.segments[0].rows, r.segments[0].tokens)
+        })
+        .collect();
+    assert!(counts.windows(2).all(|w| w[0] == w[1]), "{counts:?}");
+    let (rows, tokens) = counts[0];
+    assert!(rows <= tokens && tokens <= rows * graph.num_states() as u64 && tokens > rows);
 }
 
 #[test]
