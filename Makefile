@@ -6,7 +6,7 @@ CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/release/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats
+.PHONY: all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats
 
 all: build
 
@@ -47,10 +47,19 @@ selfcheck: build
 slurm-sweep: build
 	scripts/slurm-sweep.sh $(EXP) $(SHARDS)
 
-bench: bench-score
+bench: bench-score bench-decode bench-overhead
 
 bench-score:
 	$(CARGO) bench -p ctxbench --bench score
+
+## Decoding frames/s with 1 and 2 threads (criterion, quick ATCO2-1h).
+bench-decode:
+	$(CARGO) bench -p ctxbench --bench decode
+
+## What the arc booster, the phrase automaton and lattice biasing add to decoding time
+## (interleaved rounds, on-CPU time; ROUNDS=N, default 15).
+bench-overhead:
+	$(CARGO) bench -p ctxbench --bench overhead
 
 lint:
 	$(CARGO) fmt --all -- --check
