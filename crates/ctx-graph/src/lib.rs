@@ -7,6 +7,7 @@
 //! - [`compile`]: HCLG = H ∘ det(L ∘ G) and TLG = T ∘ min(det(L ∘ G)), disambiguation removal.
 //! - [`gboost`]: G-boosting (003 §3.1.3): phrase n-grams discounted, missing ones added.
 //! - [`biasing`]: the biasing FST of a phrase list (loop state + discounted phrase trie).
+//! - [`phrase_arcs`]: the arcs arc-index boosting discounts for a phrase list (000 Algorithm 1).
 //! - [`csr`]: the CSR decoding-graph layout every decoder reads (emitting arcs first).
 //! - [`cache`]: an on-disk cache of built graphs keyed by a hash of their inputs.
 //! - [`paths`]: enumeration of the output strings of small FSTs (tests and debugging).
@@ -26,6 +27,7 @@ pub mod grammar;
 pub mod hmm;
 pub mod lexicon_fst;
 pub mod paths;
+pub mod phrase_arcs;
 
 pub use error::{GraphError, Result};
 pub use rustfst;

@@ -1,0 +1,200 @@
+//! The arcs of a decoding graph that arc-index boosting discounts for a phrase list: Algorithm 1
+//! of Nigmatulina et al. (000 §4.2), without the reference code's bugs (DESIGN.md §3).
+//!
+//! For a phrase `w1 w2 … wk` the boosted arcs are
+//! - every arc whose output label is `w1` (a phrase may start anywhere in an utterance), and
+//! - for `t = 2..k`, every arc with output `wt` that a path reaches from the destination of a
+//!   boosted `w(t−1)` arc of the same phrase through arcs without output (ε-output arcs, emitting
+//!   or not: the rest of the previous word's HMM, back-off arcs, the next word's first phones).
+//!
+//! So an arc is boosted iff some path of the graph that ends with it outputs a prefix of a phrase
+//! (and that arc outputs the prefix's last word) — the arc-level counterpart of the biasing FST's
+//! prefix rule, except that the graph state cannot tell which words came before: a `wt` arc after
+//! a back-off is boosted whatever the history (as on the GPU in the paper).
+//!
+//! The phrases are walked as a trie, so a shared prefix is searched once; each search step is one
+//! multi-source depth-first search with its own visited set (the reference code shares one set
+//! across seed states and steps, so a state seen for one phrase was skipped for the next).
+
+use crate::csr::DecodingGraph;
+use std::collections::BTreeMap;
+
+/// What [`phrase_arcs`] found.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PhraseArcs {
+    /// The boosted arc indices, ascending and distinct.
+    pub arcs: Vec<u32>,
+    /// Phrases with at least one arc for every word (the others cannot be spelled by the graph,
+    /// usually for an out-of-vocabulary word; their found prefix arcs are still boosted).
+    pub spelled: usize,
+    /// Phrases given (empty ones ignored).
+    pub phrases: usize,
+}
+
+/// One trie node: the phrase words that follow it and, once reached, the states after its last
+/// word's arcs.
+#[derive(Default)]
+struct Node {
+    children: BTreeMap<u32, Node>,
+    /// Phrases that end here.
+    ends: usize,
+}
+
+/// Finds the arcs to boost for `phrases` (word ids, 0 = ε is not a word) in `graph`.
+pub fn phrase_arcs(graph: &DecodingGraph, phrases: &[Vec<u32>]) -> PhraseArcs {
+    let mut root = Node::default();
+    let mut count = 0;
+    for p in phrases.iter().filter(|p| !p.is_empty()) {
+        count += 1;
+        let mut node = &mut root;
+        for &w in p {
+            node = node.children.entry(w).or_default();
+        }
+        node.ends += 1;
+    }
+    // Every arc by output word, for the first words.
+    let mut by_word: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (a, &o) in graph.olabel.iter().enumerate() {
+        if o != 0 && root.children.contains_key(&o) {
+            by_word.entry(o).or_default().push(a as u32);
+        }
+    }
+    let mut search = Search::new(graph);
+    let mut found = Vec::new();
+    let mut spelled = 0;
+    for (w, child) in &root.children {
+        let arcs = by_word.get(w).map_or(&[][..], |v| v.as_slice());
+        spelled += search.descend(child, arcs, &mut found);
+    }
+    found.sort_unstable();
+    found.dedup();
+    PhraseArcs {
+        arcs: found,
+        spelled,
+        phrases: count,
+    }
+}
+
+/// The depth-first search of one step, with a visited set reset by generation stamps.
+struct Search<'g> {
+    g: &'g DecodingGraph,
+    stamp: Vec<u32>,
+    generation: u32,
+    stack: Vec<u32>,
+}
+
+impl<'g> Search<'g> {
+    fn new(g: &'g DecodingGraph) -> Self {
+        Self {
+            g,
+            stamp: vec![0; g.num_states()],
+            generation: 0,
+            stack: Vec::new(),
+        }
+    }
+
+    /// Boosts `arcs` (the arcs of `node`'s last word), then searches on for the node's children;
+    /// returns how many phrases ending at or below `node` were spelled in full.
+    fn descend(&mut self, node: &Node, arcs: &[u32], found: &mut Vec<u32>) -> usize {
+        if arcs.is_empty() {
+            return 0;
+        }
+        found.extend_from_slice(arcs);
+        let mut spelled = node.ends;
+        if node.children.is_empty() {
+            return spelled;
+        }
+        // The arcs with a child's word reachable through ε-output arcs, grouped by word.
+        let mut next: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        self.generation += 1;
+        let gen = self.generation;
+        self.stack.clear();
+        for &a in arcs {
+            let s = self.g.next[a as usize];
+            if self.stamp[s as usize] != gen {
+                self.stamp[s as usize] = gen;
+                self.stack.push(s);
+            }
+        }
+        while let Some(s) = self.stack.pop() {
+            for a in self.g.emitting(s).chain(self.g.non_emitting(s)) {
+                let o = self.g.olabel[a];
+                if o != 0 {
+                    if node.children.contains_key(&o) {
+                        next.entry(o).or_default().push(a as u32);
+                    }
+                    continue;
+                }
+                let d = self.g.next[a];
+                if self.stamp[d as usize] != gen {
+                    self.stamp[d as usize] = gen;
+                    self.stack.push(d);
+                }
+            }
+        }
+        for (w, child) in &node.children {
+            let arcs = next.remove(w).unwrap_or_default();
+            spelled += self.descend(child, &arcs, found);
+        }
+        spelled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hand-made graph: 0 -a-> 1 -ε-> 2 (self-loop ε) -b-> 3 -c-> 4, and 0 -b-> 5 -c-> 6.
+    fn graph() -> DecodingGraph {
+        // (from, ilabel, olabel, to)
+        let arcs = [
+            (0, 1, 1, 1),
+            (1, 2, 0, 2),
+            (2, 2, 0, 2),
+            (2, 3, 2, 3),
+            (3, 4, 3, 4),
+            (0, 5, 2, 5),
+            (5, 6, 3, 6),
+        ];
+        let n = 7;
+        let mut g = DecodingGraph {
+            start: 0,
+            final_cost: vec![f32::INFINITY; n],
+            ..Default::default()
+        };
+        for s in 0..n as u32 {
+            g.e_offsets.push(g.ilabel.len() as u32);
+            for &(f, i, o, t) in &arcs {
+                if f == s {
+                    g.ilabel.push(i);
+                    g.olabel.push(o);
+                    g.weight.push(0.0);
+                    g.next.push(t);
+                }
+            }
+        }
+        g.e_offsets.push(g.ilabel.len() as u32);
+        g.ne_offsets = vec![g.ilabel.len() as u32; n + 1];
+        g.validate().unwrap();
+        g
+    }
+
+    #[test]
+    fn later_words_only_along_the_phrase() {
+        let g = graph();
+        // Arcs by index: 0 0-a->1, 1 0-b->5, 2 1-ε->2, 3 2-ε->2, 4 2-b->3, 5 3-c->4, 6 5-c->6.
+        // a b c: a, b after a through the ε arcs, c after that b; not the b and c of 0-b->5-c->6.
+        let r = phrase_arcs(&g, &[vec![1, 2, 3]]);
+        assert_eq!(r.arcs, vec![0, 4, 5]);
+        assert_eq!((r.spelled, r.phrases), (1, 1));
+        // b c: both b arcs start it, so both c arcs follow.
+        let r = phrase_arcs(&g, &[vec![2, 3]]);
+        assert_eq!(r.arcs, vec![1, 4, 5, 6]);
+        // a c cannot be spelled (a b sits between): only a is boosted.
+        let r = phrase_arcs(&g, &[vec![1, 3], vec![]]);
+        assert_eq!(r.arcs, vec![0]);
+        assert_eq!((r.spelled, r.phrases), (0, 1));
+        // A word the graph lacks.
+        assert!(phrase_arcs(&g, &[vec![9]]).arcs.is_empty());
+    }
+}

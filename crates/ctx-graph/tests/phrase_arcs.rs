@@ -1,0 +1,123 @@
+//! Algorithm 1 (the arcs to boost for a phrase list) against brute force: on random acyclic
+//! graphs, an arc must be boosted iff some path ending with it outputs a phrase prefix.
+
+use ctx_graph::csr::DecodingGraph;
+use ctx_graph::phrase_arcs::phrase_arcs;
+use ctx_graph::StdFst;
+use rustfst::prelude::*;
+use std::collections::BTreeSet;
+
+/// A small xorshift generator (seeded, no dependency).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// A random DAG (arcs go to higher states only) with mixed emitting and non-emitting arcs,
+/// a third of them with an output word in 1..=words.
+fn random_dag(rng: &mut Rng, states: u32, words: u32) -> DecodingGraph {
+    let mut f = StdFst::new();
+    for _ in 0..states {
+        f.add_state();
+    }
+    f.set_start(0).unwrap();
+    f.set_final(states - 1, 0.0).unwrap();
+    for s in 0..states - 1 {
+        for _ in 0..1 + rng.below(3) {
+            let to = s + 1 + rng.below((states - 1 - s) as u64) as u32;
+            let il = rng.below(3) as u32; // 0 = non-emitting
+            let ol = if rng.below(3) == 0 {
+                1 + rng.below(words as u64) as u32
+            } else {
+                0
+            };
+            f.add_tr(s, Tr::new(il, ol, 0.0, to)).unwrap();
+        }
+    }
+    DecodingGraph::from_fst(&f, None).unwrap()
+}
+
+/// Every arc that ends a path whose output sequence is a non-empty prefix of a phrase (the path
+/// ending with an output arc), by enumerating all paths.
+fn brute_force(g: &DecodingGraph, phrases: &[Vec<u32>]) -> Vec<u32> {
+    let prefixes: BTreeSet<Vec<u32>> = phrases
+        .iter()
+        .flat_map(|p| (1..=p.len()).map(|t| p[..t].to_vec()))
+        .collect();
+    let mut out = BTreeSet::new();
+    // (state, outputs so far), depth first from every state.
+    let mut stack: Vec<(u32, Vec<u32>)> = (0..g.num_states() as u32)
+        .map(|s| (s, Vec::new()))
+        .collect();
+    while let Some((s, words)) = stack.pop() {
+        for a in g.emitting(s).chain(g.non_emitting(s)) {
+            let mut w = words.clone();
+            if g.olabel[a] != 0 {
+                w.push(g.olabel[a]);
+                if prefixes.contains(&w) {
+                    out.insert(a as u32);
+                }
+            }
+            // Longer outputs that are no prefix cannot become one.
+            if w.is_empty() || prefixes.contains(&w) {
+                stack.push((g.next[a], w));
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+#[test]
+fn algorithm_1_equals_brute_force_on_random_graphs() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut nonempty = 0;
+    let mut later_words_pruned = 0;
+    for case in 0..300 {
+        let states = 4 + rng.below(9) as u32;
+        let g = random_dag(&mut rng, states, 3);
+        let phrases: Vec<Vec<u32>> = (0..1 + rng.below(3))
+            .map(|_| {
+                (0..1 + rng.below(3))
+                    .map(|_| 1 + rng.below(4) as u32) // word 4 is never in the graph
+                    .collect()
+            })
+            .collect();
+        let got = phrase_arcs(&g, &phrases);
+        let want = brute_force(&g, &phrases);
+        assert_eq!(
+            got.arcs, want,
+            "case {case}: phrases {phrases:?}, graph {g:?}"
+        );
+        nonempty += usize::from(!want.is_empty());
+        // Some arc carries a phrase's later word yet is not boosted: the search is selective.
+        let words: BTreeSet<u32> = phrases.iter().flatten().copied().collect();
+        later_words_pruned += usize::from(
+            (0..g.num_arcs()).any(|a| words.contains(&g.olabel[a]) && !want.contains(&(a as u32))),
+        );
+    }
+    assert!(nonempty > 200, "{nonempty}");
+    assert!(later_words_pruned > 50, "{later_words_pruned}");
+}
+
+#[test]
+fn spelled_counts_phrases_the_graph_can_output() {
+    let mut f = StdFst::new();
+    let s: Vec<u32> = (0..4).map(|_| f.add_state()).collect();
+    f.set_start(s[0]).unwrap();
+    f.set_final(s[3], 0.0).unwrap();
+    // 0 -a-> 1 -ε-> 2 -b-> 3
+    f.add_tr(s[0], Tr::new(1, 1, 0.0, s[1])).unwrap();
+    f.add_tr(s[1], Tr::new(0, 0, 0.0, s[2])).unwrap();
+    f.add_tr(s[2], Tr::new(2, 2, 0.0, s[3])).unwrap();
+    let g = DecodingGraph::from_fst(&f, None).unwrap();
+    let r = phrase_arcs(&g, &[vec![1, 2], vec![2, 1], vec![1], vec![3, 1]]);
+    // a b spelled; b a not (only b boosted); a spelled; c a not (nothing).
+    assert_eq!((r.spelled, r.phrases), (2, 4));
+    assert_eq!(r.arcs.len(), 2);
+}
