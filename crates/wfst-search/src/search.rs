@@ -605,8 +605,12 @@ impl Stream {
             let LTok {
                 state, cost, lm, ..
             } = toks[u as usize];
+            let arcs = g.non_emitting(state);
+            if arcs.is_empty() {
+                continue; // most states: no ε arcs, so no booster question either
+            }
             let touched = booster.touches(state);
-            for a in g.non_emitting(state) {
+            for a in arcs {
                 let (lm, wc) = word_step(g, booster, a, lm);
                 let gc = g.weight[a] + delta_of(booster, touched, a) + wc;
                 let c = cost + gc;
@@ -649,8 +653,12 @@ impl Stream {
         }
         if cfg.lattice {
             for (u, t) in toks.iter().enumerate() {
+                let arcs = g.non_emitting(t.state);
+                if arcs.is_empty() {
+                    continue;
+                }
                 let touched = booster.touches(t.state);
-                for a in g.non_emitting(t.state) {
+                for a in arcs {
                     let (lm, wc) = word_step(g, booster, a, t.lm);
                     let gc = g.weight[a] + delta_of(booster, touched, a) + wc;
                     if t.cost + gc > cutoff {

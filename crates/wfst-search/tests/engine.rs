@@ -251,19 +251,23 @@ fn arc_booster_equals_editing_the_boosted_arcs() {
         edited.weight[a as usize] += discount;
     }
     let utts: Vec<ScoreMatrix> = (0..5).map(|_| random_scores(&mut rng, 40, 8)).collect();
-    let cfg = DecoderConfig {
-        beam: 10.0,
-        lattice_beam: 5.0,
-        ..DecoderConfig::default()
-    };
-    let boosted =
-        vec![Booster::ArcSet(ArcSetBooster::new(&graph, arcs, discount).unwrap()); utts.len()];
-    let plain = vec![Booster::None; utts.len()];
-    let a = decode_all(&graph, &cfg, &utts, &boosted, 5, 6);
-    let b = decode_all(&edited, &cfg, &utts, &plain, 5, 6);
-    assert_eq!(a, b);
-    let c = decode_all(&graph, &cfg, &utts, &plain, 5, 6);
-    assert_ne!(a, c, "the boost should change something");
+    let booster = ArcSetBooster::new(&graph, arcs, discount).unwrap();
+    // Narrow beams too: the search compares an arc's cost without its discount against a
+    // widened cut first, and must not drop a boosted arc the discount brings inside the beam.
+    for beam in [2.0, 4.0, 10.0] {
+        let cfg = DecoderConfig {
+            beam,
+            lattice_beam: beam / 2.0,
+            ..DecoderConfig::default()
+        };
+        let boosted = vec![Booster::ArcSet(booster.clone()); utts.len()];
+        let plain = vec![Booster::None; utts.len()];
+        let a = decode_all(&graph, &cfg, &utts, &boosted, 5, 6);
+        let b = decode_all(&edited, &cfg, &utts, &plain, 5, 6);
+        assert_eq!(a, b, "beam {beam}");
+        let c = decode_all(&graph, &cfg, &utts, &plain, 5, 6);
+        assert_ne!(a, c, "the boost should change something (beam {beam})");
+    }
 }
 
 /// The best score the biasing FST gives a word sequence (ε arcs free moves, final weights).
