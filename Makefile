@@ -6,7 +6,7 @@ CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/release/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats
+.PHONY: all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats
 
 all: build
 
@@ -60,6 +60,10 @@ bench-decode:
 ## (interleaved rounds, on-CPU time; ROUNDS=N, default 15).
 bench-overhead:
 	$(CARGO) bench -p ctxbench --bench overhead
+
+# The same variants counted in instructions under callgrind (needs valgrind; ~2 min each).
+bench-overhead-instructions:
+	scripts/overhead_instructions.sh
 
 lint:
 	$(CARGO) fmt --all -- --check
