@@ -31,8 +31,7 @@ pub struct PhraseArcs {
     pub phrases: usize,
 }
 
-/// One trie node: the phrase words that follow it and, once reached, the states after its last
-/// word's arcs.
+/// One trie node (a phrase prefix): the words that extend it and how many phrases end with it.
 #[derive(Default)]
 struct Node {
     children: BTreeMap<u32, Node>,
