@@ -588,10 +588,13 @@ impl Stream {
             inq,
             ..
         } = self;
+        // Only tokens of states with ε arcs enter the queue (most states have none: no push,
+        // pop or booster question for them).
+        let has_eps = |s: u32| !g.non_emitting(s).is_empty();
         queue.clear();
         inq.clear();
-        inq.resize(toks.len(), true);
-        queue.extend(0..toks.len() as u32);
+        inq.extend(toks.iter().map(|t| has_eps(t.state)));
+        queue.extend((0..toks.len() as u32).filter(|&j| inq[j as usize]));
         let mut pops = 0usize;
         while let Some(u) = queue.pop_front() {
             inq[u as usize] = false;
@@ -606,9 +609,6 @@ impl Stream {
                 state, cost, lm, ..
             } = toks[u as usize];
             let arcs = g.non_emitting(state);
-            if arcs.is_empty() {
-                continue; // most states: no ε arcs, so no booster question either
-            }
             let touched = booster.touches(state);
             for a in arcs {
                 let (lm, wc) = word_step(g, booster, a, lm);
@@ -633,15 +633,18 @@ impl Stream {
                         extra: 0.0,
                     });
                     bp.push(Bp { src: u, arc: a });
-                    inq.push(true);
-                    queue.push_back(j);
+                    let eps = has_eps(d as u32);
+                    inq.push(eps);
+                    if eps {
+                        queue.push_back(j);
+                    }
                 } else {
                     let tok = &mut toks[j as usize];
                     let b = &mut bp[j as usize];
                     if c < tok.cost {
                         tok.cost = c;
                         *b = Bp { src: u, arc: a };
-                        if !inq[j as usize] {
+                        if !inq[j as usize] && has_eps(d as u32) {
                             inq[j as usize] = true;
                             queue.push_back(j);
                         }

@@ -267,6 +267,16 @@ fn arc_booster_equals_editing_the_boosted_arcs() {
         assert_eq!(a, b, "beam {beam}");
         let c = decode_all(&graph, &cfg, &utts, &plain, 5, 6);
         assert_ne!(a, c, "the boost should change something (beam {beam})");
+        // The general path (a stack, deltas looked up per arc) adds two half discounts.
+        let half = Booster::ArcSet(
+            ArcSetBooster::new(&graph, booster.arcs().to_vec(), discount / 2.0).unwrap(),
+        );
+        let stacked = vec![Booster::Stack(vec![half.clone(), half]); utts.len()];
+        assert_eq!(
+            decode_all(&graph, &cfg, &utts, &stacked, 5, 6),
+            b,
+            "stack, beam {beam}"
+        );
     }
 }
 
