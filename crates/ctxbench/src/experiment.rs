@@ -23,6 +23,8 @@ pub enum Component {
     GBoost,
     /// HCLG ∘ biasing FST (003 §3.1.4).
     Hclg,
+    /// Arc-index boosting of HCLG during the search (000 §4.2, Algorithm 1), per utterance.
+    Arcs,
     /// Lattice ∘ biasing FST after decoding (003 §3.1.2).
     Lattice,
 }
@@ -33,6 +35,7 @@ impl Component {
             Component::Common => "common",
             Component::GBoost => "g-boosting",
             Component::Hclg => "hclg-boosting",
+            Component::Arcs => "arc-boosting",
             Component::Lattice => "lattice-biasing",
         }
     }
@@ -53,9 +56,10 @@ impl Method {
             let c = match p.trim() {
                 "g-boosting" => Component::GBoost,
                 "hclg-boosting" => Component::Hclg,
+                "arc-boosting" => Component::Arcs,
                 "lattice-biasing" => Component::Lattice,
                 other => bail!(
-                    "unknown method '{other}' (baseline, g-boosting, hclg-boosting, lattice-biasing, or several joined with '+')"
+                    "unknown method '{other}' (baseline, g-boosting, hclg-boosting, arc-boosting, lattice-biasing, or several joined with '+')"
                 ),
             };
             if parts.contains(&c) {
@@ -323,6 +327,19 @@ pub const SETTINGS: &[SettingSpec] = &[
         Type::Float,
         Component::Hclg,
         "HCLG-boosting discount per word",
+    ),
+    spec(
+        "arcs_list",
+        Type::Str,
+        Component::Arcs,
+        "per-utterance list whose HCLG arcs (000 Algorithm 1) the search discounts: sequences, \
+         unigrams, gt or list:NAME",
+    ),
+    spec(
+        "arcs_discount",
+        Type::Float,
+        Component::Arcs,
+        "arc-boosting discount per boosted arc",
     ),
     spec(
         "bias_list",
@@ -886,6 +903,7 @@ impl Experiment {
                     ("dataset", Component::Common),
                     ("gboost_list", Component::GBoost),
                     ("hclg_list", Component::Hclg),
+                    ("arcs_list", Component::Arcs),
                     ("bias_list", Component::Lattice),
                 ] {
                     if r.method.has(c) && !s.contains_key(k) {
@@ -946,9 +964,11 @@ fn check_values(s: &Settings, what: &str) -> Result<()> {
             bail!("{what}: graph '{v}' (hclg, tlg-normal, tlg-compact)");
         }
     }
-    if let Some(v) = str_of("bias_list") {
-        if crate::pipeline::ListKind::parse(&v).is_none() {
-            bail!("{what}: bias_list '{v}' (sequences, unigrams, gt, list:NAME)");
+    for k in ["bias_list", "arcs_list"] {
+        if let Some(v) = str_of(k) {
+            if crate::pipeline::ListKind::parse(&v).is_none() {
+                bail!("{what}: {k} '{v}' (sequences, unigrams, gt, list:NAME)");
+            }
         }
     }
     let mode = str_of("gboost_mode");

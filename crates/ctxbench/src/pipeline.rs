@@ -18,14 +18,15 @@ use ctx_graph::compile::{compose_with_biasing, Graph, GraphKind};
 use ctx_graph::csr::DecodingGraph;
 use ctx_graph::gboost::{GBoost, GBoostReport};
 use ctx_graph::hmm::HmmTopology;
+use ctx_graph::phrase_arcs::phrase_arcs;
 use lattice_rescorer::{biased_best_path, prefix_biased_best_path, PhraseIds, PhraseReport};
 use rayon::prelude::*;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Instant;
 use wfst_search::{
-    decode_utterance, Booster, Decoder, DecoderConfig, EndpointConfig, PhraseAutomaton, Stream,
-    UtteranceResult,
+    decode_utterance, ArcSetBooster, Booster, Decoder, DecoderConfig, EndpointConfig,
+    PhraseAutomaton, Stream, UtteranceResult,
 };
 
 /// The simulated acoustic model matching a graph kind.
@@ -307,6 +308,79 @@ pub fn otf_boosters(
         build_s: t.elapsed().as_secs_f64(),
         per_utterance: req.per_utterance,
     }))
+}
+
+/// Arc-index boosting (000 §4.2): per utterance, the arcs of the decoding graph that Algorithm 1
+/// finds for the utterance's list ([`ctx_graph::phrase_arcs`]), discounted during the search.
+#[derive(Debug, Clone)]
+pub struct ArcBoosters {
+    /// Per utterance, in dataset order.
+    pub boosters: Vec<Booster>,
+    /// The lists' phrases kept and dropped (a word outside the vocabulary), summed over
+    /// utterances.
+    pub report: PhraseReport,
+    /// Boosted arcs, summed over utterances.
+    pub arcs: usize,
+    /// Seconds spent finding the arcs and building the boosters: the lists arrive with their
+    /// utterances, so this time counts in RTFx.
+    pub build_s: f64,
+}
+
+impl ArcBoosters {
+    /// Finds the arcs of every utterance's list of `kind` in `setup`'s graph, one search per
+    /// distinct list, in parallel on `threads`.
+    pub fn new(setup: &Setup, kind: &ListKind, discount: f32, threads: usize) -> Result<Self> {
+        if let ListKind::Global(name) = kind {
+            if !setup.dataset.global_lists.contains_key(name) {
+                bail!("dataset {} has no global list '{name}'", setup.dataset.name);
+            }
+        }
+        let t = Instant::now();
+        let lists: Vec<BiasList> = setup
+            .dataset
+            .utterances
+            .iter()
+            .map(|u| list_of(setup, u, kind))
+            .collect();
+        let mut distinct: Vec<&Vec<Vec<String>>> = lists.iter().map(|l| &l.phrases).collect();
+        distinct.sort();
+        distinct.dedup();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .build()?;
+        let built: Vec<(Booster, PhraseReport, usize)> = pool.install(|| {
+            distinct
+                .par_iter()
+                .map(|phrases| {
+                    let list = BiasList {
+                        phrases: (*phrases).clone(),
+                    };
+                    let ids = PhraseIds::new(&list, &setup.graph.symbols.words);
+                    let found = phrase_arcs(&setup.csr, &ids.phrases);
+                    let n = found.arcs.len();
+                    let b = ArcSetBooster::new(&setup.csr, found.arcs, discount)?;
+                    Ok((Booster::ArcSet(b), ids.report, n))
+                })
+                .collect::<Result<_>>()
+        })?;
+        let mut out = Self {
+            boosters: Vec::with_capacity(lists.len()),
+            report: PhraseReport::default(),
+            arcs: 0,
+            build_s: 0.0,
+        };
+        for l in &lists {
+            let i = distinct
+                .binary_search(&&l.phrases)
+                .expect("every list is among the distinct ones");
+            let (b, r, n) = &built[i];
+            out.boosters.push(b.clone());
+            out.report.add(r);
+            out.arcs += n;
+        }
+        out.build_s = t.elapsed().as_secs_f64();
+        Ok(out)
+    }
 }
 
 /// A boost applied to the graph before decoding (G-boosting or HCLG ∘ biasing FST): which

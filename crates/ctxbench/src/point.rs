@@ -73,6 +73,16 @@ fn otf_boosters(
     pipeline::otf_boosters(reg, &s(p, "dataset"), st, subset_of(p), &req, threads)
 }
 
+/// The per-utterance arc boosters of a point with arc-boosting; `None` for other points.
+fn arc_boosters(p: &Point, st: &Setup, threads: usize) -> Result<Option<pipeline::ArcBoosters>> {
+    let Some(l) = p.settings.get("arcs_list") else {
+        return Ok(None);
+    };
+    let kind = ListKind::parse(&l.to_string()).ok_or_else(|| anyhow!("bad arcs_list '{l}'"))?;
+    let discount = num(p, "arcs_discount", -2.0) as f32;
+    pipeline::ArcBoosters::new(st, &kind, discount, threads).map(Some)
+}
+
 fn num(p: &Point, k: &str, default: f64) -> f64 {
     p.settings.get(k).and_then(Value::as_f64).unwrap_or(default)
 }
@@ -119,12 +129,27 @@ pub(crate) fn run_group(
         threads: num(first, "threads", 2.0) as usize,
     };
     let otf = otf_boosters(reg, first, st, settings.threads)?;
-    let run = match &otf {
-        None => decode(st, &settings, &|_| Booster::None)?,
-        Some(o) => o.decode(st, &settings)?,
-    };
+    let arcs = arc_boosters(first, st, settings.threads)?;
+    let index: std::collections::HashMap<&str, usize> = st
+        .dataset
+        .utterances
+        .iter()
+        .enumerate()
+        .map(|(i, u)| (u.id.as_str(), i))
+        .collect();
+    let run = decode(st, &settings, &|u| {
+        let i = index[u.id.as_str()];
+        let g = otf.as_ref().map(|o| o.boosters[i].clone());
+        let a = arcs.as_ref().map(|a| a.boosters[i].clone());
+        match (g, a) {
+            (None, None) => Booster::None,
+            (Some(b), None) | (None, Some(b)) => b,
+            (Some(g), Some(a)) => Booster::Stack(vec![g, a]),
+        }
+    })?;
     // Lists that arrive per utterance are compiled while decoding: their time counts.
-    let context_s = otf.as_ref().map_or(0.0, |o| o.context_s());
+    let context_s =
+        otf.as_ref().map_or(0.0, |o| o.context_s()) + arcs.as_ref().map_or(0.0, |a| a.build_s);
     let density = pipeline::lattice_density(&run);
     let mut out = Vec::new();
     for &i in group {
@@ -169,9 +194,17 @@ pub(crate) fn run_group(
         put("graph_states", Some(st.csr.num_states() as f64));
         put("graph_arcs", Some(st.csr.num_arcs() as f64));
         put("lattice_density", Some(density));
-        put("context_s", otf.as_ref().map(|o| o.build_s));
+        let built = otf.as_ref().map(|o| o.build_s).into_iter();
+        let built: Vec<f64> = built.chain(arcs.as_ref().map(|a| a.build_s)).collect();
+        put("context_s", (!built.is_empty()).then(|| built.iter().sum()));
+        put(
+            "boosted_arcs",
+            arcs.as_ref()
+                .map(|a| a.arcs as f64 / st.dataset.utterances.len() as f64),
+        );
         let gboost = otf.as_ref().map(|o| &o.report).or(st.gboost.as_ref());
-        let (kept, dropped) = match (&o.report, gboost, &st.hclg_phrases) {
+        let arc_report = arcs.as_ref().map(|a| &a.report);
+        let (kept, dropped) = match (o.report.as_ref().or(arc_report), gboost, &st.hclg_phrases) {
             (Some(r), _, _) => (Some(r.kept), Some(r.dropped)),
             (None, Some(g), _) => (Some(g.kept), Some(g.dropped)),
             (None, None, Some(h)) => (Some(h.kept), Some(h.dropped)),

@@ -28,6 +28,7 @@ pub const MEASURES: &[&str] = &[
     "context_s",
     "phrases_kept",
     "phrases_dropped",
+    "boosted_arcs",
 ];
 
 /// Label columns that come first in points.csv.

@@ -114,6 +114,8 @@ fn decode_key(p: &Point) -> String {
         "gboost_scope",
         "gboost_list",
         "gboost_discount",
+        "arcs_list",
+        "arcs_discount",
     ] {
         k.push_str(&format!(";{x}={}", s(p, x)));
     }
@@ -210,7 +212,7 @@ fn check_lists(ds: &Dataset, full: &Dataset, points: &[Point], name: &str) -> Re
                 }
             }
         }
-        for k in ["bias_list", "gboost_list"] {
+        for k in ["bias_list", "arcs_list", "gboost_list"] {
             if k == "gboost_list" && !per_utt {
                 continue;
             }

@@ -44,6 +44,7 @@ pub fn measure_name(m: &str) -> &str {
         "graph_states" => "states",
         "graph_arcs" => "arcs",
         "lattice_density" => "arcs/frame",
+        "boosted_arcs" => "boosted arcs/utt",
         other => other,
     }
 }
@@ -53,7 +54,7 @@ pub fn format_measure(m: &str, v: f64) -> String {
     match m {
         "rtfx" if v >= 100.0 => format!("{v:.0}"),
         "peak_mem_mb" | "utterances" | "graph_states" | "graph_arcs" | "phrases_kept"
-        | "phrases_dropped" => format!("{v:.0}"),
+        | "phrases_dropped" | "boosted_arcs" => format!("{v:.0}"),
         "lattice_density" => format!("{v:.2}"),
         _ => format!("{v:.1}"),
     }

@@ -350,3 +350,65 @@ gboost_list = "gt"
     let c: f64 = get("per utterance", "context_s").parse().unwrap();
     assert!(c > 0.0);
 }
+
+#[test]
+fn arc_boosting_finds_arcs_per_utterance_and_times_them() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("experiments/arcs.toml");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let exp = |list: &str| {
+        format!(
+            r#"
+title = "arcs"
+[settings]
+dataset = "atco2-sim-1h"
+subset = "quick"
+limit = 8
+threads = 1
+[table]
+measures = ["wer", "boosted_arcs", "context_s"]
+[[rows]]
+row = "none"
+method = "baseline"
+[[rows]]
+row = "gt"
+method = "arc-boosting"
+arcs_list = "gt"
+[[rows]]
+row = "sequences"
+method = "arc-boosting+lattice-biasing"
+arcs_list = "{list}"
+bias_list = "sequences"
+"#
+        )
+    };
+    std::fs::write(&p, exp("sequences")).unwrap();
+    let out = d.path().join("results");
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(out.join("arcs/points.csv")).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let get = |row: &str, c: &str| -> String {
+        let r = rows.iter().find(|r| r[col("row")] == row).unwrap();
+        r[col(c)].to_string()
+    };
+    let num = |row: &str, c: &str| -> f64 { get(row, c).parse().unwrap() };
+    // Each ground-truth callsign spells a few words, each output by many arcs; the radar
+    // lists hold dozens of callsigns, so far more arcs.
+    assert_eq!(get("none", "boosted_arcs"), "");
+    assert!(num("gt", "boosted_arcs") > 10.0);
+    assert!(num("sequences", "boosted_arcs") > 10.0 * num("gt", "boosted_arcs"));
+    // Found while decoding: the time counts.
+    assert!(num("sequences", "context_s") > 0.0);
+    assert!(num("sequences", "phrases_kept") > num("gt", "phrases_kept"));
+    // Boosting the radar lists' arcs during the search changes the output.
+    assert_ne!(get("none", "wer"), get("sequences", "wer"));
+    // A list that is not one fails before decoding, naming the setting.
+    std::fs::write(&p, exp("radar")).unwrap();
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("arcs_list 'radar'"), "{}", stderr(&o));
+}

@@ -46,15 +46,20 @@ impl ArcSetBooster {
         for &a in &arcs {
             bits[a as usize / 64] |= 1 << (a % 64);
         }
+        // Each boosted arc's state, by binary search of the offsets (the arcs of one kind lie
+        // in state order; a state without arcs of that kind never ends such a search): a
+        // list is built per utterance, so this is per boosted arc, not per graph arc.
         let n = g.num_states();
         let mut states = vec![0u64; n.div_ceil(64)];
-        for s in 0..n as u32 {
-            if g.emitting(s)
-                .chain(g.non_emitting(s))
-                .any(|a| arcs.binary_search(&(a as u32)).is_ok())
-            {
-                states[s as usize / 64] |= 1 << (s % 64);
-            }
+        let num_e = g.num_emitting();
+        for &a in &arcs {
+            let offsets = if (a as usize) < num_e {
+                &g.e_offsets
+            } else {
+                &g.ne_offsets
+            };
+            let s = offsets[..n].partition_point(|&o| o <= a) - 1;
+            states[s / 64] |= 1 << (s % 64);
         }
         Ok(Self {
             arcs: std::sync::Arc::new(arcs),
