@@ -63,6 +63,21 @@ fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// A points.csv as a lookup: `get(row, column)` is that row's cell (the first row so named).
+fn cell_of(csv: &Path) -> impl Fn(&str, &str) -> String {
+    let text = std::fs::read_to_string(csv).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
+    let rows: Vec<Vec<String>> = lines
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect();
+    move |row, c| {
+        let col = |n: &str| head.iter().position(|h| h == n).unwrap();
+        let r = rows.iter().find(|r| r[col("row")] == row).unwrap();
+        r[col(c)].clone()
+    }
+}
+
 /// (row, beam, wer) of a points.csv, in file order.
 fn figures(csv: &Path) -> Vec<(String, String, String)> {
     let text = std::fs::read_to_string(csv).unwrap();
@@ -330,15 +345,7 @@ gboost_list = "gt"
     let out = d.path().join("results");
     let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let text = std::fs::read_to_string(out.join("otf/points.csv")).unwrap();
-    let mut lines = text.lines();
-    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    let get = |row: &str, c: &str| -> String {
-        let r = rows.iter().find(|r| r[col("row")] == row).unwrap();
-        r[col(c)].to_string()
-    };
+    let get = cell_of(&out.join("otf/points.csv"));
     // One list for the set: the same phrases kept as the static graph's G edit (30 waypoints).
     assert_eq!(
         get("static", "phrases_kept"),
@@ -386,15 +393,7 @@ bias_list = "sequences"
     let out = d.path().join("results");
     let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let text = std::fs::read_to_string(out.join("arcs/points.csv")).unwrap();
-    let mut lines = text.lines();
-    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    let get = |row: &str, c: &str| -> String {
-        let r = rows.iter().find(|r| r[col("row")] == row).unwrap();
-        r[col(c)].to_string()
-    };
+    let get = cell_of(&out.join("arcs/points.csv"));
     let num = |row: &str, c: &str| -> f64 { get(row, c).parse().unwrap() };
     // Each ground-truth callsign spells a few words, each output by many arcs; the radar
     // lists hold dozens of callsigns, so far more arcs.
