@@ -227,9 +227,32 @@ pub fn shipped_pronouncer(reg: &Registry) -> Result<Pronouncer, DataError> {
     )?)
 }
 
+/// Fails on the first utterance id that appears twice in `utts` (dataset `name`).
+fn check_unique_ids(name: &str, utts: &[Utterance]) -> Result<(), DataError> {
+    let mut seen = BTreeSet::new();
+    for (i, u) in utts.iter().enumerate() {
+        if !seen.insert(u.id.as_str()) {
+            return Err(DataError::Invalid(format!(
+                "dataset {name}: utterance id '{}' appears twice (again as utterance {})",
+                u.id,
+                i + 1
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Dataset {
     /// Loads (or generates) dataset `name` of the registry.
+    /// Utterance ids are unique (an error names the first repeated one): results, boosters and
+    /// per-utterance lists are keyed by id.
     pub fn load(reg: &Registry, name: &str, subset: Subset) -> Result<Self, DataError> {
+        let ds = Self::load_any(reg, name, subset)?;
+        check_unique_ids(&ds.name, &ds.utterances)?;
+        Ok(ds)
+    }
+
+    fn load_any(reg: &Registry, name: &str, subset: Subset) -> Result<Self, DataError> {
         let spec = reg.get(name)?.clone();
         let shown = match subset {
             Subset::Full => name.to_string(),
@@ -557,5 +580,28 @@ impl Dataset {
         }
         std::fs::rename(&tmp, out).map_err(|e| ctx_core::CoreError::io(out, e))?;
         Ok(out.to_path_buf())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeated_utterance_id_is_an_error_naming_it() {
+        let u = |id: &str| Utterance {
+            id: id.into(),
+            doc: None,
+            words: vec!["a".into()],
+            duration_s: 1.0,
+            entities: Vec::new(),
+            callsign: None,
+        };
+        assert!(check_unique_ids("d", &[u("x"), u("y")]).is_ok());
+        let e = check_unique_ids("d", &[u("x"), u("y"), u("x")]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "dataset d: utterance id 'x' appears twice (again as utterance 3)"
+        );
     }
 }

@@ -18,7 +18,7 @@ use ctx_graph::compile::{compose_with_biasing, Graph, GraphKind};
 use ctx_graph::csr::DecodingGraph;
 use ctx_graph::gboost::{GBoost, GBoostReport};
 use ctx_graph::hmm::HmmTopology;
-use ctx_graph::phrase_arcs::phrase_arcs;
+use ctx_graph::phrase_arcs::PhraseArcFinder;
 use lattice_rescorer::{biased_best_path, prefix_biased_best_path, PhraseIds, PhraseReport};
 use rayon::prelude::*;
 use std::collections::BTreeSet;
@@ -348,6 +348,7 @@ impl ArcBoosters {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads.max(1))
             .build()?;
+        let finder = PhraseArcFinder::new(&setup.csr);
         let built: Vec<(Booster, PhraseReport, usize)> = pool.install(|| {
             distinct
                 .par_iter()
@@ -356,7 +357,7 @@ impl ArcBoosters {
                         phrases: (*phrases).clone(),
                     };
                     let ids = PhraseIds::new(&list, &setup.graph.symbols.words);
-                    let found = phrase_arcs(&setup.csr, &ids.phrases);
+                    let found = finder.find(&ids.phrases);
                     let n = found.arcs.len();
                     let b = ArcSetBooster::new(&setup.csr, found.arcs, discount)?;
                     Ok((Booster::ArcSet(b), ids.report, n))

@@ -479,8 +479,20 @@ impl Stream {
                 // Two loops, so that a token the booster does not touch (most of them) runs
                 // the loop without any lookup.
                 if booster.touches(t.state) {
-                    for a in g.emitting(t.state) {
-                        relax!(i, t, a, booster.delta(a as u32));
+                    let arcs = g.emitting(t.state);
+                    if B::ROW_BITS && arcs.len() <= 64 {
+                        // The row's bits read once, one shift per arc.
+                        let mut bits = booster.row_bits(arcs.start as u32);
+                        let discount = booster.discount();
+                        for a in arcs {
+                            let delta = discount * (bits & 1) as f32;
+                            bits >>= 1;
+                            relax!(i, t, a, delta);
+                        }
+                    } else {
+                        for a in arcs {
+                            relax!(i, t, a, booster.delta(a as u32));
+                        }
                     }
                 } else {
                     for a in g.emitting(t.state) {

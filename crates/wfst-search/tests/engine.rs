@@ -174,11 +174,16 @@ fn decode_all(
 
 /// A bigger graph: a loop over 40 "words", each a chain of 2–4 emitting states.
 fn loop_graph(rng: &mut Rng) -> StdFst {
+    loop_graph_of(rng, 40)
+}
+
+/// [`loop_graph`] with `words` words (the root has one emitting arc per word).
+fn loop_graph_of(rng: &mut Rng, words: u32) -> StdFst {
     let mut fst = StdFst::new();
     let root = fst.add_state();
     fst.set_start(root).unwrap();
     fst.set_final(root, 0.0).unwrap();
-    for w in 1..=40u32 {
+    for w in 1..=words {
         let len = 2 + rng.below(3);
         let mut s = root;
         for k in 0..len {
@@ -237,46 +242,52 @@ fn streams_and_chunks_do_not_change_results() {
 
 #[test]
 fn arc_booster_equals_editing_the_boosted_arcs() {
-    let mut rng = Rng(5);
-    let fst = loop_graph(&mut rng);
-    let graph = DecodingGraph::from_fst(&fst, None).unwrap();
-    // Boost every arc carrying words 3, 17 or 29 (their first arc) and a few inner arcs.
-    let mut arcs: Vec<u32> = (0..graph.num_arcs() as u32)
-        .filter(|&a| [3, 17, 29].contains(&graph.olabel[a as usize]))
-        .collect();
-    arcs.extend([40, 41, 90]);
-    let discount = -2.5;
-    let mut edited = graph.clone();
-    for &a in &arcs {
-        edited.weight[a as usize] += discount;
-    }
-    let utts: Vec<ScoreMatrix> = (0..5).map(|_| random_scores(&mut rng, 40, 8)).collect();
-    let booster = ArcSetBooster::new(&graph, arcs, discount).unwrap();
-    // Narrow beams too: the search compares an arc's cost without its discount against a
-    // widened cut first, and must not drop a boosted arc the discount brings inside the beam.
-    for beam in [2.0, 4.0, 10.0] {
-        let cfg = DecoderConfig {
-            beam,
-            lattice_beam: beam / 2.0,
-            ..DecoderConfig::default()
-        };
-        let boosted = vec![Booster::ArcSet(booster.clone()); utts.len()];
-        let plain = vec![Booster::None; utts.len()];
-        let a = decode_all(&graph, &cfg, &utts, &boosted, 5, 6);
-        let b = decode_all(&edited, &cfg, &utts, &plain, 5, 6);
-        assert_eq!(a, b, "beam {beam}");
-        let c = decode_all(&graph, &cfg, &utts, &plain, 5, 6);
-        assert_ne!(a, c, "the boost should change something (beam {beam})");
-        // The general path (a stack, deltas looked up per arc) adds two half discounts.
-        let half = Booster::ArcSet(
-            ArcSetBooster::new(&graph, booster.arcs().to_vec(), discount / 2.0).unwrap(),
-        );
-        let stacked = vec![Booster::Stack(vec![half.clone(), half]); utts.len()];
-        assert_eq!(
-            decode_all(&graph, &cfg, &utts, &stacked, 5, 6),
-            b,
-            "stack, beam {beam}"
-        );
+    // 40 words: every row fits one 64-bit window of the booster's bits; 100 words: the root's
+    // row is wider (the per-arc lookup) and word 80's arc lies past its first 64 arcs.
+    for words in [40, 100] {
+        let mut rng = Rng(5);
+        let fst = loop_graph_of(&mut rng, words);
+        let graph = DecodingGraph::from_fst(&fst, None).unwrap();
+        // Boost every arc carrying words 3, 17, 29 or 80 (their first arc) and a few inner arcs.
+        let mut arcs: Vec<u32> = (0..graph.num_arcs() as u32)
+            .filter(|&a| [3, 17, 29, 80].contains(&graph.olabel[a as usize]))
+            .collect();
+        arcs.extend([40, 41, 90, 127, 128]);
+        let discount = -2.5;
+        let mut edited = graph.clone();
+        for &a in &arcs {
+            edited.weight[a as usize] += discount;
+        }
+        let utts: Vec<ScoreMatrix> = (0..5).map(|_| random_scores(&mut rng, 40, 8)).collect();
+        let booster = ArcSetBooster::new(&graph, arcs, discount).unwrap();
+        // Narrow beams too: a boosted arc the discount brings inside the beam must be kept.
+        for beam in [2.0, 4.0, 10.0] {
+            let cfg = DecoderConfig {
+                beam,
+                lattice_beam: beam / 2.0,
+                ..DecoderConfig::default()
+            };
+            let boosted = vec![Booster::ArcSet(booster.clone()); utts.len()];
+            let plain = vec![Booster::None; utts.len()];
+            let a = decode_all(&graph, &cfg, &utts, &boosted, 5, 6);
+            let b = decode_all(&edited, &cfg, &utts, &plain, 5, 6);
+            assert_eq!(a, b, "{words} words, beam {beam}");
+            let c = decode_all(&graph, &cfg, &utts, &plain, 5, 6);
+            assert_ne!(
+                a, c,
+                "the boost should change something ({words} words, beam {beam})"
+            );
+            // The general path (a stack, deltas looked up per arc) adds two half discounts.
+            let half = Booster::ArcSet(
+                ArcSetBooster::new(&graph, booster.arcs().to_vec(), discount / 2.0).unwrap(),
+            );
+            let stacked = vec![Booster::Stack(vec![half.clone(), half]); utts.len()];
+            assert_eq!(
+                decode_all(&graph, &cfg, &utts, &stacked, 5, 6),
+                b,
+                "stack, {words} words, beam {beam}"
+            );
+        }
     }
 }
 
