@@ -12,7 +12,8 @@
 //! prefix rule, except that the graph state cannot tell which words came before: a `wt` arc after
 //! a back-off is boosted whatever the history (as on the GPU in the paper).
 //!
-//! The phrases are walked as a trie, so a shared prefix is searched once; each search step is one
+//! The phrases are walked as a trie, so a shared prefix is searched once — within a list and,
+//! through [`PhraseArcFinder::find_lists`], across all the lists of a run; each search step is one
 //! multi-source depth-first search with its own visited set (the reference code shares one set
 //! across seed states and steps, so a state seen for one phrase was skipped for the next).
 
@@ -29,14 +30,6 @@ pub struct PhraseArcs {
     pub spelled: usize,
     /// Phrases given (empty ones ignored).
     pub phrases: usize,
-}
-
-/// One trie node (a phrase prefix): the words that extend it and how many phrases end with it.
-#[derive(Default)]
-struct Node {
-    children: BTreeMap<u32, Node>,
-    /// Phrases that end here.
-    ends: usize,
 }
 
 /// Finds the arcs to boost for `phrases` (word ids, 0 = ε is not a word) in `graph`. Scans the
@@ -100,28 +93,119 @@ impl<'g> PhraseArcFinder<'g> {
 
     /// Finds the arcs to boost for `phrases` (word ids, 0 = ε is not a word).
     pub fn find(&self, phrases: &[Vec<u32>]) -> PhraseArcs {
-        let mut root = Node::default();
-        let mut count = 0;
-        for p in phrases.iter().filter(|p| !p.is_empty()) {
-            count += 1;
-            let mut node = &mut root;
-            for &w in p {
-                node = node.children.entry(w).or_default();
+        self.find_lists(&[phrases]).list(0)
+    }
+
+    /// Searches many lists at once: every distinct phrase prefix of all of them is searched
+    /// once, so lists that share phrases (the radar lists of consecutive ATC utterances) pay
+    /// for each shared prefix once instead of once per list. Each list's arcs are then the
+    /// union of its prefixes' arcs ([`ListArcs::list`]), the same as [`Self::find`] on the list
+    /// alone: a prefix's arcs depend on the prefix only, not on the other phrases searched.
+    pub fn find_lists<L: AsRef<[Vec<u32>]>>(&self, lists: &[L]) -> ListArcs {
+        let mut trie = ListArcs {
+            parent: vec![NO_NODE],
+            children: vec![BTreeMap::new()],
+            arcs: vec![Vec::new()],
+            ends: Vec::with_capacity(lists.len()),
+        };
+        for list in lists {
+            let mut ends = Vec::new();
+            for p in list.as_ref().iter().filter(|p| !p.is_empty()) {
+                let mut node = 0;
+                for &w in p {
+                    node = match trie.children[node].get(&w) {
+                        Some(&c) => c as usize,
+                        None => {
+                            let c = trie.parent.len();
+                            trie.children[node].insert(w, c as u32);
+                            trie.parent.push(node as u32);
+                            trie.children.push(BTreeMap::new());
+                            trie.arcs.push(Vec::new());
+                            c
+                        }
+                    };
+                }
+                ends.push(node as u32);
             }
-            node.ends += 1;
+            trie.ends.push(ends);
+        }
+        // A child is created after its parent, so node order is an order of the search: the
+        // first words' arcs from the index, each later word's from its parent's arcs.
+        for (&w, &c) in &trie.children[0] {
+            trie.arcs[c as usize] = self.arcs_of(w).to_vec();
         }
         let mut search = Search::new(self.graph);
-        let mut found = Vec::new();
-        let mut spelled = 0;
-        for (&w, child) in &root.children {
-            spelled += search.descend(child, self.arcs_of(w), &mut found);
+        for node in 1..trie.parent.len() {
+            if trie.children[node].is_empty() || trie.arcs[node].is_empty() {
+                continue;
+            }
+            // Children come after their parent: take the node's arcs out while they fill.
+            let from = std::mem::take(&mut trie.arcs[node]);
+            search.step(&from, &trie.children[node], |c, a| {
+                trie.arcs[c as usize].push(a)
+            });
+            trie.arcs[node] = from;
         }
-        found.sort_unstable();
-        found.dedup();
+        trie
+    }
+}
+
+/// No trie node (the root's parent).
+const NO_NODE: u32 = u32::MAX;
+
+/// What [`PhraseArcFinder::find_lists`] found: a trie of every list's phrase prefixes, each node
+/// holding the arcs of its prefix's last word; [`ListArcs::list`] assembles one list's arcs.
+/// Immutable once built, so lists can be assembled in parallel.
+#[derive(Debug, Clone)]
+pub struct ListArcs {
+    /// Per trie node (0 = the empty prefix): its parent, children by word, and the arcs of its
+    /// last word (none when the prefix cannot be spelled: a word without arcs has no arcs
+    /// below it either).
+    parent: Vec<u32>,
+    children: Vec<BTreeMap<u32, u32>>,
+    arcs: Vec<Vec<u32>>,
+    /// Per list, the node of each of its (non-empty) phrases.
+    ends: Vec<Vec<u32>>,
+}
+
+impl ListArcs {
+    /// How many lists were searched.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether no list was searched.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// List `i`'s arcs: the union of the arcs of its phrases' prefixes. Panics if `i` is not a
+    /// list index (below [`Self::len`]).
+    pub fn list(&self, i: usize) -> PhraseArcs {
+        let ends = &self.ends[i];
+        let mut nodes = Vec::new();
+        for &e in ends {
+            let mut n = e;
+            while n != 0 {
+                nodes.push(n);
+                n = self.parent[n as usize];
+            }
+        }
+        nodes.sort_unstable();
+        nodes.dedup();
+        let mut arcs: Vec<u32> = Vec::new();
+        for &n in &nodes {
+            arcs.extend_from_slice(&self.arcs[n as usize]);
+        }
+        arcs.sort_unstable();
+        arcs.dedup();
         PhraseArcs {
-            arcs: found,
-            spelled,
-            phrases: count,
+            arcs,
+            spelled: ends
+                .iter()
+                .filter(|&&e| !self.arcs[e as usize].is_empty())
+                .count(),
+            phrases: ends.len(),
         }
     }
 }
@@ -144,19 +228,14 @@ impl<'g> Search<'g> {
         }
     }
 
-    /// Boosts `arcs` (the arcs of `node`'s last word), then searches on for the node's children;
-    /// returns how many phrases ending at or below `node` were spelled in full.
-    fn descend(&mut self, node: &Node, arcs: &[u32], found: &mut Vec<u32>) -> usize {
-        if arcs.is_empty() {
-            return 0;
-        }
-        found.extend_from_slice(arcs);
-        let mut spelled = node.ends;
-        if node.children.is_empty() {
-            return spelled;
-        }
-        // The arcs with a child's word reachable through ε-output arcs, grouped by word.
-        let mut next: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    /// From the destinations of `arcs` (a prefix's last word), through ε-output arcs: hands
+    /// each arc whose output word is in `children` to `found` with that word's child node.
+    fn step(
+        &mut self,
+        arcs: &[u32],
+        children: &BTreeMap<u32, u32>,
+        mut found: impl FnMut(u32, u32),
+    ) {
         self.generation += 1;
         let gen = self.generation;
         self.stack.clear();
@@ -171,8 +250,8 @@ impl<'g> Search<'g> {
             for a in self.g.emitting(s).chain(self.g.non_emitting(s)) {
                 let o = self.g.olabel[a];
                 if o != 0 {
-                    if node.children.contains_key(&o) {
-                        next.entry(o).or_default().push(a as u32);
+                    if let Some(&c) = children.get(&o) {
+                        found(c, a as u32);
                     }
                     continue;
                 }
@@ -183,11 +262,6 @@ impl<'g> Search<'g> {
                 }
             }
         }
-        for (w, child) in &node.children {
-            let arcs = next.remove(w).unwrap_or_default();
-            spelled += self.descend(child, &arcs, found);
-        }
-        spelled
     }
 }
 

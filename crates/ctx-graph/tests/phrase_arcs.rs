@@ -2,7 +2,7 @@
 //! graphs, an arc must be boosted iff some path ending with it outputs a phrase prefix.
 
 use ctx_graph::csr::DecodingGraph;
-use ctx_graph::phrase_arcs::phrase_arcs;
+use ctx_graph::phrase_arcs::{phrase_arcs, PhraseArcFinder};
 use ctx_graph::StdFst;
 use rustfst::prelude::*;
 use std::collections::BTreeSet;
@@ -73,6 +73,22 @@ fn brute_force(g: &DecodingGraph, phrases: &[Vec<u32>]) -> Vec<u32> {
     out.into_iter().collect()
 }
 
+/// Whether some path of `g` outputs exactly `phrase` (all paths from every state).
+fn outputs(g: &DecodingGraph, phrase: &[u32]) -> bool {
+    let mut stack: Vec<(u32, usize)> = (0..g.num_states() as u32).map(|s| (s, 0)).collect();
+    while let Some((s, k)) = stack.pop() {
+        for a in g.emitting(s).chain(g.non_emitting(s)) {
+            match g.olabel[a] {
+                0 => stack.push((g.next[a], k)),
+                w if w == phrase[k] && k + 1 == phrase.len() => return true,
+                w if w == phrase[k] => stack.push((g.next[a], k + 1)),
+                _ => {}
+            }
+        }
+    }
+    false
+}
+
 #[test]
 fn algorithm_1_equals_brute_force_on_random_graphs() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -103,6 +119,38 @@ fn algorithm_1_equals_brute_force_on_random_graphs() {
     }
     assert!(nonempty > 200, "{nonempty}");
     assert!(later_words_pruned > 50, "{later_words_pruned}");
+}
+
+/// Many lists searched at once (shared prefixes searched once) give each list exactly its own
+/// arcs and counts: nothing leaks from one list's phrases into another's.
+#[test]
+fn lists_searched_together_equal_each_alone() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut differ = 0;
+    for case in 0..200 {
+        let states = 4 + rng.below(9) as u32;
+        let g = random_dag(&mut rng, states, 3);
+        let lists: Vec<Vec<Vec<u32>>> = (0..1 + rng.below(4))
+            .map(|_| {
+                (0..rng.below(4))
+                    .map(|_| (0..rng.below(4)).map(|_| 1 + rng.below(4) as u32).collect())
+                    .collect()
+            })
+            .collect();
+        let together = PhraseArcFinder::new(&g).find_lists(&lists);
+        assert_eq!(together.len(), lists.len());
+        for (i, l) in lists.iter().enumerate() {
+            let got = together.list(i);
+            assert_eq!(got.arcs, brute_force(&g, l), "case {case} list {i}: {l:?}");
+            let nonempty = l.iter().filter(|p| !p.is_empty()).count();
+            assert_eq!(got.phrases, nonempty, "case {case} list {i}");
+            // Spelled: some path outputs the whole phrase.
+            let spelled = l.iter().filter(|p| !p.is_empty() && outputs(&g, p)).count();
+            assert_eq!(got.spelled, spelled, "case {case} list {i}: {l:?}");
+            differ += usize::from(i > 0 && got.arcs != together.list(0).arcs);
+        }
+    }
+    assert!(differ > 50, "{differ}");
 }
 
 #[test]

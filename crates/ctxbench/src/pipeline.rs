@@ -348,19 +348,29 @@ impl ArcBoosters {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads.max(1))
             .build()?;
-        let finder = PhraseArcFinder::new(&setup.csr);
-        let built: Vec<(Booster, PhraseReport, usize)> = pool.install(|| {
+        let ids: Vec<PhraseIds> = pool.install(|| {
             distinct
                 .par_iter()
                 .map(|phrases| {
                     let list = BiasList {
                         phrases: (*phrases).clone(),
                     };
-                    let ids = PhraseIds::new(&list, &setup.graph.symbols.words);
-                    let found = finder.find(&ids.phrases);
-                    let n = found.arcs.len();
-                    let b = ArcSetBooster::new(&setup.csr, found.arcs, discount)?;
-                    Ok((Booster::ArcSet(b), ids.report, n))
+                    PhraseIds::new(&list, &setup.graph.symbols.words)
+                })
+                .collect()
+        });
+        // One search of every distinct prefix of every list (consecutive radar lists share
+        // most phrases), then each list's union of its prefixes' arcs, in parallel.
+        let phrases: Vec<&[Vec<u32>]> = ids.iter().map(|i| i.phrases.as_slice()).collect();
+        let found = PhraseArcFinder::new(&setup.csr).find_lists(&phrases);
+        let built: Vec<(Booster, PhraseReport, usize)> = pool.install(|| {
+            (0..ids.len())
+                .into_par_iter()
+                .map(|i| {
+                    let arcs = found.list(i).arcs;
+                    let n = arcs.len();
+                    let b = ArcSetBooster::new(&setup.csr, arcs, discount)?;
+                    Ok((Booster::ArcSet(b), ids[i].report, n))
                 })
                 .collect::<Result<_>>()
         })?;
