@@ -23,6 +23,8 @@ if [ $# -eq 0 ]; then
   set -- "unbiased again" "Algorithm 1 arcs of" "lookups only" "worst case" "phrase automaton"
 fi
 read -r base_ir base_bcm < <(count "no such variant")
+echo "unbiased decode: $base_ir instructions (the base each variant is compared to)"
+echo
 echo "| variant (ONLY=...) | instructions | simulated branch misses |"
 echo "|---|---|---|"
 for v in "$@"; do

@@ -483,9 +483,10 @@ impl Stream {
                     if B::ROW_BITS && arcs.len() <= 64 {
                         // The row's bits read once, one shift per arc.
                         let mut bits = booster.row_bits(arcs.start as u32);
-                        let discount = booster.discount();
+                        // The delta picked by the bit (a load, not a conversion and a product).
+                        let deltas = [-0.0, booster.discount()];
                         for a in arcs {
-                            let delta = discount * (bits & 1) as f32;
+                            let delta = deltas[(bits & 1) as usize];
                             bits >>= 1;
                             relax!(i, t, a, delta);
                         }
@@ -621,48 +622,61 @@ impl Stream {
                 state, cost, lm, ..
             } = toks[u as usize];
             let arcs = g.non_emitting(state);
-            let touched = booster.touches(state);
-            for a in arcs {
-                let (lm, wc) = word_step(g, booster, a, lm);
-                let gc = g.weight[a] + delta_of(booster, touched, a) + wc;
-                let c = cost + gc;
-                if c > cutoff {
-                    continue;
-                }
-                let d = g.next[a] as usize;
-                let a = a as u32;
-                let j = find::<B>(map, chain, toks, d, lm);
-                if j == NONE {
-                    let j = toks.len() as u32;
-                    if B::STATEFUL {
-                        chain.push(map[d]);
+            // Relaxes ε arc `$a` with the booster's `$delta` (two loops, as in the expansion:
+            // a token of an unmarked state asks nothing per arc).
+            macro_rules! relax_eps {
+                ($a:expr, $delta:expr) => {{
+                    let a = $a;
+                    let (lm, wc) = word_step(g, booster, a, lm);
+                    let gc = g.weight[a] + $delta + wc;
+                    let c = cost + gc;
+                    if c > cutoff {
+                        continue;
                     }
-                    map[d] = j;
-                    toks.push(LTok {
-                        state: d as u32,
-                        lm,
-                        cost: c,
-                        extra: 0.0,
-                    });
-                    bp.push(Bp { src: u, arc: a });
-                    let eps = has_eps(d as u32);
-                    inq.push(eps);
-                    if eps {
-                        queue.push_back(j);
-                    }
-                } else {
-                    let tok = &mut toks[j as usize];
-                    let b = &mut bp[j as usize];
-                    if c < tok.cost {
-                        tok.cost = c;
-                        *b = Bp { src: u, arc: a };
-                        if !inq[j as usize] && has_eps(d as u32) {
-                            inq[j as usize] = true;
+                    let d = g.next[a] as usize;
+                    let a = a as u32;
+                    let j = find::<B>(map, chain, toks, d, lm);
+                    if j == NONE {
+                        let j = toks.len() as u32;
+                        if B::STATEFUL {
+                            chain.push(map[d]);
+                        }
+                        map[d] = j;
+                        toks.push(LTok {
+                            state: d as u32,
+                            lm,
+                            cost: c,
+                            extra: 0.0,
+                        });
+                        bp.push(Bp { src: u, arc: a });
+                        let eps = has_eps(d as u32);
+                        inq.push(eps);
+                        if eps {
                             queue.push_back(j);
                         }
-                    } else if c == tok.cost && a < b.arc {
-                        *b = Bp { src: u, arc: a };
+                    } else {
+                        let tok = &mut toks[j as usize];
+                        let b = &mut bp[j as usize];
+                        if c < tok.cost {
+                            tok.cost = c;
+                            *b = Bp { src: u, arc: a };
+                            if !inq[j as usize] && has_eps(d as u32) {
+                                inq[j as usize] = true;
+                                queue.push_back(j);
+                            }
+                        } else if c == tok.cost && a < b.arc {
+                            *b = Bp { src: u, arc: a };
+                        }
                     }
+                }};
+            }
+            if booster.touches(state) {
+                for a in arcs {
+                    relax_eps!(a, booster.delta(a as u32));
+                }
+            } else {
+                for a in arcs {
+                    relax_eps!(a, -0.0);
                 }
             }
         }
@@ -672,22 +686,33 @@ impl Stream {
                 if arcs.is_empty() {
                     continue;
                 }
-                let touched = booster.touches(t.state);
-                for a in arcs {
-                    let (lm, wc) = word_step(g, booster, a, t.lm);
-                    let gc = g.weight[a] + delta_of(booster, touched, a) + wc;
-                    if t.cost + gc > cutoff {
-                        continue;
+                macro_rules! link_eps {
+                    ($a:expr, $delta:expr) => {{
+                        let a = $a;
+                        let (lm, wc) = word_step(g, booster, a, t.lm);
+                        let gc = g.weight[a] + $delta + wc;
+                        if t.cost + gc > cutoff {
+                            continue;
+                        }
+                        let dst = find::<B>(map, chain, toks, g.next[a] as usize, lm);
+                        debug_assert_ne!(dst, NONE);
+                        links.push(Link {
+                            src: u as u32,
+                            dst,
+                            arc: a as u32,
+                            graph: gc,
+                            ac: 0.0,
+                        });
+                    }};
+                }
+                if booster.touches(t.state) {
+                    for a in arcs {
+                        link_eps!(a, booster.delta(a as u32));
                     }
-                    let dst = find::<B>(map, chain, toks, g.next[a] as usize, lm);
-                    debug_assert_ne!(dst, NONE);
-                    links.push(Link {
-                        src: u as u32,
-                        dst,
-                        arc: a as u32,
-                        graph: gc,
-                        ac: 0.0,
-                    });
+                } else {
+                    for a in arcs {
+                        link_eps!(a, -0.0);
+                    }
                 }
             }
         }

@@ -253,6 +253,11 @@ fn arc_booster_equals_editing_the_boosted_arcs() {
             .filter(|&a| [3, 17, 29, 80].contains(&graph.olabel[a as usize]))
             .collect();
         arcs.extend([40, 41, 90, 127, 128]);
+        // And some word-end ε arcs back to the root: the ε-closure's boosted loop (and the
+        // lattice's ε links).
+        let ne = graph.num_emitting() as u32;
+        assert!(graph.num_arcs() as u32 > ne + 11);
+        arcs.extend([ne, ne + 5, ne + 11]);
         let discount = -2.5;
         let mut edited = graph.clone();
         for &a in &arcs {
