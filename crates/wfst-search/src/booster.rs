@@ -7,17 +7,24 @@ use crate::lm_delta::LmDelta;
 use crate::phrase_automaton::PhraseAutomaton;
 use ctx_graph::csr::DecodingGraph;
 
+/// A state's mark bit: one of its emitting arcs is boosted.
+const EMITTING: u8 = 1;
+/// A state's mark bit: one of its non-emitting arcs is boosted.
+const EPSILON: u8 = 2;
+
 /// A sorted, de-duplicated set of arc indices that all earn one discount (000 Algorithm 1's
 /// per-context list). The sorted list is what the GPU binary-searches; the CPU backend also keeps
 /// a bitmap over `0..=max index` built from it, because a binary search on every relaxed arc
 /// costs more than the relaxation itself (measured: +79% decode time with 1,000 phrases), and a
-/// byte per graph state marking those with a boosted arc, because even the bitmap lookup per arc
-/// costs about 12% (`benches/overhead.rs`): a token of an unmarked state — most of them —
-/// expands exactly as without a booster, and a marked state's row reads its arcs' bits as one
-/// word ([`ArcDelta::row_bits`]). A byte per state (117 kB on the ATCO2 graph, per list, not per
-/// stream) instead of a bit: the question per token is one load, which took the lookups from
-/// +4.0% to +3.3% of the decode's instructions. All are shared (`Arc`), so cloning a booster per
-/// stream is cheap.
+/// byte per graph state marking those with a boosted emitting arc (bit [`EMITTING`]) or a
+/// boosted non-emitting one (bit [`EPSILON`]), because even the bitmap lookup per arc costs
+/// about 12% (`benches/overhead.rs`): a token of an unmarked state — most of them — expands
+/// exactly as without a booster, and a marked state's row reads its arcs' bits as one word
+/// ([`ArcDelta::row_bits`]) and walks from one boosted arc to the next. Two bits, because a
+/// state marked for its emitting arcs only (most marked ones) would otherwise also look up
+/// every ε arc in the closure. A byte per state (117 kB on the ATCO2 graph, per list, not per
+/// stream) instead of a bit: the question per token is one load. All are shared (`Arc`), so
+/// cloning a booster per stream is cheap.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ArcSetBooster {
     arcs: std::sync::Arc<Vec<u32>>,
@@ -56,13 +63,13 @@ impl ArcSetBooster {
         let mut states = vec![0u8; n];
         let num_e = g.num_emitting();
         for &a in &arcs {
-            let offsets = if (a as usize) < num_e {
-                &g.e_offsets
+            let (offsets, mark) = if (a as usize) < num_e {
+                (&g.e_offsets, EMITTING)
             } else {
-                &g.ne_offsets
+                (&g.ne_offsets, EPSILON)
             };
             let s = offsets[..n].partition_point(|&o| o <= a) - 1;
-            states[s] = 1;
+            states[s] |= mark;
         }
         Ok(Self {
             arcs: std::sync::Arc::new(arcs),
@@ -76,7 +83,7 @@ impl ArcSetBooster {
     /// Whether state `s` has a boosted arc (emitting or not).
     #[inline]
     pub fn touches(&self, s: u32) -> bool {
-        self.view().touches(s)
+        self.states.get(s as usize).is_some_and(|&m| m != 0)
     }
 
     /// Whether `arc` is in the set, by binary search of the sorted list (the GPU's rule).
@@ -111,9 +118,15 @@ pub(crate) trait ArcDelta {
     /// Whether tokens carry an automaton state (compile-time, so stateless loops pay nothing).
     const STATEFUL: bool = false;
 
-    /// Whether an arc of state `s` may have a delta: asked once per token, so that a token of a
-    /// state without one expands with no per-arc lookup.
+    /// Whether an emitting arc of state `s` may have a delta: asked once per token, so that a
+    /// token of a state without one expands with no per-arc lookup.
     fn touches(&self, s: u32) -> bool;
+
+    /// [`ArcDelta::touches`] for the non-emitting arcs of `s` (the ε-closure's question).
+    #[inline(always)]
+    fn touches_eps(&self, s: u32) -> bool {
+        self.touches(s)
+    }
 
     /// The cost delta of arc `arc` (0 for unboosted arcs).
     fn delta(&self, arc: u32) -> f32;
@@ -181,7 +194,16 @@ impl ArcSetBooster {
 impl ArcDelta for ArcSetView<'_> {
     #[inline(always)]
     fn touches(&self, s: u32) -> bool {
-        self.states.get(s as usize).is_some_and(|&m| m != 0)
+        self.states
+            .get(s as usize)
+            .is_some_and(|&m| m & EMITTING != 0)
+    }
+
+    #[inline(always)]
+    fn touches_eps(&self, s: u32) -> bool {
+        self.states
+            .get(s as usize)
+            .is_some_and(|&m| m & EPSILON != 0)
     }
 
     /// Branch-free: within a state that has boosted arcs, whether the next arc is one is a coin

@@ -253,6 +253,19 @@ fn arc_booster_equals_editing_the_boosted_arcs() {
             .filter(|&a| [3, 17, 29, 80].contains(&graph.olabel[a as usize]))
             .collect();
         arcs.extend([40, 41, 90, 127, 128]);
+        // Row edges: the first emitting arc of a state and the first of the next state (a
+        // marked row's bits run on into the next row's: the expansion must stop at its own
+        // row's end), and arcs 63 and 64 of the root's row where it is wider than 64 arcs.
+        for s in [3u32, 8, 13, 20, 27] {
+            let (r, n) = (graph.emitting(s), graph.emitting(s + 1));
+            if !r.is_empty() && !n.is_empty() {
+                arcs.extend([r.start as u32, n.start as u32]);
+            }
+        }
+        let root = graph.emitting(graph.start);
+        if root.len() > 65 {
+            arcs.extend([root.start as u32 + 63, root.start as u32 + 64]);
+        }
         // And some word-end ε arcs back to the root: the ε-closure's boosted loop (and the
         // lattice's ε links).
         let ne = graph.num_emitting() as u32;
