@@ -20,11 +20,11 @@ const EPSILON: u8 = 2;
 /// boosted non-emitting one (bit [`EPSILON`]), because even the bitmap lookup per arc costs
 /// about 12% (`benches/overhead.rs`): a token of an unmarked state — most of them — expands
 /// exactly as without a booster, and a marked state's row reads its arcs' bits as one word
-/// ([`ArcDelta::row_bits`]) and walks from one boosted arc to the next. Two bits, because a
-/// state marked for its emitting arcs only (most marked ones) would otherwise also look up
-/// every ε arc in the closure. A byte per state (117 kB on the ATCO2 graph, per list, not per
-/// stream) instead of a bit: the question per token is one load. All are shared (`Arc`), so
-/// cloning a booster per stream is cheap.
+/// ([`ArcDelta::row_bits`]) and takes each arc's delta from a two-entry table. Two bits,
+/// because a state marked for its emitting arcs only (most marked ones) would otherwise also
+/// look up every ε arc in the closure. A byte per state (117 kB on the ATCO2 graph, per list,
+/// not per stream) instead of a bit: the question per token is one load. All are shared
+/// (`Arc`), so cloning a booster per stream is cheap.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ArcSetBooster {
     arcs: std::sync::Arc<Vec<u32>>,
