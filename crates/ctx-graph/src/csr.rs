@@ -116,13 +116,15 @@ impl DecodingGraph {
     }
 
     /// The emitting arc indices of state `s`.
+    #[inline]
     pub fn emitting(&self, s: u32) -> std::ops::Range<usize> {
-        self.e_offsets[s as usize] as usize..self.e_offsets[s as usize + 1] as usize
+        row(&self.e_offsets, s)
     }
 
     /// The non-emitting arc indices of state `s`.
+    #[inline]
     pub fn non_emitting(&self, s: u32) -> std::ops::Range<usize> {
-        self.ne_offsets[s as usize] as usize..self.ne_offsets[s as usize + 1] as usize
+        row(&self.ne_offsets, s)
     }
 
     /// The largest input label (score columns needed = this value).
@@ -248,4 +250,13 @@ impl DecodingGraph {
         g.validate().map_err(|e| bad(&e.to_string()))?;
         Ok(g)
     }
+}
+
+/// `offsets[s]..offsets[s + 1]`, read through one two-element sub-slice: one bound check
+/// instead of two (the search asks this once per expanded token).
+#[inline(always)]
+fn row(offsets: &[u32], s: u32) -> std::ops::Range<usize> {
+    let s = s as usize;
+    let pair = &offsets[s..s + 2];
+    pair[0] as usize..pair[1] as usize
 }

@@ -64,16 +64,10 @@ macro_rules! with_delta {
     };
 }
 
-/// Graph cost (weight + the booster's `delta`) and acoustic cost of emitting arc `a` on score
-/// row `row` — the one formula both the early bound and the expansion use (and the CUDA kernel
-/// must).
-#[inline(always)]
-fn emitting_costs(g: &DecodingGraph, delta: f32, a: usize, row: &[f32], scale: f32) -> (f32, f32) {
-    arc_costs(g.weight[a], g.ilabel[a], delta, row, scale)
-}
-
-/// [`emitting_costs`] of an arc with weight `weight` and input label `ilabel` (the expansion
-/// reads both from a row's sub-slices, one bound check per row instead of three per arc).
+/// Graph cost (weight + the booster's `delta`) and acoustic cost of an emitting arc with
+/// weight `weight` and input label `ilabel` on score row `row` — the one formula the early
+/// bound, the expansion and the booster's rows of weights (`weight + delta`) use, and the CUDA
+/// kernel must.
 #[inline(always)]
 fn arc_costs(weight: f32, ilabel: u32, delta: f32, row: &[f32], scale: f32) -> (f32, f32) {
     (weight + delta, -scale * row[ilabel as usize - 1])
@@ -101,6 +95,23 @@ fn word_step<B: ArcDelta>(g: &DecodingGraph, booster: &B, a: usize, lm: u32) -> 
         }
     }
     (lm, -0.0)
+}
+
+/// The candidate links `cand` whose destination survived the beam (renumbered by `remap`) and
+/// whose cost from their source token in `prev` is within `cutoff`. Not generic over the
+/// booster and not inlined: one compiled loop for every booster kind, so that the biased
+/// decode's copy cannot come out slower than the unbiased one's (seen: 3 instructions more
+/// per link when it was part of each kind's `step_row_with`).
+#[inline(never)]
+fn surviving_links(cand: &[Link], remap: &[u32], prev: &[LTok], cutoff: f32) -> Vec<Link> {
+    let mut links = Vec::with_capacity(cand.len());
+    for l in cand {
+        let dst = remap[l.dst as usize];
+        if dst != NONE && prev[l.src as usize].cost + l.graph + l.ac <= cutoff {
+            links.push(Link { dst, ..*l });
+        }
+    }
+    links
 }
 
 /// The token of graph state `d` with automaton state `lm` among `toks`, or [`NONE`]: the state
@@ -418,10 +429,13 @@ impl Stream {
                 .filter(|(_, t)| expand.keeps(t.cost))
                 .min_by(|a, b| a.1.cost.total_cmp(&b.1.cost).then(a.0.cmp(&b.0)));
             if let Some((_, t)) = best {
+                let arcs = g.emitting(t.state);
+                let boosted = booster.row_weights(t.state, arcs.len());
                 let touched = booster.touches(t.state);
-                for a in g.emitting(t.state) {
+                for (k, a) in arcs.enumerate() {
+                    let w = boosted.map_or(g.weight[a], |w| w[k]);
                     let delta = delta_of(booster, touched, a);
-                    let (gc, ac) = emitting_costs(g, delta, a, row, scale);
+                    let (gc, ac) = arc_costs(w, g.ilabel[a], delta, row, scale);
                     let (_, wc) = word_step(g, booster, a, t.lm);
                     ub = ub.min(t.cost + (gc + wc) + ac);
                 }
@@ -432,13 +446,13 @@ impl Stream {
             let weight = g.weight.as_slice();
             let n = weight.len();
             let (ilabel, next) = (&g.ilabel[..n], &g.next[..n]);
-            // Relaxes emitting arc `$a` of token `$i` (`$t`) with the booster's `$delta` (a
-            // macro, not a closure: called from two loops, a closure was not inlined, and the
-            // call per arc cost more than the lookup it saves).
+            // Relaxes emitting arc `$a` of token `$i` (`$t`), whose graph cost with the
+            // booster's delta is `$gc` and acoustic cost `$ac` (both from `arc_costs`), to its
+            // destination `$nx` (a macro, not a closure: called from three loops, a closure was
+            // not inlined, and the call per arc cost more than the lookup it saves).
             macro_rules! relax {
-                ($i:expr, $t:expr, $a:expr, $w:expr, $il:expr, $nx:expr, $delta:expr) => {{
-                    let (i, t, a) = ($i, $t, $a);
-                    let (gc, ac) = arc_costs($w, $il, $delta, row, scale);
+                ($i:expr, $t:expr, $a:expr, $gc:expr, $ac:expr, $nx:expr) => {{
+                    let (i, t, a, gc, ac) = ($i, $t, $a, $gc, $ac);
                     let (lm, wc) = word_step(g, booster, a, t.lm);
                     let gc = gc + wc;
                     let c = t.cost + gc + ac;
@@ -488,15 +502,16 @@ impl Stream {
                     }
                 }};
             }
-            // Relaxes the emitting arcs `$lo..$hi` of token `$i` with `$delta`, reading weight,
-            // input label and destination from sub-slices zipped together (no bound check per
-            // arc).
+            // Relaxes the emitting arcs `$lo..$hi` of token `$i` (`$t`) with weights `$w_row`
+            // (the graph's row, or the booster's with the deltas added), reading weight, input
+            // label and destination from sub-slices zipped together: no bound check per arc.
             macro_rules! relax_range {
-                ($i:expr, $t:expr, $lo:expr, $hi:expr, $delta:expr) => {{
+                ($i:expr, $t:expr, $lo:expr, $hi:expr, $w_row:expr) => {{
                     let (lo, hi) = ($lo, $hi);
-                    let arcs = weight[lo..hi].iter().zip(&ilabel[lo..hi]).zip(&next[lo..hi]);
+                    let arcs = $w_row.iter().zip(&ilabel[lo..hi]).zip(&next[lo..hi]);
                     for (k, ((&w, &il), &nx)) in arcs.enumerate() {
-                        relax!($i, $t, lo + k, w, il, nx, $delta);
+                        let (gc, ac) = arc_costs(w, il, -0.0, row, scale);
+                        relax!($i, $t, lo + k, gc, ac, nx);
                     }
                 }};
             }
@@ -504,36 +519,22 @@ impl Stream {
                 if !expand.keeps(t.cost) {
                     continue;
                 }
-                // Two loops, so that a token the booster does not touch (most of them) runs
-                // the loop without any lookup.
-                if booster.touches(t.state) {
-                    let arcs = g.emitting(t.state);
-                    if B::ROW_BITS && arcs.len() <= 64 {
-                        // The row's bits read once; each arc takes its delta from a two-entry
-                        // table indexed by its bit (one shift and one load per arc, no branch:
-                        // a walk from one boosted arc to the next cost fewer instructions but
-                        // more branch misses, and more time). Bits past the row go unread.
-                        let (start, end) = (arcs.start, arcs.end);
-                        let mut bits = booster.row_bits(start as u32);
-                        let deltas = [-0.0, booster.discount()];
-                        let row_arcs = weight[start..end]
-                            .iter()
-                            .zip(&ilabel[start..end])
-                            .zip(&next[start..end]);
-                        for (k, ((&w, &il), &nx)) in row_arcs.enumerate() {
-                            let delta = deltas[(bits & 1) as usize];
-                            bits >>= 1;
-                            relax!(i, t, start + k, w, il, nx, delta);
-                        }
-                    } else {
-                        for a in arcs {
-                            let (w, il, nx) = (weight[a], ilabel[a], next[a]);
-                            relax!(i, t, a, w, il, nx, booster.delta(a as u32));
-                        }
+                let arcs = g.emitting(t.state);
+                let (lo, hi) = (arcs.start, arcs.end);
+                // Three loops, so that a token of a state without boosted arcs (most of them)
+                // runs the loop without any lookup, and one with them only reads other
+                // weights: the booster's row, its deltas added. A delta per arc only for a
+                // booster that keeps no such rows (a stack of boosters).
+                if let Some(w_row) = booster.row_weights(t.state, hi - lo) {
+                    relax_range!(i, t, lo, hi, w_row);
+                } else if booster.touches(t.state) {
+                    for a in arcs {
+                        let delta = booster.delta(a as u32);
+                        let (gc, ac) = arc_costs(weight[a], ilabel[a], delta, row, scale);
+                        relax!(i, t, a, gc, ac, next[a]);
                     }
                 } else {
-                    let arcs = g.emitting(t.state);
-                    relax_range!(i, t, arcs.start, arcs.end, -0.0);
+                    relax_range!(i, t, lo, hi, &weight[lo..hi]);
                 }
             }
         }
@@ -543,50 +544,12 @@ impl Stream {
                 frame: (self.rows_total + 1) as usize,
             });
         }
-        let best = nt.iter().map(|t| t.cost).fold(f32::INFINITY, f32::min);
-        let cutoff = best + cfg.beam;
-        // Beam: drop tokens above the cut, renumber in place.
-        self.remap.clear();
-        let mut w = 0;
-        for j in 0..nt.len() {
-            let t = nt[j];
-            if t.cost <= cutoff {
-                self.remap.push(w as u32);
-                if !B::STATEFUL {
-                    self.map[t.state as usize] = w as u32;
-                }
-                nt[w] = t;
-                self.bp[w] = self.bp[j];
-                w += 1;
-            } else {
-                self.remap.push(NONE);
-                self.map[t.state as usize] = NONE;
-            }
-        }
-        nt.truncate(w);
-        self.bp.truncate(w);
-        if B::STATEFUL {
-            // Rebuild the map and its chains over the survivors.
-            for t in &nt {
-                self.map[t.state as usize] = NONE;
-            }
-            self.chain.clear();
-            for (j, t) in nt.iter().enumerate() {
-                self.chain.push(self.map[t.state as usize]);
-                self.map[t.state as usize] = j as u32;
-            }
-        }
-        let mut links = Vec::new();
-        if cfg.lattice {
-            let prev = &self.frames[k].toks;
-            links.reserve(self.cand.len());
-            for l in &self.cand {
-                let dst = self.remap[l.dst as usize];
-                if dst != NONE && prev[l.src as usize].cost + l.graph + l.ac <= cutoff {
-                    links.push(Link { dst, ..*l });
-                }
-            }
-        }
+        let cutoff = self.beam_prune(&mut nt, cfg.beam, B::STATEFUL);
+        let mut links = if cfg.lattice {
+            surviving_links(&self.cand, &self.remap, &self.frames[k].toks, cutoff)
+        } else {
+            Vec::new()
+        };
         let num_emitting = links.len();
         let mut toks = nt;
         self.closure(g, cfg, booster, &mut toks, cutoff, &mut links)?;
@@ -616,6 +579,49 @@ impl Stream {
         }
         self.dirty = false;
         Ok(())
+    }
+
+    /// The beam after an emitting expansion: drops the tokens of `nt` above `best + beam`,
+    /// renumbers the rest in place (their back-pointers too, and `remap` from old to new
+    /// numbers) and points the state map at them (`stateful`: with a word automaton, chains
+    /// per graph state); returns the cut. Not generic and not inlined, like
+    /// [`surviving_links`]: one compiled loop for every booster kind.
+    #[inline(never)]
+    fn beam_prune(&mut self, nt: &mut Vec<LTok>, beam: f32, stateful: bool) -> f32 {
+        let best = nt.iter().map(|t| t.cost).fold(f32::INFINITY, f32::min);
+        let cutoff = best + beam;
+        // Beam: drop tokens above the cut, renumber in place.
+        self.remap.clear();
+        let mut w = 0;
+        for j in 0..nt.len() {
+            let t = nt[j];
+            if t.cost <= cutoff {
+                self.remap.push(w as u32);
+                if !stateful {
+                    self.map[t.state as usize] = w as u32;
+                }
+                nt[w] = t;
+                self.bp[w] = self.bp[j];
+                w += 1;
+            } else {
+                self.remap.push(NONE);
+                self.map[t.state as usize] = NONE;
+            }
+        }
+        nt.truncate(w);
+        self.bp.truncate(w);
+        if stateful {
+            // Rebuild the map and its chains over the survivors.
+            for t in nt.iter() {
+                self.map[t.state as usize] = NONE;
+            }
+            self.chain.clear();
+            for (j, t) in nt.iter().enumerate() {
+                self.chain.push(self.map[t.state as usize]);
+                self.map[t.state as usize] = j as u32;
+            }
+        }
+        cutoff
     }
 
     /// ε-closure of the frontier tokens `toks` under `cutoff`; appends the ε links.
