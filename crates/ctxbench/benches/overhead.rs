@@ -140,11 +140,13 @@ fn main() {
     let every: Vec<u32> = (0..setup.csr.num_arcs() as u32)
         .filter(|&a| words.contains(&setup.csr.olabel[a as usize]))
         .collect();
+    // States with a boosted arc, and the list's heap size in kB.
     let touched = |arcs: &[u32]| {
         let gate = ArcSetBooster::new(&setup.csr, arcs.to_vec(), -2.0).unwrap();
-        (0..setup.csr.num_states() as u32)
+        let states = (0..setup.csr.num_states() as u32)
             .filter(|&s| gate.touches(s))
-            .count()
+            .count();
+        (states, gate.heap_bytes() as f64 / 1e3)
     };
     let set = |arcs: &[u32], d: f32| {
         Booster::ArcSet(ArcSetBooster::new(&setup.csr, arcs.to_vec(), d).unwrap())
@@ -171,6 +173,7 @@ fn main() {
         ),
     ];
     variants.retain(|(name, _)| name.contains(&only));
+    let (alg1, worst) = (touched(&found.arcs), touched(&every));
     println!(
         "overhead on quick ATCO2-1h ({} utterances; graph of {} arcs, {} states), 1 thread, {rounds} rounds",
         setup.dataset.utterances.len(),
@@ -178,7 +181,7 @@ fn main() {
         setup.csr.num_states()
     );
     println!(
-        "{} phrases ({} spelled by the graph): Algorithm 1 boosts {} arcs ({} of them non-emitting; {} states have one; found in {:.2} s), the worst case {} arcs ({} states)",
+        "{} phrases ({} spelled by the graph): Algorithm 1 boosts {} arcs ({} of them non-emitting; {} states have one; found in {:.2} s; the list takes {:.0} kB), the worst case {} arcs ({} states, {:.0} kB)",
         ids.len(),
         found.spelled,
         found.arcs.len(),
@@ -187,10 +190,12 @@ fn main() {
             .iter()
             .filter(|&&a| a as usize >= setup.csr.num_emitting())
             .count(),
-        touched(&found.arcs),
+        alg1.0,
         search_s,
+        alg1.1,
         every.len(),
-        touched(&every)
+        worst.0,
+        worst.1
     );
     let mut base_s = Vec::new();
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];

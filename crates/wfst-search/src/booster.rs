@@ -7,90 +7,31 @@ use crate::lm_delta::LmDelta;
 use crate::phrase_automaton::PhraseAutomaton;
 use ctx_graph::csr::DecodingGraph;
 
-/// Bits 0–6 of a state's mark: 0 when none of its emitting arcs is boosted, else 1 + the
-/// number of such states before it in its block of 64 states (its row's place in
-/// [`BoostedRows`], with the block's base).
-const EMITTING: u8 = 0x7f;
+/// A state's mark bit: one of its emitting arcs is boosted.
+const EMITTING: u8 = 1;
 /// A state's mark bit: one of its non-emitting arcs is boosted.
-const EPSILON: u8 = 0x80;
+const EPSILON: u8 = 2;
 
 /// A sorted, de-duplicated set of arc indices that all earn one discount (000 Algorithm 1's
-/// per-context list). The sorted list is what the GPU binary-searches. The CPU backend keeps
-/// two things built from it instead, because even a bitmap lookup per relaxed arc costs about
-/// 12% of the decode (`benches/overhead.rs`; a binary search per arc: +79%):
-/// - for every state with a boosted *emitting* arc, a copy of its row of emitting-arc weights
-///   with the discount already added to the boosted ones ([`BoostedRows`]): such a token
-///   expands exactly as any other, only reading its weights from the copy, so an arc costs no
-///   more than without a booster, and the question per token is one byte;
-/// - a bitmap over arc indices, for the ε-closure's arcs and [`ArcSetBooster::delta`].
-///
-/// All are shared (`Arc`), so cloning a booster per stream is cheap.
+/// per-context list). The sorted list is what the GPU binary-searches; the CPU backend also keeps
+/// a bitmap over `0..=max index` built from it, because a binary search on every relaxed arc
+/// costs more than the relaxation itself (measured: +79% decode time with 1,000 phrases), and a
+/// byte per graph state marking those with a boosted emitting arc (bit [`EMITTING`]) or a
+/// boosted non-emitting one (bit [`EPSILON`]), because even the bitmap lookup per arc costs
+/// about 12% (`benches/overhead.rs`): a token of an unmarked state — most of them — expands
+/// exactly as without a booster, and a marked state's row reads its arcs' bits as one word
+/// ([`ArcDelta::row_bits`]) and takes each arc's delta from a two-entry table. Two bits,
+/// because a state marked for its emitting arcs only (most marked ones) would otherwise also
+/// look up every ε arc in the closure. A byte per state (117 kB on the ATCO2 graph, per list,
+/// not per stream) instead of a bit: the question per token is one load. All are shared
+/// (`Arc`), so cloning a booster per stream is cheap.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ArcSetBooster {
     arcs: std::sync::Arc<Vec<u32>>,
     bits: std::sync::Arc<Vec<u64>>,
-    rows: std::sync::Arc<BoostedRows>,
+    states: std::sync::Arc<Vec<u8>>,
     num_states: usize,
     discount: f32,
-}
-
-/// The emitting rows of the states with a boosted emitting arc, weights with the discount
-/// added (`weight + discount` for a boosted arc, `weight + (−0.0)` = `weight` for the others:
-/// the very sums the search would form). A state's mark byte says whether it has such a row
-/// and its rank within its block of 64 states; `block_base` holds the number of marked states
-/// before each block, so a row is found with two loads and no search. Per list, 117 kB of
-/// marks on the ATCO2 graph plus the rows (4 bytes per arc of a marked state).
-#[derive(Debug, Clone, PartialEq, Default)]
-struct BoostedRows {
-    /// Per state: [`EMITTING`] rank bits and the [`EPSILON`] bit.
-    marks: Vec<u8>,
-    /// Per block of 64 states: the number of marked states before it.
-    block_base: Vec<u32>,
-    /// Per marked state, in state order: where its row starts in `weights`.
-    row_start: Vec<u32>,
-    /// The marked states' rows, concatenated in state order.
-    weights: Vec<f32>,
-}
-
-impl BoostedRows {
-    /// The rows for the boosted arcs `arcs` (sorted, inside the graph) of graph `g`.
-    fn new(g: &DecodingGraph, arcs: &[u32], bits: &[u64], discount: f32) -> Self {
-        let n = g.num_states();
-        let num_e = g.num_emitting();
-        // Each boosted arc's state, by binary search of the offsets (the arcs of one kind lie
-        // in state order; a state without arcs of that kind never ends such a search): a
-        // list is built per utterance, so this is per boosted arc, not per graph arc.
-        let mut emitting = vec![false; n];
-        let mut marks = vec![0u8; n];
-        for &a in arcs {
-            if (a as usize) < num_e {
-                emitting[g.e_offsets[..n].partition_point(|&o| o <= a) - 1] = true;
-            } else {
-                marks[g.ne_offsets[..n].partition_point(|&o| o <= a) - 1] |= EPSILON;
-            }
-        }
-        let boosted = |a: usize| bits.get(a / 64).is_some_and(|w| w >> (a % 64) & 1 == 1);
-        let mut rows = BoostedRows {
-            block_base: Vec::with_capacity(n.div_ceil(64)),
-            ..Default::default()
-        };
-        for (s, &e) in emitting.iter().enumerate() {
-            if s % 64 == 0 {
-                rows.block_base.push(rows.row_start.len() as u32);
-            }
-            if e {
-                let rank = rows.row_start.len() - rows.block_base[s / 64] as usize;
-                marks[s] |= rank as u8 + 1;
-                rows.row_start.push(rows.weights.len() as u32);
-                for a in g.emitting(s as u32) {
-                    let delta = if boosted(a) { discount } else { -0.0 };
-                    rows.weights.push(g.weight[a] + delta);
-                }
-            }
-        }
-        rows.marks = marks;
-        rows
-    }
 }
 
 impl ArcSetBooster {
@@ -115,12 +56,26 @@ impl ArcSetBooster {
         for &a in &arcs {
             bits[a as usize / 64] |= 1 << (a % 64);
         }
-        let rows = BoostedRows::new(g, &arcs, &bits, discount);
+        // Each boosted arc's state, by binary search of the offsets (the arcs of one kind lie
+        // in state order; a state without arcs of that kind never ends such a search): a
+        // list is built per utterance, so this is per boosted arc, not per graph arc.
+        let n = g.num_states();
+        let mut states = vec![0u8; n];
+        let num_e = g.num_emitting();
+        for &a in &arcs {
+            let (offsets, mark) = if (a as usize) < num_e {
+                (&g.e_offsets, EMITTING)
+            } else {
+                (&g.ne_offsets, EPSILON)
+            };
+            let s = offsets[..n].partition_point(|&o| o <= a) - 1;
+            states[s] |= mark;
+        }
         Ok(Self {
             arcs: std::sync::Arc::new(arcs),
             bits: std::sync::Arc::new(bits),
-            rows: std::sync::Arc::new(rows),
-            num_states: g.num_states(),
+            states: std::sync::Arc::new(states),
+            num_states: n,
             discount,
         })
     }
@@ -128,7 +83,7 @@ impl ArcSetBooster {
     /// Whether state `s` has a boosted arc (emitting or not).
     #[inline]
     pub fn touches(&self, s: u32) -> bool {
-        self.rows.marks.get(s as usize).is_some_and(|&m| m != 0)
+        self.states.get(s as usize).is_some_and(|&m| m != 0)
     }
 
     /// Whether `arc` is in the set, by binary search of the sorted list (the GPU's rule).
@@ -151,6 +106,12 @@ impl ArcSetBooster {
     pub fn delta(&self, arc: u32) -> f32 {
         self.view().delta(arc)
     }
+
+    /// Heap bytes of this list (the sorted arcs, the bitmap and the state marks): what one
+    /// biasing list costs, shared by every stream that decodes with it.
+    pub fn heap_bytes(&self) -> usize {
+        4 * self.arcs.len() + 8 * self.bits.len() + self.states.len()
+    }
 }
 
 /// An arc's cost delta, as the search loops ask for it. The loops are generic over it so each
@@ -163,20 +124,11 @@ pub(crate) trait ArcDelta {
     /// Whether tokens carry an automaton state (compile-time, so stateless loops pay nothing).
     const STATEFUL: bool = false;
 
-    /// The weights of state `s`'s `len` emitting arcs with their deltas added, when the
-    /// booster keeps such a row for `s` (asked once per expanded token; the expansion then
-    /// reads the row instead of the graph's weights and asks nothing per arc).
-    #[inline(always)]
-    fn row_weights(&self, _s: u32, _len: usize) -> Option<&[f32]> {
-        None
-    }
-
-    /// Whether an emitting arc of state `s` may have a delta that [`ArcDelta::row_weights`]
-    /// does not hold: asked once per token, so that a token of a state without one expands
-    /// with no per-arc lookup.
+    /// Whether an emitting arc of state `s` may have a delta: asked once per token, so that a
+    /// token of a state without one expands with no per-arc lookup.
     fn touches(&self, s: u32) -> bool;
 
-    /// Whether a non-emitting arc of `s` may have a delta (the ε-closure's question).
+    /// [`ArcDelta::touches`] for the non-emitting arcs of `s` (the ε-closure's question).
     #[inline(always)]
     fn touches_eps(&self, s: u32) -> bool {
         self.touches(s)
@@ -189,6 +141,22 @@ pub(crate) trait ArcDelta {
     #[inline(always)]
     fn word(&self, state: u32, _word: u32) -> (u32, f32) {
         (state, -0.0)
+    }
+
+    /// Whether [`ArcDelta::row_bits`] and [`ArcDelta::discount`] describe the deltas (one
+    /// discount for a set of arcs), so that a state's row of arcs reads its bits once.
+    const ROW_BITS: bool = false;
+
+    /// Bit `i` set when arc `a + i` earns the discount (`i < 64`).
+    #[inline(always)]
+    fn row_bits(&self, _a: u32) -> u64 {
+        0
+    }
+
+    /// The one discount of a [`ArcDelta::ROW_BITS`] booster.
+    #[inline(always)]
+    fn discount(&self) -> f32 {
+        -0.0
     }
 }
 
@@ -209,56 +177,37 @@ impl ArcDelta for NoDelta {
 }
 
 /// An [`ArcSetBooster`] as the search loops read it: plain slices taken once per frame, so that
-/// a lookup is one load (through the shared `Arc` it is dependent loads, which the compiler
-/// cannot hoist out of a loop that writes tokens).
+/// a lookup is one load (through the shared `Arc<Vec>` it is three dependent loads, which the
+/// compiler cannot hoist out of a loop that writes tokens).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ArcSetView<'a> {
     bits: &'a [u64],
-    marks: &'a [u8],
-    block_base: &'a [u32],
-    row_start: &'a [u32],
-    weights: &'a [f32],
+    states: &'a [u8],
     discount: f32,
 }
 
 impl ArcSetBooster {
     /// The view the search loops use.
     pub(crate) fn view(&self) -> ArcSetView<'_> {
-        let r = &*self.rows;
         ArcSetView {
             bits: &self.bits,
-            marks: &r.marks,
-            block_base: &r.block_base,
-            row_start: &r.row_start,
-            weights: &r.weights,
+            states: &self.states,
             discount: self.discount,
         }
     }
 }
 
 impl ArcDelta for ArcSetView<'_> {
-    /// One byte per token; a marked state's row is found from its block's base and its rank
-    /// (the rows are built for this graph: the indices are in range by construction).
     #[inline(always)]
-    fn row_weights(&self, s: u32, len: usize) -> Option<&[f32]> {
-        let m = self.marks.get(s as usize)? & EMITTING;
-        if m == 0 {
-            return None;
-        }
-        let r = self.block_base[s as usize / 64] as usize + (m - 1) as usize;
-        let start = self.row_start[r] as usize;
-        Some(&self.weights[start..start + len])
-    }
-
-    /// Never: [`ArcDelta::row_weights`] holds every boosted emitting arc.
-    #[inline(always)]
-    fn touches(&self, _s: u32) -> bool {
-        false
+    fn touches(&self, s: u32) -> bool {
+        self.states
+            .get(s as usize)
+            .is_some_and(|&m| m & EMITTING != 0)
     }
 
     #[inline(always)]
     fn touches_eps(&self, s: u32) -> bool {
-        self.marks
+        self.states
             .get(s as usize)
             .is_some_and(|&m| m & EPSILON != 0)
     }
@@ -269,6 +218,23 @@ impl ArcDelta for ArcSetView<'_> {
     fn delta(&self, arc: u32) -> f32 {
         let w = self.bits.get(arc as usize / 64).copied().unwrap_or(0);
         self.discount * (w >> (arc % 64) & 1) as f32
+    }
+
+    const ROW_BITS: bool = true;
+
+    /// The 64 bits from arc `a` on, from the two words they straddle (branch-free: the high
+    /// word's shift is split in two so that `a % 64 == 0` shifts it out entirely).
+    #[inline(always)]
+    fn row_bits(&self, a: u32) -> u64 {
+        let (w, s) = (a as usize / 64, a % 64);
+        let lo = self.bits.get(w).copied().unwrap_or(0);
+        let hi = self.bits.get(w + 1).copied().unwrap_or(0);
+        lo >> s | (hi << 1) << (63 - s)
+    }
+
+    #[inline(always)]
+    fn discount(&self) -> f32 {
+        self.discount
     }
 }
 
@@ -484,48 +450,20 @@ mod tests {
         // non-emitting arc 6999 is state 999's.
         let touched: Vec<u32> = (0..1000).filter(|&s| wide.touches(s)).collect();
         assert_eq!(touched, vec![0, 10, 21, 833, 999]);
-        // Every state's row of weights: the graph's weight plus the discount on exactly the
-        // boosted arcs, kept only for states with a boosted emitting arc (ranks straddle blocks
-        // of 64 states: states 0, 10, 21, 833). The ε-only state 999 keeps none.
+        // A row's 64 bits from any arc on, straddling words or not, past the last set bit too.
         let view = wide.view();
-        let mut g2 = g.clone();
-        for (a, w) in g2.weight.iter_mut().enumerate() {
-            *w = a as f32 * 0.5;
-        }
-        let wide2 = ArcSetBooster::new(&g2, wide.arcs().to_vec(), -1.5).unwrap();
-        let view2 = wide2.view();
-        for s in 0..1000u32 {
-            let arcs = g2.emitting(s);
-            let row = view2.row_weights(s, arcs.len());
-            assert_eq!(row.is_some(), [0, 10, 21, 833].contains(&s), "state {s}");
-            assert_eq!(view.row_weights(s, arcs.len()).is_some(), row.is_some());
-            if let Some(row) = row {
-                for (k, a) in arcs.enumerate() {
-                    let want = a as f32 * 0.5
-                        + if wide2.contains_sorted(a as u32) {
-                            -1.5
-                        } else {
-                            0.0
-                        };
-                    assert_eq!(row[k], want, "state {s} arc {a}");
-                }
+        for a in 0..7100u32 {
+            let bits = view.row_bits(a);
+            for i in 0..64 {
+                assert_eq!(
+                    bits >> i & 1 == 1,
+                    wide.delta(a + i) != 0.0,
+                    "arc {a} + {i}"
+                );
             }
-            assert_eq!(view2.touches_eps(s), s == 999, "state {s}");
-            assert!(!view2.touches(s));
         }
-        // Every state marked both ways (ranks 1..=64 in each block beside the ε bit): each row
-        // is its own, the boost on its second arc only.
-        let all: Vec<u32> = (0..1000).flat_map(|s| [6 * s + 1, 6000 + s]).collect();
-        let full = ArcSetBooster::new(&g2, all, -1.5).unwrap();
-        let fv = full.view();
-        for s in 0..1000u32 {
-            let row = fv.row_weights(s, 6).unwrap();
-            let want: Vec<f32> = (0..6)
-                .map(|k| (6 * s + k) as f32 * 0.5 + if k == 1 { -1.5 } else { 0.0 })
-                .collect();
-            assert_eq!(row, &want[..], "state {s}");
-            assert!(fv.touches_eps(s), "state {s}");
-        }
+        // Bytes: 7 arcs, 110 bitmap words (arcs 0..=6999), a mark per state.
+        assert_eq!(wide.heap_bytes(), 28 + 880 + 1000);
         assert_eq!(b.delta(7), -2.0);
         let s = Booster::Stack(vec![Booster::ArcSet(b.clone()), Booster::ArcSet(b.clone())]);
         assert_eq!(s.delta(9), -4.0);

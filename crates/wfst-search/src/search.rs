@@ -66,8 +66,7 @@ macro_rules! with_delta {
 
 /// Graph cost (weight + the booster's `delta`) and acoustic cost of an emitting arc with
 /// weight `weight` and input label `ilabel` on score row `row` — the one formula the early
-/// bound, the expansion and the booster's rows of weights (`weight + delta`) use, and the CUDA
-/// kernel must.
+/// bound and the expansion use, and the CUDA kernel must.
 #[inline(always)]
 fn arc_costs(weight: f32, ilabel: u32, delta: f32, row: &[f32], scale: f32) -> (f32, f32) {
     (weight + delta, -scale * row[ilabel as usize - 1])
@@ -429,13 +428,10 @@ impl Stream {
                 .filter(|(_, t)| expand.keeps(t.cost))
                 .min_by(|a, b| a.1.cost.total_cmp(&b.1.cost).then(a.0.cmp(&b.0)));
             if let Some((_, t)) = best {
-                let arcs = g.emitting(t.state);
-                let boosted = booster.row_weights(t.state, arcs.len());
                 let touched = booster.touches(t.state);
-                for (k, a) in arcs.enumerate() {
-                    let w = boosted.map_or(g.weight[a], |w| w[k]);
+                for a in g.emitting(t.state) {
                     let delta = delta_of(booster, touched, a);
-                    let (gc, ac) = arc_costs(w, g.ilabel[a], delta, row, scale);
+                    let (gc, ac) = arc_costs(g.weight[a], g.ilabel[a], delta, row, scale);
                     let (_, wc) = word_step(g, booster, a, t.lm);
                     ub = ub.min(t.cost + (gc + wc) + ac);
                 }
@@ -502,39 +498,50 @@ impl Stream {
                     }
                 }};
             }
-            // Relaxes the emitting arcs `$lo..$hi` of token `$i` (`$t`) with weights `$w_row`
-            // (the graph's row, or the booster's with the deltas added), reading weight, input
-            // label and destination from sub-slices zipped together: no bound check per arc.
-            macro_rules! relax_range {
-                ($i:expr, $t:expr, $lo:expr, $hi:expr, $w_row:expr) => {{
-                    let (lo, hi) = ($lo, $hi);
-                    let arcs = $w_row.iter().zip(&ilabel[lo..hi]).zip(&next[lo..hi]);
-                    for (k, ((&w, &il), &nx)) in arcs.enumerate() {
-                        let (gc, ac) = arc_costs(w, il, -0.0, row, scale);
-                        relax!($i, $t, lo + k, gc, ac, nx);
-                    }
-                }};
-            }
             for (i, t) in prev.iter().enumerate() {
                 if !expand.keeps(t.cost) {
                     continue;
                 }
                 let arcs = g.emitting(t.state);
                 let (lo, hi) = (arcs.start, arcs.end);
-                // Three loops, so that a token of a state without boosted arcs (most of them)
-                // runs the loop without any lookup, and one with them only reads other
-                // weights: the booster's row, its deltas added. A delta per arc only for a
-                // booster that keeps no such rows (a stack of boosters).
-                if let Some(w_row) = booster.row_weights(t.state, hi - lo) {
-                    relax_range!(i, t, lo, hi, w_row);
-                } else if booster.touches(t.state) {
-                    for a in arcs {
-                        let delta = booster.delta(a as u32);
-                        let (gc, ac) = arc_costs(weight[a], ilabel[a], delta, row, scale);
-                        relax!(i, t, a, gc, ac, next[a]);
+                // Two loops, so that a token the booster does not touch (most of them) runs
+                // the loop without any lookup.
+                if booster.touches(t.state) {
+                    if B::ROW_BITS && hi - lo <= 64 {
+                        // The row's bits read once; each arc takes its delta from a two-entry
+                        // table indexed by its bit (one shift and one load per arc, no branch:
+                        // a walk from one boosted arc to the next cost fewer instructions but
+                        // more branch misses, and more time). Bits past the row go unread.
+                        let mut bits = booster.row_bits(lo as u32);
+                        let deltas = [-0.0, booster.discount()];
+                        let row_arcs = weight[lo..hi]
+                            .iter()
+                            .zip(&ilabel[lo..hi])
+                            .zip(&next[lo..hi]);
+                        for (k, ((&w, &il), &nx)) in row_arcs.enumerate() {
+                            let delta = deltas[(bits & 1) as usize];
+                            bits >>= 1;
+                            let (gc, ac) = arc_costs(w, il, delta, row, scale);
+                            relax!(i, t, lo + k, gc, ac, nx);
+                        }
+                    } else {
+                        for a in arcs {
+                            let delta = booster.delta(a as u32);
+                            let (gc, ac) = arc_costs(weight[a], ilabel[a], delta, row, scale);
+                            relax!(i, t, a, gc, ac, next[a]);
+                        }
                     }
                 } else {
-                    relax_range!(i, t, lo, hi, &weight[lo..hi]);
+                    // Weight, input label and destination from sub-slices zipped together:
+                    // no bound check per arc.
+                    let row_arcs = weight[lo..hi]
+                        .iter()
+                        .zip(&ilabel[lo..hi])
+                        .zip(&next[lo..hi]);
+                    for (k, ((&w, &il), &nx)) in row_arcs.enumerate() {
+                        let (gc, ac) = arc_costs(w, il, -0.0, row, scale);
+                        relax!(i, t, lo + k, gc, ac, nx);
+                    }
                 }
             }
         }
