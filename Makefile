@@ -1,12 +1,13 @@
 # ctxbench: every command a user or CI runs. Nothing needs installing by hand beyond a Rust
-# toolchain (cargo); later issues add the Python venv for NVRTC here.
+# toolchain (cargo); `make test` also makes a Python venv with NVRTC from PyPI (.venv-nvrtc) so
+# that every CUDA kernel is compiled in the tests, GPU or not.
 
 CARGO ?= cargo
 # Respects CARGO_TARGET_DIR, like cargo itself.
 BIN := $(or $(CARGO_TARGET_DIR),target)/release/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats
+.PHONY: nvrtc-venv gpu-bundle all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats
 
 all: build
 
@@ -14,8 +15,18 @@ build:
 	$(CARGO) build --release --workspace
 
 ## The tests: what .ci/run runs.
-test:
+test: nvrtc-venv
 	$(CARGO) test --workspace
+
+## NVRTC (CUDA 13, PyPI wheel, ~170 MB) in .venv-nvrtc: ctx-cuda's tests compile every kernel of
+## kernels/ with it. Without network or Python the tests say the NVRTC check is skipped.
+NVRTC_VENV := .venv-nvrtc
+NVRTC_WHEEL := nvidia-cuda-nvrtc==13.5.37
+nvrtc-venv:
+	@test -f $(NVRTC_VENV)/.ok || { rm -rf $(NVRTC_VENV) && python3 -m venv $(NVRTC_VENV) \
+		&& $(NVRTC_VENV)/bin/pip install -q --disable-pip-version-check $(NVRTC_WHEEL) \
+		&& touch $(NVRTC_VENV)/.ok; } \
+		|| echo "nvrtc-venv: could not install $(NVRTC_WHEEL) from PyPI; the NVRTC kernel check will be skipped"
 
 ## The main job: every experiment marked `reproduce = true` on the full data; writes
 ## results/<id>/ (points.csv/.parquet, table.md/.tex, plots, run.json) and results/README.md.

@@ -72,6 +72,8 @@ fn decode_all(setup: &Setup, mats: &[ScoreMatrix], booster: &Booster, t0: Instan
         decode_s: now(t0) - start,
         sim_s: 0.0,
         threads: 1,
+        backend: "cpu".into(),
+        device: String::new(),
     }
 }
 

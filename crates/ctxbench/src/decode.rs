@@ -57,9 +57,16 @@ pub struct DecodeArgs {
     /// Decode each utterance as one segment (no endpoint rules).
     #[arg(long)]
     pub no_endpointing: bool,
-    /// Decoding threads.
+    /// Decoding threads (CPU backend).
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
+    /// Backend: cpu (the reference), cuda (a GPU; an error without one), auto (a GPU when one
+    /// answers, else the CPU) or shim (the CUDA kernels run on the CPU: checks, not speed).
+    #[arg(long, default_value = "cpu")]
+    pub backend: ctx_cuda::Backend,
+    /// Streams decoded together per device batch (cuda, shim).
+    #[arg(long, default_value_t = 256)]
+    pub gpu_batch: usize,
     /// Outputs to score: none, unigrams, sequences, gt, list:NAME (lattice biasing with that
     /// list; NAME a global list of the dataset such as `rare` or `oracle`).
     #[arg(long, value_delimiter = ',', default_value = "none,sequences")]
@@ -125,6 +132,10 @@ fn pct(c: &ErrorCounts) -> String {
 
 /// Runs `ctxbench decode`.
 pub fn run_decode(a: &DecodeArgs) -> Result<()> {
+    // A GPU asked for is checked before any data is loaded.
+    if a.backend == ctx_cuda::Backend::Cuda {
+        ctx_cuda::cuda::probe().map_err(|e| anyhow!("--backend cuda: {e}"))?;
+    }
     let reg = registry(&a.registry)?;
     let kind = GraphKind::parse(&a.kind).ok_or_else(|| {
         anyhow!(
@@ -271,6 +282,8 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         chunk_s: a.chunk_s,
         endpointing: !a.no_endpointing,
         threads: a.threads,
+        backend: a.backend,
+        gpu_batch: a.gpu_batch,
     };
     eprintln!(
         "decoding {} utterances of {} ({} graph: {} states, {} arcs) with {} thread(s)",
@@ -329,6 +342,9 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         .map(|s| s.rows as f64)
         .sum();
     let segments: usize = run.results.iter().map(|r| r.segments.len()).sum();
+    if !run.device.is_empty() {
+        eprintln!("backend {} on {}", run.backend, run.device);
+    }
     println!(
         "audio {:.1} s, decode {:.1} s (RTFx {:.1}, {:.0} frames/s), simulation {:.1} s, {} segments, lattice density {:.2} arcs/frame",
         run.audio_s,
@@ -344,7 +360,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
     );
     let mut out = Vec::new();
     let mut csv = String::from(
-        "experiment,dataset,section,row,method,backend,graph,beam,max_active,lattice_beam,acoustic_scale,discount,noise,wer,ne_wer,u_wer,ne_acc,precision,recall,f1,audio_s,decode_s,rtfx,peak_mem_mb,bias_list,gboost_list,gboost_discount,targets,hclg_list,hclg_discount,gboost_mode\n",
+        "experiment,dataset,section,row,method,backend,graph,beam,max_active,lattice_beam,acoustic_scale,discount,noise,wer,ne_wer,u_wer,ne_acc,precision,recall,f1,audio_s,decode_s,rtfx,peak_mem_mb,bias_list,gboost_list,gboost_discount,targets,hclg_list,hclg_discount,gboost_mode,device\n",
     );
     let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.4}"));
     for (name, kind) in &methods {
@@ -402,10 +418,11 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             .get(name)
             .map_or(crate::pipeline::table1_row(name), String::as_str);
         csv.push_str(&format!(
-            "{},{},{},{row},{method},cpu,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.3},{:.2},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{row},{method},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.3},{:.2},{},{},{},{},{},{},{},{},{}\n",
             a.experiment,
             a.dataset,
             a.section,
+            run.backend,
             kind_name,
             settings.config.beam,
             settings.config.max_active,
@@ -431,6 +448,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             a.hclg_bias.as_deref().unwrap_or(""),
             if a.hclg_bias.is_some() { a.hclg_bias_discount.to_string() } else { String::new() },
             if a.gboost.is_some() { a.gboost_mode.as_str() } else { "" },
+            run.device,
         ));
         out.push(json!({
             "output": name,
@@ -448,6 +466,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         let v = json!({
             "dataset": setup.dataset.name, "kind": kind.name(), "audio_s": run.audio_s,
             "decode_s": run.decode_s, "threads": run.threads, "beam": a.beam,
+            "backend": run.backend, "device": run.device,
             "max_active": a.max_active, "lattice_beam": a.lattice_beam,
             "discount": a.discount, "gboost": a.gboost, "gboost_discount": a.gboost_discount,
             "gboost_mode": a.gboost_mode, "gboost_scope": a.gboost_scope,

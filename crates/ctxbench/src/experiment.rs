@@ -226,7 +226,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         "backend",
         Type::Str,
         Component::Common,
-        "cpu (the CUDA backend comes with the GPU crates)",
+        "cpu, cuda (a GPU; the run stops without one) or shim (the CUDA kernels on the CPU)",
     ),
     spec(
         "graph",
@@ -955,8 +955,9 @@ fn check_values(s: &Settings, what: &str) -> Result<()> {
         }
     }
     if let Some(v) = str_of("backend") {
-        if v != "cpu" {
-            bail!("{what}: backend '{v}' is not available here (cpu)");
+        // Not `auto`: a row's backend must say what ran.
+        if !["cpu", "cuda", "shim"].contains(&v.as_str()) {
+            bail!("{what}: backend '{v}' (cpu, cuda or shim)");
         }
     }
     if let Some(v) = str_of("graph") {

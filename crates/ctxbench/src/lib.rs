@@ -11,6 +11,7 @@
 //! - [`results`]: the results contract (point store, points.csv/.parquet).
 //! - [`table`], [`plot`]: the paper-layout tables (Markdown, LaTeX) and plots (PNG, SVG).
 //! - [`regress`]: `ctxbench regress` against results/baselines.
+//! - [`throughput`]: `ctxbench throughput`, decoder-only speed against concurrent streams.
 //! - [`commands`]: the CLI of the experiment commands and the results index.
 
 pub mod commands;
@@ -27,3 +28,4 @@ pub mod results;
 pub mod run;
 pub mod score;
 pub mod table;
+pub mod throughput;

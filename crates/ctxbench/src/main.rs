@@ -11,6 +11,7 @@ use ctxbench::decode::{run_decode, DecodeArgs};
 use ctxbench::graph::{run_graph, GraphCommand};
 use ctxbench::lm::{run_lm, LmCommand};
 use ctxbench::score::{run_score, Format, ScoreArgs};
+use ctxbench::throughput::{run_throughput, ThroughputArgs};
 
 #[derive(Parser)]
 #[command(
@@ -49,6 +50,8 @@ enum Command {
     Plot(RenderArgs),
     /// Rerun the regression experiments on the quick subsets and compare with results/baselines.
     Regress(RegressArgs),
+    /// Decoder-only speed of a backend (cpu, cuda, shim) against the number of streams.
+    Throughput(ThroughputArgs),
 }
 
 fn main() {
@@ -84,6 +87,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Table(a) => run_table(&a)?,
         Command::Plot(a) => run_plot(&a)?,
         Command::Regress(a) => run_regress(&a)?,
+        Command::Throughput(a) => run_throughput(&a)?,
     }
     Ok(())
 }

@@ -654,8 +654,12 @@ pub struct DecodeSettings {
     pub chunk_s: f64,
     /// Split streams at endpoints (Kaldi rules).
     pub endpointing: bool,
-    /// Decoding threads.
+    /// Decoding threads (CPU backend).
     pub threads: usize,
+    /// Where the frame step runs: the CPU reference, a GPU, or the GPU kernels on the CPU shim.
+    pub backend: ctx_cuda::Backend,
+    /// Streams per device batch (CUDA and shim backends).
+    pub gpu_batch: usize,
 }
 
 impl Default for DecodeSettings {
@@ -665,6 +669,8 @@ impl Default for DecodeSettings {
             chunk_s: 0.5,
             endpointing: true,
             threads: 2,
+            backend: ctx_cuda::Backend::Cpu,
+            gpu_batch: 256,
         }
     }
 }
@@ -681,6 +687,10 @@ pub struct DecodeRun {
     pub sim_s: f64,
     /// Threads used.
     pub threads: usize,
+    /// The backend that decoded (cpu, cuda, shim) and, for a device, its name.
+    pub backend: String,
+    /// The device's name ("" on the CPU backend).
+    pub device: String,
 }
 
 impl DecodeRun {
@@ -707,7 +717,14 @@ pub fn decode(
     let utts = &setup.dataset.utterances;
     let mut results = Vec::with_capacity(utts.len());
     let (mut decode_s, mut sim_s, mut audio_s) = (0.0, 0.0, 0.0);
-    let batch = 16 * settings.threads.max(1);
+    let mut gpu = match ctx_cuda::open(settings.backend)? {
+        ctx_cuda::Opened::Cpu => None,
+        ctx_cuda::Opened::Device(dev) => Some(wfst_search::GpuDecoder::new(dec.clone(), dev)?),
+    };
+    let batch = match &gpu {
+        Some(_) => settings.gpu_batch.max(1),
+        None => 16 * settings.threads.max(1),
+    };
     for group in utts.chunks(batch) {
         let t = Instant::now();
         let mats: Vec<ScoreMatrix> = pool.install(|| {
@@ -718,31 +735,48 @@ pub fn decode(
         })?;
         sim_s += t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let out: Vec<wfst_search::Result<UtteranceResult>> = pool.install(|| {
-            group
-                .par_iter()
-                .zip(&mats)
-                .map_init(
-                    || Stream::new("", Booster::None),
-                    |stream, (u, m)| {
-                        stream.reset(u.id.clone(), booster(u));
-                        decode_utterance(&dec, stream, m, chunk_rows, endpoint.as_ref())
-                    },
-                )
-                .collect()
-        });
+        let out: Vec<wfst_search::Result<UtteranceResult>> = match &mut gpu {
+            Some(gpu) => {
+                let mut streams: Vec<Stream> = group
+                    .iter()
+                    .map(|u| Stream::new(u.id.clone(), booster(u)))
+                    .collect();
+                let refs: Vec<&ScoreMatrix> = mats.iter().collect();
+                gpu.decode_utterances(&mut streams, &refs, chunk_rows, endpoint.as_ref())
+            }
+            None => pool.install(|| {
+                group
+                    .par_iter()
+                    .zip(&mats)
+                    .map_init(
+                        || Stream::new("", Booster::None),
+                        |stream, (u, m)| {
+                            stream.reset(u.id.clone(), booster(u));
+                            decode_utterance(&dec, stream, m, chunk_rows, endpoint.as_ref())
+                        },
+                    )
+                    .collect()
+            }),
+        };
         decode_s += t.elapsed().as_secs_f64();
         for r in out {
             results.push(r?);
         }
         audio_s += group.iter().map(|u| u.duration_s).sum::<f64>();
     }
+    let (backend, device) = match &gpu {
+        Some(g) if g.is_gpu() => ("cuda".to_string(), g.device_name()),
+        Some(g) => ("shim".to_string(), g.device_name()),
+        None => ("cpu".to_string(), String::new()),
+    };
     Ok(DecodeRun {
         results,
         audio_s,
         decode_s,
         sim_s,
         threads: settings.threads.max(1),
+        backend,
+        device,
     })
 }
 

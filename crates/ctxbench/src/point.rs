@@ -127,6 +127,10 @@ pub(crate) fn run_group(
             .and_then(Value::as_bool)
             .unwrap_or(true),
         threads: num(first, "threads", 2.0) as usize,
+        backend: s(first, "backend")
+            .parse()
+            .map_err(|e: String| anyhow!("{e}"))?,
+        ..DecodeSettings::default()
     };
     let otf = otf_boosters(reg, first, st, settings.threads)?;
     let arcs = arc_boosters(first, st, settings.threads)?;

@@ -114,6 +114,119 @@ impl ArcSetBooster {
     }
 }
 
+/// Word boosting (001 §3.3, Fig. 4–5): a cost added to every arc whose output label is one of
+/// the listed words — the single-state acceptor B of 001 applied on the fly, without composing
+/// or copying the graph. The cost is in the graph's units (−log, like arc weights): a negative
+/// cost boosts the word, a positive one penalises it; 001's "boost ≤ beam/2" rule is about its
+/// magnitude. Stateless: a word's bonus does not depend on the words before it (phrases with
+/// partial-match take-back are [`PhraseAutomaton`]'s job). The CPU backend marks the states with
+/// a boosted arc (as [`ArcSetBooster`] does) so other tokens expand with no lookup; the GPU looks
+/// each output label up by binary search in the sorted word list.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WordBooster {
+    words: std::sync::Arc<Vec<u32>>,
+    bonus: std::sync::Arc<Vec<f32>>,
+    states: std::sync::Arc<Vec<u8>>,
+    num_states: usize,
+}
+
+impl WordBooster {
+    /// Builds the table for graph `g` from (word id, cost) entries; a word given twice keeps its
+    /// last cost. Word 0 (ε) and non-finite costs are errors.
+    pub fn new(g: &DecodingGraph, entries: impl IntoIterator<Item = (u32, f32)>) -> Result<Self> {
+        let mut map = std::collections::BTreeMap::new();
+        for (w, c) in entries {
+            if w == 0 {
+                return Err(DecodeError::Booster(
+                    "word id 0 is epsilon, not a word to boost".into(),
+                ));
+            }
+            if !c.is_finite() {
+                return Err(DecodeError::Booster(format!(
+                    "word {w}: boost cost {c} is not finite"
+                )));
+            }
+            map.insert(w, c);
+        }
+        let words: Vec<u32> = map.keys().copied().collect();
+        let bonus: Vec<f32> = map.values().copied().collect();
+        let n = g.num_states();
+        let mut states = vec![0u8; n];
+        let num_e = g.num_emitting();
+        for s in 0..n as u32 {
+            for a in g.emitting(s).chain(g.non_emitting(s)) {
+                let w = g.olabel[a];
+                if w != 0 && words.binary_search(&w).is_ok() {
+                    states[s as usize] |= if a < num_e { EMITTING } else { EPSILON };
+                }
+            }
+        }
+        Ok(Self {
+            words: std::sync::Arc::new(words),
+            bonus: std::sync::Arc::new(bonus),
+            states: std::sync::Arc::new(states),
+            num_states: n,
+        })
+    }
+
+    /// The boosted word ids, ascending.
+    pub fn words(&self) -> &[u32] {
+        &self.words
+    }
+
+    /// The cost of each word of [`Self::words`].
+    pub fn costs(&self) -> &[f32] {
+        &self.bonus
+    }
+
+    /// The cost added to an arc with output label `word` (−0.0, adding nothing, when unlisted).
+    #[inline]
+    pub fn cost_of(&self, word: u32) -> f32 {
+        match self.words.binary_search(&word) {
+            Ok(i) if word != 0 => self.bonus[i],
+            _ => -0.0,
+        }
+    }
+
+    /// The view the search loops use, over the graph's output labels.
+    pub(crate) fn view<'a>(&'a self, olabel: &'a [u32]) -> WordView<'a> {
+        WordView {
+            booster: self,
+            olabel,
+        }
+    }
+}
+
+/// A [`WordBooster`] with the graph's output labels, as the search loops read it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WordView<'a> {
+    booster: &'a WordBooster,
+    olabel: &'a [u32],
+}
+
+impl ArcDelta for WordView<'_> {
+    #[inline(always)]
+    fn touches(&self, s: u32) -> bool {
+        self.booster
+            .states
+            .get(s as usize)
+            .is_some_and(|&m| m & EMITTING != 0)
+    }
+
+    #[inline(always)]
+    fn touches_eps(&self, s: u32) -> bool {
+        self.booster
+            .states
+            .get(s as usize)
+            .is_some_and(|&m| m & EPSILON != 0)
+    }
+
+    #[inline(always)]
+    fn delta(&self, arc: u32) -> f32 {
+        self.booster.cost_of(self.olabel[arc as usize])
+    }
+}
+
 /// An arc's cost delta, as the search loops ask for it. The loops are generic over it so each
 /// booster kind gets its own compiled loop ([`NoDelta`] for none: nothing left per arc).
 ///
@@ -307,7 +420,10 @@ pub enum Booster {
     Lm(LmDelta),
     /// A word automaton composed on the fly: phrase prefixes (G-boosting's cost change).
     Phrases(PhraseAutomaton),
-    /// Several boosters whose deltas add up (at most one of them a word automaton).
+    /// Word boosting: a cost per output word (001's B, applied on the fly).
+    Words(WordBooster),
+    /// Several boosters whose deltas add up (at most one of them a word automaton; no word
+    /// booster, whose delta needs the graph's output labels).
     Stack(Vec<Booster>),
 }
 
@@ -318,7 +434,7 @@ impl Booster {
         match self {
             Booster::None => 0.0,
             Booster::ArcSet(b) => b.delta(arc),
-            Booster::Lm(_) | Booster::Phrases(_) => 0.0,
+            Booster::Lm(_) | Booster::Phrases(_) | Booster::Words(_) => 0.0,
             Booster::Stack(v) => v.iter().map(|b| b.delta(arc)).sum(),
         }
     }
@@ -329,6 +445,7 @@ impl Booster {
         match self {
             Booster::None | Booster::Lm(_) | Booster::Phrases(_) => false,
             Booster::ArcSet(b) => b.touches(s),
+            Booster::Words(b) => b.states.get(s as usize).is_some_and(|&m| m != 0),
             Booster::Stack(v) => v.iter().any(|b| b.touches(s)),
         }
     }
@@ -359,7 +476,7 @@ impl Booster {
     #[inline]
     pub fn word(&self, state: u32, word: u32) -> (u32, f32) {
         match self {
-            Booster::None | Booster::ArcSet(_) => (state, 0.0),
+            Booster::None | Booster::ArcSet(_) | Booster::Words(_) => (state, 0.0),
             Booster::Lm(d) => d.word(state, word),
             Booster::Phrases(p) => p.word(state, word),
             Booster::Stack(_) => match self.automaton() {
@@ -382,6 +499,7 @@ impl Booster {
         match self {
             Booster::None => true,
             Booster::ArcSet(b) => b.arcs.is_empty() || b.discount == 0.0,
+            Booster::Words(b) => b.bonus.iter().all(|&c| c == 0.0),
             Booster::Lm(_) | Booster::Phrases(_) => false,
             Booster::Stack(v) => v.iter().all(Booster::is_none),
         }
@@ -395,6 +513,14 @@ impl Booster {
             Booster::Stack(v) if v.iter().filter(|b| b.automaton().is_some()).count() > 1 => Err(
                 DecodeError::Booster("a booster stack holds more than one word automaton".into()),
             ),
+            Booster::Stack(v) if v.iter().any(|b| matches!(b, Booster::Words(_))) => Err(
+                DecodeError::Booster("a word booster cannot be stacked; use it alone".into()),
+            ),
+            Booster::Words(b) if b.num_states != num_states => Err(DecodeError::Booster(format!(
+                "the word booster was built for a graph of {} states, not this one ({num_states})",
+                b.num_states
+            ))),
+            Booster::Words(_) => Ok(()),
             Booster::ArcSet(b) => match b.arcs.last() {
                 Some(&a) if a as usize >= num_arcs => Err(DecodeError::Booster(format!(
                     "arc index {a} is outside the graph ({num_arcs} arcs)"

@@ -67,6 +67,15 @@ pub enum DecodeError {
     /// A booster that does not fit the graph.
     #[error("booster: {0}")]
     Booster(String),
+    /// The GPU (or the CPU shim of its kernels) failed, or was asked for what it cannot do.
+    #[error("CUDA backend: {0}")]
+    Gpu(String),
+}
+
+impl From<ctx_cuda::CudaError> for DecodeError {
+    fn from(e: ctx_cuda::CudaError) -> Self {
+        DecodeError::Gpu(e.to_string())
+    }
 }
 
 /// Result alias of the engine.

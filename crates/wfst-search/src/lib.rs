@@ -12,9 +12,12 @@
 //! - [`lattice`]: lattice pruning and the word lattice (graph and acoustic costs apart).
 //! - [`endpoint`]: Kaldi-style endpoint rules on trailing silence.
 //! - [`decoder`]: many streams at once (rayon), chunked online decoding, whole utterances.
+//! - [`cuda`]: the CUDA backend: the same frame step as kernels (`kernels/decoder.cu`) for a
+//!   batch of streams, on a GPU or on the CPU shim, giving the CPU's frames exactly.
 
 pub mod booster;
 pub mod config;
+pub mod cuda;
 pub mod decoder;
 pub mod endpoint;
 pub mod error;
@@ -23,8 +26,9 @@ pub mod lm_delta;
 pub mod phrase_automaton;
 pub mod search;
 
-pub use booster::{ArcSetBooster, Booster};
+pub use booster::{ArcSetBooster, Booster, WordBooster};
 pub use config::DecoderConfig;
+pub use cuda::GpuDecoder;
 pub use decoder::{decode_utterance, Decoder, SegmentResult, UtteranceResult};
 pub use endpoint::EndpointConfig;
 pub use error::{DecodeError, Result};

@@ -12,7 +12,11 @@
 //!    result does not depend on the order arcs are visited.
 //! 3. **Beam**: with `best` the minimum emitting cost of frame k+1, tokens above
 //!    `cutoff = best + beam` are dropped, then the **ε-closure** relaxes non-emitting arcs
-//!    (same recombination rule) creating no token above `cutoff`.
+//!    (same recombination rule) creating no token above `cutoff`. The closure runs in rounds
+//!    (Bellman-Ford, Jacobi style): round 0 relaxes every token with ε arcs, each later round
+//!    the tokens created or improved in the previous one, in ascending token order and from
+//!    their costs at the start of the round; a new token is numbered by its first relaxation
+//!    in that order. A GPU, which relaxes a round in parallel, numbers tokens the same way.
 //! 4. **Max-active**: when frame k+1 has more than `max_active` tokens, a histogram of
 //!    [`HISTOGRAM_BINS`] bins over `[best_all, cutoff]` picks the first bin at which the running
 //!    count exceeds `max_active`; only tokens in lower bins are expanded at the next step
@@ -29,7 +33,6 @@ use crate::decoder::Decoder;
 use crate::error::{DecodeError, Result};
 use crate::lattice;
 use ctx_graph::csr::DecodingGraph;
-use std::collections::VecDeque;
 
 /// "No index".
 pub(crate) const NONE: u32 = u32::MAX;
@@ -37,8 +40,13 @@ pub(crate) const NONE: u32 = u32::MAX;
 /// Runs `$body` with `$b` bound to the booster as its concrete [`ArcDelta`] type, so the hot
 /// loops are compiled once per kind: without a booster no per-arc lookup remains at all.
 macro_rules! with_delta {
-    ($booster:expr, |$b:ident| $body:expr) => {
+    ($booster:expr, $g:expr, |$b:ident| $body:expr) => {
         match &$booster {
+            Booster::Words(w) => {
+                let view = w.view(&$g.olabel);
+                let $b = &view;
+                $body
+            }
             Booster::None => {
                 let $b = &NoDelta;
                 $body
@@ -160,9 +168,9 @@ pub(crate) struct LatFrame {
 
 /// Best predecessor of a frontier token.
 #[derive(Debug, Clone, Copy)]
-struct Bp {
-    src: u32,
-    arc: u32,
+pub(crate) struct Bp {
+    pub src: u32,
+    pub arc: u32,
 }
 
 /// Per frontier token: its word trace and trailing silence rows.
@@ -193,11 +201,11 @@ pub struct Partial {
 
 /// The max-active expand rule of the next step.
 #[derive(Debug, Clone, Copy)]
-struct ExpandCut {
-    best: f32,
-    width: f32,
-    bins: u32,
-    cutoff: f32,
+pub(crate) struct ExpandCut {
+    pub best: f32,
+    pub width: f32,
+    pub bins: u32,
+    pub cutoff: f32,
 }
 
 impl ExpandCut {
@@ -239,13 +247,13 @@ pub struct Stream {
     pub id: String,
     booster: Booster,
     pub(crate) frames: Vec<LatFrame>,
-    bp: Vec<Bp>,
+    pub(crate) bp: Vec<Bp>,
     aux: Vec<Aux>,
     map: Vec<u32>,
     /// Per token of the frame being built: the next token of the same graph state (stateful
     /// boosters only).
     chain: Vec<u32>,
-    expand: ExpandCut,
+    pub(crate) expand: ExpandCut,
     traces: Vec<Trace>,
     gc_at: usize,
     /// Rows consumed since the stream began (all segments).
@@ -255,13 +263,19 @@ pub struct Stream {
     /// Tokens kept over the current segment's frames.
     seg_tokens: u64,
     started: bool,
-    queue: VecDeque<u32>,
+    /// The ε-closure's current round: (token, its cost when the round began), ascending.
+    frontier: Vec<(u32, f32)>,
+    /// Tokens created or improved in the current round (the next round's frontier).
+    next_frontier: Vec<u32>,
+    /// Per token of the frame being built: already in `next_frontier`.
     inq: Vec<bool>,
     cand: Vec<Link>,
     remap: Vec<u32>,
     since_prune: usize,
     /// A step is under way (or failed midway): the state map may hold stale entries.
     dirty: bool,
+    /// Which device lane holds this stream's frontier (its `commit` number; 0: none does).
+    pub(crate) gpu_epoch: u64,
 }
 
 impl Stream {
@@ -282,12 +296,14 @@ impl Stream {
             seg_start: 0,
             seg_tokens: 0,
             started: false,
-            queue: VecDeque::new(),
+            frontier: Vec::new(),
+            next_frontier: Vec::new(),
             inq: Vec::new(),
             cand: Vec::new(),
             remap: Vec::new(),
             since_prune: 0,
             dirty: false,
+            gpu_epoch: 0,
         }
     }
 
@@ -303,6 +319,7 @@ impl Stream {
         self.rows_total = 0;
         self.seg_start = 0;
         self.started = false;
+        self.gpu_epoch = 0;
         if self.dirty {
             // A failed step left entries behind; start from a clean map.
             self.map.fill(NONE);
@@ -354,6 +371,7 @@ impl Stream {
         self.seg_tokens = 0;
         self.started = true;
         self.since_prune = 0;
+        self.gpu_epoch = 0;
         let mut toks = vec![LTok {
             state: g.start,
             lm: self.booster.start(),
@@ -371,7 +389,7 @@ impl Stream {
         let cutoff = cfg.beam;
         let mut links = Vec::new();
         let booster = std::mem::take(&mut self.booster);
-        let r = with_delta!(booster, |b| self
+        let r = with_delta!(booster, g, |b| self
             .closure(g, cfg, b, &mut toks, cutoff, &mut links));
         self.booster = booster;
         r?;
@@ -384,7 +402,7 @@ impl Stream {
     /// One score row (the loops are compiled per booster kind, see [`ArcDelta`]).
     pub(crate) fn step_row(&mut self, dec: &Decoder<'_>, row: &[f32]) -> Result<()> {
         let booster = std::mem::take(&mut self.booster);
-        let r = with_delta!(booster, |b| self.step_row_with(dec, row, b));
+        let r = with_delta!(booster, dec.graph(), |b| self.step_row_with(dec, row, b));
         self.booster = booster;
         r
     }
@@ -560,6 +578,25 @@ impl Stream {
         let num_emitting = links.len();
         let mut toks = nt;
         self.closure(g, cfg, booster, &mut toks, cutoff, &mut links)?;
+        self.gpu_epoch = 0;
+        self.commit_frame(dec, toks, links, num_emitting, cutoff);
+        Ok(())
+    }
+
+    /// Appends the frame one score row made (its tokens, whose back-pointers are in `self.bp`,
+    /// its links and beam cutoff): word traces, silence counts, the next expand cut, lattice
+    /// pruning. Shared by the CPU step and the CUDA backend, which computes the same frame on
+    /// the device.
+    pub(crate) fn commit_frame(
+        &mut self,
+        dec: &Decoder<'_>,
+        toks: Vec<LTok>,
+        links: Vec<Link>,
+        num_emitting: usize,
+        cutoff: f32,
+    ) {
+        let cfg = dec.config();
+        let k = self.frames.len() - 1;
         self.seg_tokens += toks.len() as u64;
         let prev_aux = std::mem::take(&mut self.aux);
         self.rows_total += 1;
@@ -585,7 +622,6 @@ impl Stream {
             self.gc_traces();
         }
         self.dirty = false;
-        Ok(())
     }
 
     /// The beam after an emitting expansion: drops the tokens of `nt` above `best + beam`,
@@ -645,87 +681,103 @@ impl Stream {
             map,
             chain,
             bp,
-            queue,
+            frontier,
+            next_frontier: flagged,
             inq,
             ..
         } = self;
-        // Only tokens of states with ε arcs enter the queue (most states have none: no push,
-        // pop or booster question for them).
+        // Only tokens of states with ε arcs enter a frontier (most states have none: no
+        // relaxation or booster question for them).
         let has_eps = |s: u32| !g.non_emitting(s).is_empty();
-        queue.clear();
+        // Round 0: every token with ε arcs, ascending, with its cost.
+        frontier.clear();
+        frontier.extend(
+            toks.iter()
+                .enumerate()
+                .filter(|(_, t)| has_eps(t.state))
+                .map(|(j, t)| (j as u32, t.cost)),
+        );
         inq.clear();
-        inq.extend(toks.iter().map(|t| has_eps(t.state)));
-        queue.extend((0..toks.len() as u32).filter(|&j| inq[j as usize]));
+        inq.resize(toks.len(), false);
         let mut pops = 0usize;
-        while let Some(u) = queue.pop_front() {
-            inq[u as usize] = false;
-            pops += 1;
+        while !frontier.is_empty() {
+            pops += frontier.len();
             if pops > 64 * toks.len() + 100_000 {
                 return Err(DecodeError::EpsilonCycle {
                     utt: self.id.clone(),
                     frame: self.frames.len(),
                 });
             }
-            let LTok {
-                state, cost, lm, ..
-            } = toks[u as usize];
-            let arcs = g.non_emitting(state);
-            // Relaxes ε arc `$a` with the booster's `$delta` (two loops, as in the expansion:
-            // a token of an unmarked state asks nothing per arc).
-            macro_rules! relax_eps {
-                ($a:expr, $delta:expr) => {{
-                    let a = $a;
-                    let (lm, wc) = word_step(g, booster, a, lm);
-                    let gc = g.weight[a] + $delta + wc;
-                    let c = cost + gc;
-                    if c > cutoff {
-                        continue;
-                    }
-                    let d = g.next[a] as usize;
-                    let a = a as u32;
-                    let j = find::<B>(map, chain, toks, d, lm);
-                    if j == NONE {
-                        let j = toks.len() as u32;
-                        if B::STATEFUL {
-                            chain.push(map[d]);
+            flagged.clear();
+            for &(u, cost) in frontier.iter() {
+                let LTok { state, lm, .. } = toks[u as usize];
+                let arcs = g.non_emitting(state);
+                // Relaxes ε arc `$a` with the booster's `$delta` (two loops, as in the
+                // expansion: a token of an unmarked state asks nothing per arc). `cost` is the
+                // source's cost at the start of the round, not its current one.
+                macro_rules! relax_eps {
+                    ($a:expr, $delta:expr) => {{
+                        let a = $a;
+                        let (lm, wc) = word_step(g, booster, a, lm);
+                        let gc = g.weight[a] + $delta + wc;
+                        let c = cost + gc;
+                        if c > cutoff {
+                            continue;
                         }
-                        map[d] = j;
-                        toks.push(LTok {
-                            state: d as u32,
-                            lm,
-                            cost: c,
-                            extra: 0.0,
-                        });
-                        bp.push(Bp { src: u, arc: a });
-                        let eps = has_eps(d as u32);
-                        inq.push(eps);
-                        if eps {
-                            queue.push_back(j);
-                        }
-                    } else {
-                        let tok = &mut toks[j as usize];
-                        let b = &mut bp[j as usize];
-                        if c < tok.cost {
-                            tok.cost = c;
-                            *b = Bp { src: u, arc: a };
-                            if !inq[j as usize] && has_eps(d as u32) {
-                                inq[j as usize] = true;
-                                queue.push_back(j);
+                        let d = g.next[a] as usize;
+                        let a = a as u32;
+                        let j = find::<B>(map, chain, toks, d, lm);
+                        if j == NONE {
+                            let j = toks.len() as u32;
+                            if B::STATEFUL {
+                                chain.push(map[d]);
                             }
-                        } else if c == tok.cost && a < b.arc {
-                            *b = Bp { src: u, arc: a };
+                            map[d] = j;
+                            toks.push(LTok {
+                                state: d as u32,
+                                lm,
+                                cost: c,
+                                extra: 0.0,
+                            });
+                            bp.push(Bp { src: u, arc: a });
+                            let eps = has_eps(d as u32);
+                            inq.push(eps);
+                            if eps {
+                                flagged.push(j);
+                            }
+                        } else {
+                            let tok = &mut toks[j as usize];
+                            let b = &mut bp[j as usize];
+                            if c < tok.cost {
+                                tok.cost = c;
+                                *b = Bp { src: u, arc: a };
+                                if !inq[j as usize] && has_eps(d as u32) {
+                                    inq[j as usize] = true;
+                                    flagged.push(j);
+                                }
+                            } else if c == tok.cost && a < b.arc {
+                                *b = Bp { src: u, arc: a };
+                            }
                         }
+                    }};
+                }
+                if booster.touches_eps(state) {
+                    for a in arcs {
+                        relax_eps!(a, booster.delta(a as u32));
                     }
-                }};
+                } else {
+                    for a in arcs {
+                        relax_eps!(a, -0.0);
+                    }
+                }
             }
-            if booster.touches_eps(state) {
-                for a in arcs {
-                    relax_eps!(a, booster.delta(a as u32));
-                }
-            } else {
-                for a in arcs {
-                    relax_eps!(a, -0.0);
-                }
+            // The next round: the tokens created or improved in this one, ascending, with
+            // their costs at the end of this round.
+            flagged.sort_unstable();
+            frontier.clear();
+            for &j in flagged.iter() {
+                inq[j as usize] = false;
+                frontier.push((j, toks[j as usize].cost));
             }
         }
         if cfg.lattice {

@@ -1,0 +1,74 @@
+//! The device a method crate's host code drives: buffers addressed by [`DevPtr`], copies, fills
+//! and launches of kernels by name with one parameter struct passed by value.
+
+use crate::error::Result;
+
+/// An allocation on a device: its address (a device pointer on a GPU, a host address on the
+/// shim) and size. Kernels receive addresses inside their parameter struct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DevPtr {
+    /// Address of the first byte.
+    pub addr: u64,
+    /// Size in bytes.
+    pub bytes: usize,
+}
+
+/// Plain data that may be copied to and from a device byte for byte.
+///
+/// # Safety
+/// Implementors must have no padding and no invalid bit patterns.
+pub unsafe trait Pod: Copy + 'static {}
+unsafe impl Pod for u8 {}
+unsafe impl Pod for u32 {}
+unsafe impl Pod for u64 {}
+unsafe impl Pod for i32 {}
+unsafe impl Pod for f32 {}
+
+/// The bytes of a slice of plain data.
+pub fn as_bytes<T: Pod>(v: &[T]) -> &[u8] {
+    // SAFETY: T is Pod (no padding); the length is the slice's size in bytes.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
+}
+
+/// The bytes of a mutable slice of plain data.
+pub fn as_bytes_mut<T: Pod>(v: &mut [T]) -> &mut [u8] {
+    // SAFETY: T is Pod (every bit pattern valid); the length is the slice's size in bytes.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), std::mem::size_of_val(v)) }
+}
+
+/// A device: a GPU ([`crate::cuda::CudaDevice`]) or the CPU shim ([`crate::shim::ShimDevice`]).
+/// Launches are ordered: a copy after a launch sees its writes.
+pub trait Device: Send {
+    /// The device's name as results report it (e.g. "NVIDIA H100 80GB HBM3", "cpu-shim").
+    fn name(&self) -> String;
+    /// Whether this is a real GPU.
+    fn is_gpu(&self) -> bool;
+    /// Allocates `bytes` bytes, every byte set to `fill`; `what` names the buffer in errors.
+    fn alloc(&mut self, bytes: usize, fill: u8, what: &str) -> Result<DevPtr>;
+    /// Frees an allocation.
+    fn free(&mut self, p: DevPtr);
+    /// Copies `src` to `dst` at byte `offset`.
+    fn upload(&mut self, dst: DevPtr, offset: usize, src: &[u8]) -> Result<()>;
+    /// Copies from `src` at byte `offset` into `dst`.
+    fn download(&mut self, src: DevPtr, offset: usize, dst: &mut [u8]) -> Result<()>;
+    /// Sets `bytes` bytes from `offset` to `value`.
+    fn fill(&mut self, p: DevPtr, offset: usize, bytes: usize, value: u8) -> Result<()>;
+    /// Launches kernel `name` on a grid of `grid.0 × grid.1` blocks of `block` threads, with
+    /// `params` (the bytes of the kernel's parameter struct) as its one argument.
+    fn launch(&mut self, name: &str, grid: (u32, u32), block: u32, params: &[u8]) -> Result<()>;
+    /// Waits for every launch and copy.
+    fn synchronize(&mut self) -> Result<()>;
+}
+
+/// Checks a copy against its buffer.
+pub(crate) fn check_range(p: DevPtr, offset: usize, bytes: usize) -> Result<()> {
+    if offset.checked_add(bytes).is_none_or(|end| end > p.bytes) {
+        return Err(crate::CudaError::OutOfBounds {
+            what: format!("at {:#x}", p.addr),
+            offset,
+            bytes,
+            size: p.bytes,
+        });
+    }
+    Ok(())
+}

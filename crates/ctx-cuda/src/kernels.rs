@@ -1,0 +1,13 @@
+//! The kernel sources of `kernels/`, embedded at build time (NVRTC compiles them at run time).
+
+include!(concat!(env!("OUT_DIR"), "/sources.rs"));
+
+/// The names of the kernels a source exports (its `CTX_EXPORT(name, ...)` lines).
+pub fn exported(source: &str) -> Vec<&str> {
+    source
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("CTX_EXPORT("))
+        .filter_map(|r| r.split(',').next())
+        .map(str::trim)
+        .collect()
+}

@@ -1,0 +1,92 @@
+//! The CPU shim device: host memory, and the kernels of `kernels/` compiled as C++ against
+//! `kernels/shim.h` (by build.rs), each grid run block by block and thread by thread. Exact for
+//! kernels without block synchronisation, which is every kernel of this project; a kernel bug
+//! (a wrong packing, a wrong prefix sum, a lost token) shows on the CPU as it would on a GPU.
+
+use crate::device::{check_range, DevPtr, Device};
+use crate::error::{CudaError, Result};
+use std::collections::HashMap;
+
+type ShimFn = unsafe extern "C" fn(u32, u32, u32, *const u8);
+
+include!(concat!(env!("OUT_DIR"), "/shim_table.rs"));
+
+/// Host memory standing in for device memory, and the shim kernels.
+#[derive(Debug, Default)]
+pub struct ShimDevice {
+    /// Allocations by address (u64 words: 8-byte aligned, as device allocations are).
+    mem: HashMap<u64, Vec<u64>>,
+    kernels: HashMap<&'static str, ShimFn>,
+}
+
+impl ShimDevice {
+    /// A shim device with every exported kernel.
+    pub fn new() -> Self {
+        Self {
+            mem: HashMap::new(),
+            kernels: SHIM_KERNELS.iter().copied().collect(),
+        }
+    }
+
+    fn bytes_mut(&mut self, p: DevPtr) -> &mut [u8] {
+        let v = self.mem.get_mut(&p.addr).expect("a live shim allocation");
+        // SAFETY: the Vec<u64> holds at least p.bytes bytes (rounded up to words).
+        unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), p.bytes) }
+    }
+}
+
+impl Device for ShimDevice {
+    fn name(&self) -> String {
+        "cpu-shim".into()
+    }
+
+    fn is_gpu(&self) -> bool {
+        false
+    }
+
+    fn alloc(&mut self, bytes: usize, fill: u8, _what: &str) -> Result<DevPtr> {
+        let word = u64::from_ne_bytes([fill; 8]);
+        let mut v = vec![word; bytes.div_ceil(8).max(1)];
+        let addr = v.as_mut_ptr() as u64;
+        self.mem.insert(addr, v);
+        Ok(DevPtr { addr, bytes })
+    }
+
+    fn free(&mut self, p: DevPtr) {
+        self.mem.remove(&p.addr);
+    }
+
+    fn upload(&mut self, dst: DevPtr, offset: usize, src: &[u8]) -> Result<()> {
+        check_range(dst, offset, src.len())?;
+        self.bytes_mut(dst)[offset..offset + src.len()].copy_from_slice(src);
+        Ok(())
+    }
+
+    fn download(&mut self, src: DevPtr, offset: usize, dst: &mut [u8]) -> Result<()> {
+        check_range(src, offset, dst.len())?;
+        let n = dst.len();
+        dst.copy_from_slice(&self.bytes_mut(src)[offset..offset + n]);
+        Ok(())
+    }
+
+    fn fill(&mut self, p: DevPtr, offset: usize, bytes: usize, value: u8) -> Result<()> {
+        check_range(p, offset, bytes)?;
+        self.bytes_mut(p)[offset..offset + bytes].fill(value);
+        Ok(())
+    }
+
+    fn launch(&mut self, name: &str, grid: (u32, u32), block: u32, params: &[u8]) -> Result<()> {
+        let f = *self
+            .kernels
+            .get(name)
+            .ok_or_else(|| CudaError::UnknownKernel(name.to_string()))?;
+        // SAFETY: `params` is the kernel's parameter struct (the caller's contract, as for a
+        // GPU launch) and every address in it is a live allocation of this device.
+        unsafe { f(grid.0, grid.1, block, params.as_ptr()) };
+        Ok(())
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,167 @@
+//! `ctxbench throughput`: decoder-only speed of a backend against the number of concurrent
+//! streams (002 Table 2, 001 Tables 2–3): the quick set's utterances, cycled to N streams, each
+//! decoded offline as one segment; simulation excluded from the time. On the CPU backend N
+//! streams share `--threads` threads; on a device they advance as one batch.
+
+use crate::data::registry;
+use crate::pipeline::{Setup, SetupOptions};
+use anyhow::{anyhow, Result};
+use clap::Args;
+use ctx_core::scores::ScoreMatrix;
+use ctx_cuda::{Backend, Opened};
+use ctx_data::dataset::Subset;
+use ctx_data::graphs::DEFAULT_BPE_SIZE;
+use ctx_graph::compile::GraphKind;
+use rayon::prelude::*;
+use std::path::PathBuf;
+use std::time::Instant;
+use wfst_search::{decode_utterance, Booster, Decoder, DecoderConfig, GpuDecoder, Stream};
+
+/// Arguments of `ctxbench throughput`.
+#[derive(Debug, Args)]
+pub struct ThroughputArgs {
+    /// Dataset name (datasets.toml); its quick subset unless --full.
+    #[arg(long, default_value = "atco2-sim-1h")]
+    pub dataset: String,
+    /// The full set's utterances instead of the quick subset's.
+    #[arg(long)]
+    pub full: bool,
+    /// hclg, tlg-normal or tlg-compact.
+    #[arg(long, default_value = "hclg")]
+    pub kind: String,
+    /// Graph cache folder.
+    #[arg(long, default_value = "cache/graphs")]
+    pub cache: PathBuf,
+    /// The registry.
+    #[arg(long)]
+    pub registry: Option<PathBuf>,
+    /// cpu, cuda, auto or shim.
+    #[arg(long, default_value = "cpu")]
+    pub backend: Backend,
+    /// Concurrent streams, one measurement each.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,128")]
+    pub streams: Vec<usize>,
+    /// CPU threads (CPU backend).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Record lattices (as the lattice decoder of 002 does).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub lattice: bool,
+    /// Append the rows to this CSV (header written when the file is new).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+}
+
+/// Runs `ctxbench throughput`.
+pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
+    let reg = registry(&a.registry)?;
+    let kind =
+        GraphKind::parse(&a.kind).ok_or_else(|| anyhow!("unknown graph kind '{}'", a.kind))?;
+    let subset = if a.full { Subset::Full } else { Subset::Quick };
+    let setup = Setup::load(
+        &reg,
+        &a.dataset,
+        &SetupOptions {
+            gboost_otf: false,
+            subset,
+            kind,
+            bpe_size: DEFAULT_BPE_SIZE,
+            cache: &a.cache,
+            noise: None,
+            gboost: None,
+            hclg_bias: None,
+        },
+    )?;
+    let utts = &setup.dataset.utterances;
+    let mats: Vec<ScoreMatrix> = utts
+        .iter()
+        .map(|u| setup.scores(u))
+        .collect::<Result<_>>()?;
+    let config = DecoderConfig {
+        acoustic_scale: setup.acoustic_scale,
+        lattice: a.lattice,
+        ..DecoderConfig::default()
+    };
+    let dec = Decoder::new(&setup.csr, config)?.with_silence(&setup.silence);
+    let mut gpu = match ctx_cuda::open(a.backend)? {
+        Opened::Cpu => None,
+        Opened::Device(d) => Some(GpuDecoder::new(dec.clone(), d)?),
+    };
+    let (backend, device) = match &gpu {
+        Some(g) if g.is_gpu() => ("cuda", g.device_name()),
+        Some(g) => ("shim", g.device_name()),
+        None => ("cpu", format!("{} thread(s)", a.threads)),
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(a.threads.max(1))
+        .build()?;
+    println!("| backend | device | streams | audio s | decode s | RTFx | frames/s |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut lines = Vec::new();
+    for &n in &a.streams {
+        let pick: Vec<usize> = (0..n).map(|i| i % utts.len()).collect();
+        let audio: f64 = pick.iter().map(|&i| utts[i].duration_s).sum();
+        let frames: usize = pick.iter().map(|&i| mats[i].rows()).sum();
+        let t = Instant::now();
+        let words: usize = match &mut gpu {
+            Some(g) => {
+                let mut streams: Vec<Stream> = pick
+                    .iter()
+                    .map(|&i| Stream::new(utts[i].id.clone(), Booster::None))
+                    .collect();
+                let refs: Vec<&ScoreMatrix> = pick.iter().map(|&i| &mats[i]).collect();
+                let longest = refs.iter().map(|m| m.rows()).max().unwrap_or(1);
+                let res = g.decode_utterances(&mut streams, &refs, longest, None);
+                res.into_iter()
+                    .map(|r| r.map(|r| r.words().len()))
+                    .sum::<wfst_search::Result<usize>>()?
+            }
+            None => pool.install(|| {
+                pick.par_iter()
+                    .map(|&i| {
+                        let mut s = Stream::new(utts[i].id.clone(), Booster::None);
+                        let m = &mats[i];
+                        decode_utterance(&dec, &mut s, m, m.rows(), None).map(|r| r.words().len())
+                    })
+                    .sum::<wfst_search::Result<usize>>()
+            })?,
+        };
+        let secs = t.elapsed().as_secs_f64();
+        let _ = words;
+        println!(
+            "| {backend} | {device} | {n} | {audio:.1} | {secs:.3} | {:.1} | {:.0} |",
+            audio / secs,
+            frames as f64 / secs
+        );
+        lines.push(format!(
+            "{},{},{},\"{}\",{},{},{:.3},{:.4},{:.2},{:.0}",
+            a.dataset,
+            kind.name(),
+            backend,
+            device,
+            if gpu.is_some() { 0 } else { a.threads },
+            n,
+            audio,
+            secs,
+            audio / secs,
+            frames as f64 / secs
+        ));
+    }
+    if let Some(p) = &a.csv {
+        let new = !p.exists();
+        let mut text = String::new();
+        if new {
+            text.push_str(
+                "dataset,graph,backend,device,threads,streams,audio_s,decode_s,rtfx,frames_per_s\n",
+            );
+        } else {
+            text = std::fs::read_to_string(p)?;
+        }
+        for l in lines {
+            text.push_str(&l);
+            text.push('\n');
+        }
+        ctx_core::io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,96 @@
+//! `ctxbench decode --backend`: the CUDA kernels on the CPU shim give byte-identical hypotheses
+//! (baseline and lattice-biased, so the lattices agree too) to the CPU backend on the quick sets
+//! of both ATCO2 sets and Earnings-21, on HCLG and TLG; a GPU asked for where none answers is
+//! one clear error.
+
+mod common;
+use common::*;
+
+fn decode(dataset: &str, kind: &str, limit: &str, backend: &str, dir: &std::path::Path) -> String {
+    let hyps = dir.join(format!("{dataset}-{kind}-{backend}"));
+    let points = dir.join(format!("{dataset}-{kind}-{backend}.csv"));
+    let out = ctxbench(&[
+        "decode",
+        "--dataset",
+        dataset,
+        "--quick",
+        "--limit",
+        limit,
+        "--kind",
+        kind,
+        "--methods",
+        "none,sequences",
+        "--backend",
+        backend,
+        "--gpu-batch",
+        "7",
+        "--cache",
+        dir.join("graphs").to_str().unwrap(),
+        "--hyp-dir",
+        hyps.to_str().unwrap(),
+        "--points-out",
+        points.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{dataset} {kind} {backend}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let none = std::fs::read_to_string(hyps.join("none.txt")).unwrap();
+    let seqs = std::fs::read_to_string(hyps.join("sequences.txt")).unwrap();
+    let csv = std::fs::read_to_string(points).unwrap();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |n: &str| row[head.iter().position(|c| *c == n).unwrap()];
+    assert_eq!(col("backend"), backend);
+    assert_eq!(
+        col("device"),
+        if backend == "shim" { "cpu-shim" } else { "" }
+    );
+    format!("{none}\n---\n{seqs}")
+}
+
+#[test]
+fn shim_backend_equals_cpu_on_quick_sets() {
+    let dir = tempfile::tempdir().unwrap();
+    for (dataset, kind, limit) in [
+        ("atco2-sim-1h", "hclg", "30"),
+        ("atco2-sim-4h", "hclg", "12"),
+        ("earnings21", "hclg", "3"),
+        ("atco2-sim-1h", "tlg-compact", "6"),
+    ] {
+        let cpu = decode(dataset, kind, limit, "cpu", dir.path());
+        let shim = decode(dataset, kind, limit, "shim", dir.path());
+        assert!(cpu.lines().count() > 4, "{dataset}: {cpu}");
+        assert_eq!(
+            cpu, shim,
+            "{dataset} {kind}: CPU and shim hypotheses differ"
+        );
+    }
+}
+
+#[test]
+fn cuda_without_a_gpu_is_one_clear_error() {
+    if ctx_cuda::cuda::probe().is_ok() {
+        eprintln!("a GPU answers here; nothing to check");
+        return;
+    }
+    fails_with(
+        &[
+            "decode",
+            "--dataset",
+            "atco2-sim-1h",
+            "--quick",
+            "--limit",
+            "1",
+            "--backend",
+            "cuda",
+        ],
+        "CUDA",
+    );
+    // A misspelt backend is a usage error (clap's exit code 2) naming the choices.
+    let out = ctxbench(&["decode", "--dataset", "atco2-sim-1h", "--backend", "tpu"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("expected cpu, cuda, auto or shim"), "{err}");
+}

@@ -1,0 +1,342 @@
+//! The device buffers of the CUDA backend and the `Frame` parameter struct every kernel of
+//! `kernels/decoder.cu` takes (field for field the same layout: `#[repr(C)]`, pointers as u64).
+
+use ctx_cuda::device::as_bytes;
+use ctx_cuda::{DevPtr, Device, Pod, Result};
+use ctx_graph::csr::DecodingGraph;
+
+/// `struct Frame` of kernels/decoder.cu.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct FrameParams {
+    pub e_off: u64,
+    pub ne_off: u64,
+    pub ilabel: u64,
+    pub weight: u64,
+    pub next: u64,
+    pub src: u64,
+    pub rows: u64,
+    pub boost_arcs: u64,
+    pub boost_off: u64,
+    pub boost_len: u64,
+    pub boost_discount: u64,
+    pub olabel: u64,
+    pub word_ids: u64,
+    pub word_cost: u64,
+    pub word_off: u64,
+    pub word_len: u64,
+    pub active: u64,
+    pub n_prev: u64,
+    pub cut: u64,
+    pub best_key: u64,
+    pub bound: u64,
+    pub n_exp: u64,
+    pub emit_min: u64,
+    pub cutoff: u64,
+    pub n_touched: u64,
+    pub n_tok: u64,
+    pub n_front: u64,
+    pub n_fexp: u64,
+    pub n_new: u64,
+    pub n_link_e: u64,
+    pub n_link: u64,
+    pub p_state: u64,
+    pub p_cost: u64,
+    pub c_state: u64,
+    pub c_cost: u64,
+    pub c_bpsrc: u64,
+    pub c_bparc: u64,
+    pub fr_tok: u64,
+    pub fr_cost: u64,
+    pub slot: u64,
+    pub first: u64,
+    pub map: u64,
+    pub e_gc: u64,
+    pub e_ac: u64,
+    pub e_ok: u64,
+    pub flags: u64,
+    pub touched: u64,
+    pub scan_in: u64,
+    pub scan_out: u64,
+    pub scan_n: u64,
+    pub scan_tot: u64,
+    pub tile_sum: u64,
+    pub eoff: u64,
+    pub pos: u64,
+    pub sx: u64,
+    pub l_src: u64,
+    pub l_dst: u64,
+    pub l_arc: u64,
+    pub l_graph: u64,
+    pub l_ac: u64,
+    pub num_states: u32,
+    pub cols: u32,
+    pub tok_cap: u32,
+    pub arc_cap: u32,
+    pub link_cap: u32,
+    pub tiles: u32,
+    pub scan_in_stride: u32,
+    pub scan_out_stride: u32,
+    pub sx_stride: u32,
+    pub beam: f32,
+    pub scale: f32,
+    pub lanes: u32,
+}
+
+impl FrameParams {
+    /// The struct's bytes, as a launch passes them.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: repr(C), u64 fields then an even number of 4-byte fields: no padding.
+        unsafe {
+            std::slice::from_raw_parts(
+                (self as *const Self).cast::<u8>(),
+                std::mem::size_of::<Self>(),
+            )
+        }
+    }
+}
+
+/// Uploads `v` into a new allocation.
+pub(crate) fn upload_new<T: Pod>(dev: &mut dyn Device, v: &[T], what: &str) -> Result<DevPtr> {
+    let p = dev.alloc(std::mem::size_of_val(v), 0, what)?;
+    dev.upload(p, 0, as_bytes(v))?;
+    Ok(p)
+}
+
+/// The graph on the device (shared by every lane).
+pub(crate) struct GraphBufs {
+    pub e_off: DevPtr,
+    pub ne_off: DevPtr,
+    pub ilabel: DevPtr,
+    pub weight: DevPtr,
+    pub next: DevPtr,
+    pub src: DevPtr,
+    pub olabel: DevPtr,
+}
+
+impl GraphBufs {
+    /// Uploads the CSR arrays and the source state of every arc.
+    pub fn upload(dev: &mut dyn Device, g: &DecodingGraph) -> Result<Self> {
+        let mut src = vec![0u32; g.num_arcs()];
+        for s in 0..g.num_states() as u32 {
+            for a in g.emitting(s).chain(g.non_emitting(s)) {
+                src[a] = s;
+            }
+        }
+        Ok(Self {
+            e_off: upload_new(dev, &g.e_offsets, "the graph's emitting offsets")?,
+            ne_off: upload_new(dev, &g.ne_offsets, "the graph's epsilon offsets")?,
+            ilabel: upload_new(dev, &g.ilabel, "the graph's input labels")?,
+            weight: upload_new(dev, &g.weight, "the graph's arc weights")?,
+            next: upload_new(dev, &g.next, "the graph's destinations")?,
+            src: upload_new(dev, &src, "the graph's arc sources")?,
+            olabel: upload_new(dev, &g.olabel, "the graph's output labels")?,
+        })
+    }
+
+    pub fn free(&self, dev: &mut dyn Device) {
+        for p in [
+            self.e_off,
+            self.ne_off,
+            self.ilabel,
+            self.weight,
+            self.next,
+            self.src,
+            self.olabel,
+        ] {
+            dev.free(p);
+        }
+    }
+}
+
+/// Capacities of the per-lane scratch ("lanes" in Kaldi's terms): grown when a frame needs more.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Caps {
+    pub lanes: usize,
+    pub tok: usize,
+    pub arc: usize,
+    pub link: usize,
+    pub states: usize,
+}
+
+/// Lane-major scratch and per-lane scalars for a batch of `caps.lanes` lanes.
+pub(crate) struct LaneBufs {
+    pub caps: Caps,
+    pub all: Vec<DevPtr>,
+    pub active: DevPtr,
+    pub n_prev: DevPtr,
+    pub cut: DevPtr,
+    pub best_key: DevPtr,
+    pub bound: DevPtr,
+    pub n_exp: DevPtr,
+    pub emit_min: DevPtr,
+    pub cutoff: DevPtr,
+    pub n_touched: DevPtr,
+    pub n_tok: DevPtr,
+    pub n_front: DevPtr,
+    pub n_fexp: DevPtr,
+    pub n_new: DevPtr,
+    pub n_link_e: DevPtr,
+    pub n_link: DevPtr,
+    pub tot: DevPtr,
+    pub p_state: DevPtr,
+    pub p_cost: DevPtr,
+    pub c_state: DevPtr,
+    pub c_cost: DevPtr,
+    pub c_bpsrc: DevPtr,
+    pub c_bparc: DevPtr,
+    pub fr_tok: DevPtr,
+    pub fr_cost: DevPtr,
+    pub eoff: DevPtr,
+    pub slot: DevPtr,
+    pub first: DevPtr,
+    pub map: DevPtr,
+    pub e_gc: DevPtr,
+    pub e_ac: DevPtr,
+    pub e_ok: DevPtr,
+    pub flags: DevPtr,
+    pub touched: DevPtr,
+    pub pos: DevPtr,
+    pub sx: DevPtr,
+    pub tile_sum: DevPtr,
+    pub l_src: DevPtr,
+    pub l_dst: DevPtr,
+    pub l_arc: DevPtr,
+    pub l_graph: DevPtr,
+    pub l_ac: DevPtr,
+}
+
+/// Items of one scan tile (`SCAN_TILE` in decoder.cu).
+pub(crate) const SCAN_TILE: usize = 64;
+
+impl LaneBufs {
+    /// Allocates every buffer (slots at "none": all bytes 0xff).
+    pub fn new(dev: &mut dyn Device, caps: Caps) -> Result<Self> {
+        let mut all = Vec::new();
+        let (l, t, a, k, s) = (caps.lanes, caps.tok, caps.arc, caps.link, caps.states);
+        let mut al = |bytes: usize, fill: u8, what: &str| -> Result<DevPtr> {
+            let p = dev.alloc(bytes, fill, what)?;
+            all.push(p);
+            Ok(p)
+        };
+        let tiles = (a + 1).div_ceil(SCAN_TILE);
+        Ok(Self {
+            active: al(4 * l, 0, "lane flags")?,
+            n_prev: al(4 * l, 0, "lane counts")?,
+            cut: al(16 * l, 0, "expand cuts")?,
+            best_key: al(8 * l, 0xff, "lane minima")?,
+            bound: al(4 * l, 0, "lane bounds")?,
+            n_exp: al(4 * l, 0, "lane counts")?,
+            emit_min: al(4 * l, 0xff, "lane minima")?,
+            cutoff: al(4 * l, 0, "lane cutoffs")?,
+            n_touched: al(4 * l, 0, "lane counts")?,
+            n_tok: al(4 * l, 0, "lane counts")?,
+            n_front: al(4 * l, 0, "lane counts")?,
+            n_fexp: al(4 * l, 0, "lane counts")?,
+            n_new: al(4 * l, 0, "lane counts")?,
+            n_link_e: al(4 * l, 0, "lane counts")?,
+            n_link: al(4 * l, 0, "lane counts")?,
+            tot: al(4 * l, 0, "lane counts")?,
+            p_state: al(4 * l * t, 0, "previous tokens")?,
+            p_cost: al(4 * l * t, 0, "previous tokens")?,
+            c_state: al(4 * l * t, 0, "frame tokens")?,
+            c_cost: al(4 * l * t, 0, "frame tokens")?,
+            c_bpsrc: al(4 * l * t, 0, "frame back-pointers")?,
+            c_bparc: al(4 * l * t, 0, "frame back-pointers")?,
+            fr_tok: al(4 * l * t, 0, "closure frontiers")?,
+            fr_cost: al(4 * l * t, 0, "closure frontiers")?,
+            eoff: al(4 * l * (t + 1), 0, "enumeration offsets")?,
+            slot: al(8 * l * s, 0xff, "per-state recombination slots")?,
+            first: al(4 * l * s, 0xff, "per-state discoveries")?,
+            map: al(4 * l * s, 0xff, "per-state token maps")?,
+            e_gc: al(4 * l * a, 0, "expanded-arc costs")?,
+            e_ac: al(4 * l * a, 0, "expanded-arc costs")?,
+            e_ok: al(4 * l * a, 0, "expanded-arc flags")?,
+            flags: al(4 * l * a, 0, "compaction flags")?,
+            touched: al(4 * l * a, 0, "touched states")?,
+            pos: al(4 * l * (a + 1), 0, "compaction positions")?,
+            sx: al(4 * l * a, 0, "scan inputs")?,
+            tile_sum: al(4 * l * tiles, 0, "scan tiles")?,
+            l_src: al(4 * l * k, 0, "lattice links")?,
+            l_dst: al(4 * l * k, 0, "lattice links")?,
+            l_arc: al(4 * l * k, 0, "lattice links")?,
+            l_graph: al(4 * l * k, 0, "lattice links")?,
+            l_ac: al(4 * l * k, 0, "lattice links")?,
+            caps,
+            all,
+        })
+    }
+
+    pub fn free(&self, dev: &mut dyn Device) {
+        for &p in &self.all {
+            dev.free(p);
+        }
+    }
+
+    /// Device bytes held.
+    pub fn bytes(&self) -> usize {
+        self.all.iter().map(|p| p.bytes).sum()
+    }
+
+    /// The kernels' parameters over these buffers and graph `g`.
+    pub fn params(&self, g: &GraphBufs, num_states: usize) -> FrameParams {
+        let c = self.caps;
+        FrameParams {
+            e_off: g.e_off.addr,
+            ne_off: g.ne_off.addr,
+            ilabel: g.ilabel.addr,
+            weight: g.weight.addr,
+            next: g.next.addr,
+            src: g.src.addr,
+            olabel: g.olabel.addr,
+            active: self.active.addr,
+            n_prev: self.n_prev.addr,
+            cut: self.cut.addr,
+            best_key: self.best_key.addr,
+            bound: self.bound.addr,
+            n_exp: self.n_exp.addr,
+            emit_min: self.emit_min.addr,
+            cutoff: self.cutoff.addr,
+            n_touched: self.n_touched.addr,
+            n_tok: self.n_tok.addr,
+            n_front: self.n_front.addr,
+            n_fexp: self.n_fexp.addr,
+            n_new: self.n_new.addr,
+            n_link_e: self.n_link_e.addr,
+            n_link: self.n_link.addr,
+            p_state: self.p_state.addr,
+            p_cost: self.p_cost.addr,
+            c_state: self.c_state.addr,
+            c_cost: self.c_cost.addr,
+            c_bpsrc: self.c_bpsrc.addr,
+            c_bparc: self.c_bparc.addr,
+            fr_tok: self.fr_tok.addr,
+            fr_cost: self.fr_cost.addr,
+            slot: self.slot.addr,
+            first: self.first.addr,
+            map: self.map.addr,
+            e_gc: self.e_gc.addr,
+            e_ac: self.e_ac.addr,
+            e_ok: self.e_ok.addr,
+            flags: self.flags.addr,
+            touched: self.touched.addr,
+            tile_sum: self.tile_sum.addr,
+            eoff: self.eoff.addr,
+            pos: self.pos.addr,
+            sx: self.sx.addr,
+            l_src: self.l_src.addr,
+            l_dst: self.l_dst.addr,
+            l_arc: self.l_arc.addr,
+            l_graph: self.l_graph.addr,
+            l_ac: self.l_ac.addr,
+            num_states: num_states as u32,
+            tok_cap: c.tok as u32,
+            arc_cap: c.arc as u32,
+            link_cap: c.link as u32,
+            tiles: (c.arc + 1).div_ceil(SCAN_TILE) as u32,
+            sx_stride: c.arc as u32,
+            lanes: c.lanes as u32,
+            ..Default::default()
+        }
+    }
+}

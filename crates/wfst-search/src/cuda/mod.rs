@@ -1,0 +1,446 @@
+//! The CUDA backend of the engine (DESIGN.md §4, §10): the frame step of [`crate::search`] as
+//! the kernels of `kernels/decoder.cu`, run for a batch of streams at once on a
+//! [`ctx_cuda::Device`] — a GPU, or the CPU shim that runs the same kernels as C++.
+//!
+//! Division of labour. The device computes each frame: expansion, recombination, beam and
+//! ε-closure, with the CPU's cost formula, tie rules and token numbering, and returns the
+//! frame's tokens, back-pointers and lattice links. The host keeps what the CPU backend keeps
+//! per stream (the lattice frames, word traces, endpointing, lattice pruning, the word lattice)
+//! and runs the very same code on the returned frames ([`crate::search::Stream`]'s
+//! `commit_frame`, [`crate::Decoder::finish`]), so a stream decoded here holds exactly the
+//! frames the CPU backend would have built. A segment's first frame (the start state's
+//! ε-closure) is built on the host.
+//!
+//! Streams are the "channels" (state that survives between chunks, on the host, with the
+//! device's copy of each frontier reused while a stream keeps its lane); the device buffers
+//! are "lanes", one per stream of the batch being advanced ([`frame`]). What the device
+//! supports: no booster, one arc-index set per stream (sorted arc list, binary search), or one
+//! word table per stream (sorted word ids, binary search on each arc's output label).
+//! Word automata (LM difference, phrase automaton) and stacks stay on the CPU backend.
+
+mod frame;
+mod step;
+
+use crate::booster::Booster;
+use crate::decoder::{Decoder, SegmentResult, UtteranceResult};
+use crate::endpoint::EndpointConfig;
+use crate::error::{DecodeError, Result};
+use crate::search::{Partial, Stream};
+use ctx_core::scores::ScoreMatrix;
+use ctx_cuda::{DevPtr, Device};
+use frame::{upload_new, Caps, GraphBufs, LaneBufs};
+
+/// A decoder whose frame step runs on a device (see the module doc).
+pub struct GpuDecoder<'g> {
+    dec: Decoder<'g>,
+    dev: Box<dyn Device>,
+    graph: GraphBufs,
+    lanes: Option<LaneBufs>,
+    boost: Option<BoostBufs>,
+    rows: Option<DevPtr>,
+    /// Columns per row in `rows`.
+    row_cols: usize,
+    /// Last frame number handed out (`Stream::gpu_epoch`).
+    epoch: u64,
+    /// Per lane: the epoch of the frontier its buffers hold (0: none).
+    lane_epoch: Vec<u64>,
+    block: u32,
+}
+
+/// The arc lists and word tables of a batch's boosters, concatenated, with per-lane offsets.
+struct BoostBufs {
+    key: Vec<(usize, usize, u32)>,
+    arcs: DevPtr,
+    off: DevPtr,
+    len: DevPtr,
+    discount: DevPtr,
+    words: DevPtr,
+    word_cost: DevPtr,
+    word_off: DevPtr,
+    word_len: DevPtr,
+}
+
+impl BoostBufs {
+    fn free(&self, dev: &mut dyn Device) {
+        for p in [
+            self.arcs,
+            self.off,
+            self.len,
+            self.discount,
+            self.words,
+            self.word_cost,
+            self.word_off,
+            self.word_len,
+        ] {
+            dev.free(p);
+        }
+    }
+}
+
+impl std::fmt::Debug for GpuDecoder<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GpuDecoder({})", self.dev.name())
+    }
+}
+
+impl<'g> GpuDecoder<'g> {
+    /// A decoder with `dec`'s graph and settings on `dev` (the graph is uploaded once).
+    pub fn new(dec: Decoder<'g>, mut dev: Box<dyn Device>) -> Result<Self> {
+        let graph = GraphBufs::upload(dev.as_mut(), dec.graph())?;
+        Ok(Self {
+            dec,
+            dev,
+            graph,
+            lanes: None,
+            boost: None,
+            rows: None,
+            row_cols: 0,
+            epoch: 0,
+            lane_epoch: Vec::new(),
+            block: 256,
+        })
+    }
+
+    /// The device's name (results carry it).
+    pub fn device_name(&self) -> String {
+        self.dev.name()
+    }
+
+    /// Whether the device is a real GPU (not the CPU shim).
+    pub fn is_gpu(&self) -> bool {
+        self.dev.is_gpu()
+    }
+
+    /// The host-side decoder (graph, settings, silence labels).
+    pub fn decoder(&self) -> &Decoder<'g> {
+        &self.dec
+    }
+
+    /// Device bytes held by the lanes' scratch (0 before the first batch).
+    pub fn scratch_bytes(&self) -> usize {
+        self.lanes.as_ref().map_or(0, LaneBufs::bytes)
+    }
+
+    /// Advances every stream by its chunk, all streams as one batch on the device; like
+    /// [`Decoder::advance`], one result per stream (segments finished at endpoints).
+    pub fn advance(
+        &mut self,
+        streams: &mut [Stream],
+        chunks: &[&ScoreMatrix],
+        endpoint: Option<&EndpointConfig>,
+    ) -> Vec<Result<Vec<SegmentResult>>> {
+        let n = streams.len();
+        let mut out: Vec<Result<Vec<SegmentResult>>> = (0..n).map(|_| Ok(Vec::new())).collect();
+        for (i, (s, c)) in streams.iter().zip(chunks).enumerate() {
+            let r = self
+                .dec
+                .check_scores(&s.id, c, s.rows_total() as usize)
+                .and_then(|_| {
+                    s.booster()
+                        .validate(self.dec.graph().num_arcs(), self.dec.graph().num_states())
+                })
+                .and_then(|_| supported(s));
+            if let Err(e) = r {
+                out[i] = Err(e);
+            }
+        }
+        if let Err(e) = self.prepare(streams, chunks) {
+            return (0..n)
+                .map(|_| Err(DecodeError::Gpu(e.to_string())))
+                .collect();
+        }
+        let max_rows = chunks.iter().map(|c| c.rows()).max().unwrap_or(0);
+        for t in 0..max_rows {
+            let mut active = vec![false; n];
+            for i in 0..n {
+                if out[i].is_ok() && t < chunks[i].rows() {
+                    if !streams[i].in_segment() {
+                        if let Err(e) = streams[i].begin_segment(&self.dec) {
+                            out[i] = Err(e);
+                            continue;
+                        }
+                    }
+                    active[i] = true;
+                }
+            }
+            let frames = match self.run_frame(streams, &active, t) {
+                Ok(f) => f,
+                Err(e) => {
+                    // A device failure ends the batch for every stream still in it.
+                    for (i, a) in active.iter().enumerate() {
+                        if *a {
+                            out[i] = Err(DecodeError::Gpu(e.to_string()));
+                        }
+                    }
+                    return out;
+                }
+            };
+            for (i, f) in frames.into_iter().enumerate() {
+                let Some(f) = f else { continue };
+                let s = &mut streams[i];
+                match f {
+                    Err(e) => out[i] = Err(e),
+                    Ok(f) => {
+                        s.bp = f.bps;
+                        s.commit_frame(&self.dec, f.toks, f.links, f.num_emitting, f.cutoff);
+                        self.epoch += 1;
+                        s.gpu_epoch = self.epoch;
+                        self.lane_epoch[i] = self.epoch;
+                        if let Some(ep) = endpoint {
+                            let (trailing, has_words) = s.trailing_facts();
+                            let g = self.dec.graph();
+                            if ep.detected(s.segment_rows(), trailing, has_words, || {
+                                s.relative_final_cost(g)
+                            }) {
+                                match self.dec.finish(s) {
+                                    Ok(mut seg) => {
+                                        seg.endpoint = true;
+                                        if let Ok(v) = &mut out[i] {
+                                            v.push(seg);
+                                        }
+                                    }
+                                    Err(e) => out[i] = Err(e),
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Ends a stream's segment (host code, as on the CPU backend).
+    pub fn finish(&self, stream: &mut Stream) -> Result<SegmentResult> {
+        self.dec.finish(stream)
+    }
+
+    /// Decodes whole utterances as one batch, in chunks of `chunk_rows` rows, with partial
+    /// hypotheses after each chunk and endpoint splitting — [`crate::decode_utterance`] for
+    /// many streams at once. `streams[i]` decodes `scores[i]` (streams are reset first).
+    pub fn decode_utterances(
+        &mut self,
+        streams: &mut [Stream],
+        scores: &[&ScoreMatrix],
+        chunk_rows: usize,
+        endpoint: Option<&EndpointConfig>,
+    ) -> Vec<Result<UtteranceResult>> {
+        let n = streams.len();
+        let chunk_rows = chunk_rows.max(1);
+        let mut segments: Vec<Vec<SegmentResult>> = vec![Vec::new(); n];
+        let mut partials: Vec<Vec<(u64, Vec<u32>)>> = vec![Vec::new(); n];
+        let mut failed: Vec<Option<DecodeError>> = (0..n).map(|_| None).collect();
+        for (i, s) in streams.iter_mut().enumerate() {
+            let b = s.booster().clone();
+            let id = s.id.clone();
+            s.reset(id, b);
+            if scores[i].rows() == 0 {
+                failed[i] = Some(DecodeError::EmptyUtterance { utt: s.id.clone() });
+            }
+        }
+        let max_rows = scores.iter().map(|m| m.rows()).max().unwrap_or(0);
+        let empty = ScoreMatrix::new(0, 0, Vec::new()).expect("an empty matrix");
+        let mut t = 0;
+        while t < max_rows {
+            let chunks: Vec<ScoreMatrix> = (0..n)
+                .map(|i| {
+                    let m = scores[i];
+                    if failed[i].is_some() || t >= m.rows() {
+                        empty.clone()
+                    } else {
+                        m.slice_rows(t..(t + chunk_rows).min(m.rows()))
+                    }
+                })
+                .collect();
+            let refs: Vec<&ScoreMatrix> = chunks.iter().collect();
+            let res = self.advance(streams, &refs, endpoint);
+            for (i, r) in res.into_iter().enumerate() {
+                if failed[i].is_some() || t >= scores[i].rows() {
+                    continue;
+                }
+                match r {
+                    Err(e) => failed[i] = Some(e),
+                    Ok(segs) => {
+                        segments[i].extend(segs);
+                        let s = &streams[i];
+                        if s.in_segment() {
+                            let p: Partial = s.partial();
+                            if partials[i].last().map(|(_, w)| w) != Some(&p.words) {
+                                partials[i].push((s.rows_total(), p.words));
+                            }
+                        }
+                    }
+                }
+            }
+            t += chunk_rows;
+        }
+        let mut out = Vec::with_capacity(n);
+        for (i, s) in streams.iter_mut().enumerate() {
+            if let Some(e) = failed[i].take() {
+                out.push(Err(e));
+                continue;
+            }
+            if s.in_segment() && s.segment_rows() > 0 {
+                match self.dec.finish(s) {
+                    Ok(seg) => segments[i].push(seg),
+                    Err(e) => {
+                        out.push(Err(e));
+                        continue;
+                    }
+                }
+            }
+            out.push(Ok(UtteranceResult {
+                id: s.id.clone(),
+                segments: std::mem::take(&mut segments[i]),
+                partials: std::mem::take(&mut partials[i]),
+            }));
+        }
+        out
+    }
+
+    /// Lanes for the batch, the boosters' arc lists and the chunks' scores on the device.
+    fn prepare(&mut self, streams: &[Stream], chunks: &[&ScoreMatrix]) -> ctx_cuda::Result<()> {
+        let n = streams.len().max(1);
+        let dev = self.dev.as_mut();
+        if self.lanes.as_ref().is_none_or(|l| l.caps.lanes < n) {
+            let caps = match &self.lanes {
+                Some(l) => Caps { lanes: n, ..l.caps },
+                None => Caps {
+                    lanes: n,
+                    tok: 1024,
+                    arc: 8192,
+                    link: 8192,
+                    states: self.dec.graph().num_states(),
+                },
+            };
+            if let Some(l) = self.lanes.take() {
+                l.free(dev);
+            }
+            self.lanes = Some(LaneBufs::new(dev, caps)?);
+            self.lane_epoch = vec![0; caps.lanes];
+        }
+        let lanes = self.lanes.as_ref().expect("lanes").caps.lanes;
+        // Boosters: one arc list per distinct list, a lane points at its stream's.
+        let key: Vec<(usize, usize, u32)> = (0..lanes)
+            .map(|i| match streams.get(i).map(Stream::booster) {
+                Some(Booster::ArcSet(b)) if !b.arcs().is_empty() => (
+                    b.arcs().as_ptr() as usize,
+                    b.arcs().len(),
+                    b.discount().to_bits(),
+                ),
+                Some(Booster::Words(b)) if !b.words().is_empty() => {
+                    (b.words().as_ptr() as usize, b.words().len(), 1)
+                }
+                _ => (0, 0, 0),
+            })
+            .collect();
+        if self.boost.as_ref().is_none_or(|b| b.key != key) {
+            if let Some(b) = self.boost.take() {
+                b.free(dev);
+            }
+            let mut arcs: Vec<u32> = Vec::new();
+            let mut seen: std::collections::HashMap<usize, u32> = Default::default();
+            let (mut off, mut len, mut disc) =
+                (vec![0u32; lanes], vec![0u32; lanes], vec![0f32; lanes]);
+            for (i, k) in key.iter().enumerate() {
+                if let Some(Booster::ArcSet(b)) = streams.get(i).map(Stream::booster) {
+                    if k.1 == 0 {
+                        continue;
+                    }
+                    let o = *seen.entry(k.0).or_insert_with(|| {
+                        let o = arcs.len() as u32;
+                        arcs.extend_from_slice(b.arcs());
+                        o
+                    });
+                    off[i] = o;
+                    len[i] = k.1 as u32;
+                    disc[i] = b.discount();
+                }
+            }
+            // Word tables, likewise.
+            let mut words: Vec<u32> = Vec::new();
+            let mut costs: Vec<f32> = Vec::new();
+            let mut wseen: std::collections::HashMap<usize, u32> = Default::default();
+            let (mut woff, mut wlen) = (vec![0u32; lanes], vec![0u32; lanes]);
+            for (i, k) in key.iter().enumerate() {
+                if let Some(Booster::Words(b)) = streams.get(i).map(Stream::booster) {
+                    if k.1 == 0 {
+                        continue;
+                    }
+                    woff[i] = *wseen.entry(k.0).or_insert_with(|| {
+                        let o = words.len() as u32;
+                        words.extend_from_slice(b.words());
+                        costs.extend_from_slice(b.costs());
+                        o
+                    });
+                    wlen[i] = k.1 as u32;
+                }
+            }
+            if arcs.is_empty() {
+                arcs.push(0);
+            }
+            if words.is_empty() {
+                words.push(0);
+                costs.push(0.0);
+            }
+            self.boost = Some(BoostBufs {
+                key,
+                arcs: upload_new(dev, &arcs, "the boosted arc lists")?,
+                off: upload_new(dev, &off, "the boosted arc lists")?,
+                len: upload_new(dev, &len, "the boosted arc lists")?,
+                discount: upload_new(dev, &disc, "the boosted arc lists")?,
+                words: upload_new(dev, &words, "the word boosting tables")?,
+                word_cost: upload_new(dev, &costs, "the word boosting tables")?,
+                word_off: upload_new(dev, &woff, "the word boosting tables")?,
+                word_len: upload_new(dev, &wlen, "the word boosting tables")?,
+            });
+        }
+        // Scores: [row][lane][column], the widest chunk's width.
+        let cols = chunks.iter().map(|c| c.cols()).max().unwrap_or(0).max(1);
+        let rows = chunks.iter().map(|c| c.rows()).max().unwrap_or(0).max(1);
+        let mut buf = vec![0f32; rows * lanes * cols];
+        for (l, c) in chunks.iter().enumerate() {
+            for t in 0..c.rows() {
+                let o = (t * lanes + l) * cols;
+                buf[o..o + c.cols()].copy_from_slice(c.row(t));
+            }
+        }
+        if let Some(r) = self.rows.take() {
+            dev.free(r);
+        }
+        self.rows = Some(upload_new(dev, &buf, "the chunk's scores")?);
+        self.row_cols = cols;
+        Ok(())
+    }
+}
+
+impl Drop for GpuDecoder<'_> {
+    fn drop(&mut self) {
+        let dev = self.dev.as_mut();
+        self.graph.free(dev);
+        if let Some(l) = self.lanes.take() {
+            l.free(dev);
+        }
+        if let Some(b) = self.boost.take() {
+            b.free(dev);
+        }
+        if let Some(r) = self.rows.take() {
+            dev.free(r);
+        }
+    }
+}
+
+/// Whether the device can run this stream's booster.
+fn supported(s: &Stream) -> Result<()> {
+    match s.booster() {
+        Booster::None | Booster::ArcSet(_) | Booster::Words(_) => Ok(()),
+        Booster::Lm(_) | Booster::Phrases(_) => Err(DecodeError::Gpu(format!(
+            "utterance {}: the CUDA backend has no word-automaton booster (LM difference, phrase automaton); decode it with --backend cpu",
+            s.id
+        ))),
+        Booster::Stack(_) => Err(DecodeError::Gpu(format!(
+            "utterance {}: the CUDA backend takes one arc set per stream, not a stack of boosters",
+            s.id
+        ))),
+    }
+}

@@ -1,0 +1,537 @@
+//! One frame for a batch of lanes: the launch sequence of `kernels/decoder.cu` (its header
+//! lists it), the counts read back between phases, buffer growth and replay when a lane needs
+//! more room than the scratch has, and the frame's results copied back for the host.
+
+// Lanes index several parallel per-lane arrays (counts, flags, streams) at once.
+#![allow(clippy::needless_range_loop)]
+
+use super::frame::{Caps, FrameParams, LaneBufs};
+use super::GpuDecoder;
+use crate::config::HISTOGRAM_BINS;
+use crate::error::{DecodeError, Result};
+use crate::search::{Bp, LTok, Link, Stream, NONE};
+use ctx_cuda::device::{as_bytes, as_bytes_mut};
+use ctx_cuda::{DevPtr, Device, Pod};
+
+/// A frame as the device computed it, ready for [`Stream::commit_frame`].
+pub(crate) struct FrameOut {
+    pub toks: Vec<LTok>,
+    pub bps: Vec<Bp>,
+    pub links: Vec<Link>,
+    pub num_emitting: usize,
+    pub cutoff: f32,
+}
+
+/// Why a frame attempt stopped: a lane needs bigger buffers (replay after growing), or the
+/// device failed.
+enum Stop {
+    Grow(Caps),
+    Device(ctx_cuda::CudaError),
+}
+
+impl From<ctx_cuda::CudaError> for Stop {
+    fn from(e: ctx_cuda::CudaError) -> Self {
+        Stop::Device(e)
+    }
+}
+
+fn read<T: Pod + Default + Clone>(
+    dev: &mut dyn Device,
+    p: DevPtr,
+    n: usize,
+) -> ctx_cuda::Result<Vec<T>> {
+    let mut v = vec![T::default(); n];
+    dev.download(p, 0, as_bytes_mut(&mut v))?;
+    Ok(v)
+}
+
+fn read_lane<T: Pod + Default + Clone>(
+    dev: &mut dyn Device,
+    p: DevPtr,
+    lane: usize,
+    stride: usize,
+    n: usize,
+) -> ctx_cuda::Result<Vec<T>> {
+    let mut v = vec![T::default(); n];
+    let size = std::mem::size_of::<T>();
+    dev.download(p, lane * stride * size, as_bytes_mut(&mut v))?;
+    Ok(v)
+}
+
+impl GpuDecoder<'_> {
+    /// Computes frame `t` of the chunk for every active lane (lane i = stream i): per lane, the
+    /// frame or that stream's error; `None` for inactive lanes.
+    pub(super) fn run_frame(
+        &mut self,
+        streams: &[Stream],
+        active: &[bool],
+        t: usize,
+    ) -> ctx_cuda::Result<Vec<Option<Result<FrameOut>>>> {
+        loop {
+            match self.try_frame(streams, active, t) {
+                Ok(v) => return Ok(v),
+                Err(Stop::Device(e)) => return Err(e),
+                Err(Stop::Grow(caps)) => {
+                    // Bigger scratch; every lane's frontier is uploaded again and the frame
+                    // replayed from the start (deterministic: the same frame comes out).
+                    let dev = self.dev.as_mut();
+                    if let Some(l) = self.lanes.take() {
+                        l.free(dev);
+                    }
+                    self.lanes = Some(LaneBufs::new(dev, caps)?);
+                    self.lane_epoch.iter_mut().for_each(|e| *e = 0);
+                }
+            }
+        }
+    }
+
+    fn try_frame(
+        &mut self,
+        streams: &[Stream],
+        active: &[bool],
+        t: usize,
+    ) -> std::result::Result<Vec<Option<Result<FrameOut>>>, Stop> {
+        let cfg = self.dec.config().clone();
+        let num_states = self.dec.graph().num_states();
+        let block = self.block;
+        let lanes = self.lanes.as_ref().expect("lanes prepared");
+        let caps = lanes.caps;
+        let nl = caps.lanes;
+        let boost = self.boost.as_ref().expect("boosters prepared");
+        let mut p = lanes.params(&self.graph, num_states);
+        p.rows = self.rows.expect("scores prepared").addr + (t * nl * self.row_cols * 4) as u64;
+        p.cols = self.row_cols as u32;
+        p.beam = cfg.beam;
+        p.scale = cfg.acoustic_scale;
+        p.boost_arcs = boost.arcs.addr;
+        p.boost_off = boost.off.addr;
+        p.boost_len = boost.len.addr;
+        p.boost_discount = boost.discount.addr;
+        p.word_ids = boost.words.addr;
+        p.word_cost = boost.word_cost.addr;
+        p.word_off = boost.word_off.addr;
+        p.word_len = boost.word_len.addr;
+        let l = LaneView {
+            active: lanes.active,
+            n_prev: lanes.n_prev,
+            cut: lanes.cut,
+            n_exp: lanes.n_exp,
+            n_touched: lanes.n_touched,
+            n_tok: lanes.n_tok,
+            n_front: lanes.n_front,
+            n_fexp: lanes.n_fexp,
+            n_link_e: lanes.n_link_e,
+            n_link: lanes.n_link,
+            tot: lanes.tot,
+            p_state: lanes.p_state,
+            p_cost: lanes.p_cost,
+            c_state: lanes.c_state,
+            c_cost: lanes.c_cost,
+            c_bpsrc: lanes.c_bpsrc,
+            c_bparc: lanes.c_bparc,
+            cutoff: lanes.cutoff,
+            slot: lanes.slot,
+            first: lanes.first,
+            map: lanes.map,
+            sx: lanes.sx,
+            flags: lanes.flags,
+            eoff: lanes.eoff,
+            pos: lanes.pos,
+            l_src: lanes.l_src,
+            l_dst: lanes.l_dst,
+            l_arc: lanes.l_arc,
+            l_graph: lanes.l_graph,
+            l_ac: lanes.l_ac,
+        };
+        let dev = self.dev.as_mut();
+
+        // Per-lane inputs: active flags, frontier sizes, expand cuts; frontiers a lane does
+        // not hold yet.
+        let mut act = vec![0u32; nl];
+        let mut n_prev = vec![0u32; nl];
+        let mut cut = vec![0f32; 4 * nl];
+        for (i, s) in streams.iter().enumerate() {
+            if !active[i] {
+                continue;
+            }
+            let front = &s.frames.last().expect("a started segment").toks;
+            if front.len() > caps.tok {
+                return Err(Stop::Grow(Caps {
+                    tok: grow(caps.tok, front.len()),
+                    ..caps
+                }));
+            }
+            act[i] = 1;
+            n_prev[i] = front.len() as u32;
+            let e = s.expand;
+            cut[4 * i..4 * i + 4].copy_from_slice(&[
+                e.best,
+                e.width,
+                if e.bins == u32::MAX {
+                    -1.0
+                } else {
+                    e.bins as f32
+                },
+                e.cutoff,
+            ]);
+            if s.gpu_epoch == 0 || self.lane_epoch[i] != s.gpu_epoch {
+                let st: Vec<u32> = front.iter().map(|t| t.state).collect();
+                let co: Vec<f32> = front.iter().map(|t| t.cost).collect();
+                dev.upload(l.p_state, i * caps.tok * 4, as_bytes(&st))?;
+                dev.upload(l.p_cost, i * caps.tok * 4, as_bytes(&co))?;
+            }
+        }
+        debug_assert!(cut.iter().all(|c| !c.is_nan()) && HISTOGRAM_BINS == 256);
+        dev.upload(l.active, 0, as_bytes(&act))?;
+        dev.upload(l.n_prev, 0, as_bytes(&n_prev))?;
+        dev.upload(l.cut, 0, as_bytes(&cut))?;
+        let mut errors: Vec<Option<DecodeError>> = (0..nl).map(|_| None).collect();
+        let max_prev = n_prev.iter().copied().max().unwrap_or(0) as usize;
+
+        let mut k = Launcher {
+            dev,
+            p,
+            block,
+            lanes: nl,
+        };
+        let (tok_stride, arc_stride) = (caps.tok + 1, caps.arc + 1);
+
+        // Emitting expansion.
+        k.per_lane("init_frame")?;
+        k.items("best_expandable", max_prev)?;
+        k.per_lane("bound")?;
+        k.items("degrees_emit", max_prev)?;
+        k.scan(
+            l.sx, caps.arc, l.eoff, tok_stride, l.n_prev, l.n_exp, max_prev,
+        )?;
+        let n_exp: Vec<u32> = read(k.dev, l.n_exp, nl)?;
+        let max_exp = max(&n_exp);
+        if max_exp > caps.arc {
+            return Err(Stop::Grow(Caps {
+                arc: grow(caps.arc, max_exp),
+                ..caps
+            }));
+        }
+        k.items("expand", max_exp)?;
+        k.items("emit_min", max_exp)?;
+        k.per_lane("cutoff")?;
+        k.items("mark_emit", max_exp)?;
+        k.scan(
+            l.flags, caps.arc, l.pos, arc_stride, l.n_exp, l.n_tok, max_exp,
+        )?;
+        let mut n_tok: Vec<u32> = read(k.dev, l.n_tok, nl)?;
+        let n_touched: Vec<u32> = read(k.dev, l.n_touched, nl)?;
+        let mut deactivated = false;
+        for i in 0..nl {
+            if act[i] == 1 && n_touched[i] == 0 {
+                errors[i] = Some(DecodeError::NoSurvivors {
+                    utt: streams[i].id.clone(),
+                    frame: (streams[i].rows_total() + 1) as usize,
+                });
+                act[i] = 0;
+                n_tok[i] = 0;
+                deactivated = true;
+            }
+        }
+        if deactivated {
+            k.dev.upload(l.active, 0, as_bytes(&act))?;
+        }
+        let max_tok = max(&n_tok);
+        if max_tok > caps.tok {
+            return Err(Stop::Grow(Caps {
+                tok: grow(caps.tok, max_tok),
+                ..caps
+            }));
+        }
+        k.items("write_emit", max_exp)?;
+        k.items("emit_bp_links", max_exp)?;
+        if cfg.lattice {
+            k.scan(
+                l.flags, caps.arc, l.pos, arc_stride, l.n_exp, l.tot, max_exp,
+            )?;
+            k.per_lane("set_link_e")?;
+            let n_link_e: Vec<u32> = read(k.dev, l.n_link_e, nl)?;
+            if max(&n_link_e) > caps.link {
+                return Err(Stop::Grow(Caps {
+                    link: grow(caps.link, max(&n_link_e)),
+                    ..caps
+                }));
+            }
+            k.items("write_emit_links", max_exp)?;
+        }
+
+        // ε-closure in rounds.
+        k.items("tok_init", max_tok)?;
+        k.scan(l.sx, caps.arc, l.pos, arc_stride, l.n_tok, l.tot, max_tok)?;
+        k.items("write_frontier", max_tok)?;
+        k.per_lane("set_front_count")?;
+        let mut n_front: Vec<u32> = read(k.dev, l.n_front, nl)?;
+        let mut pops = vec![0usize; nl];
+        let mut round = 0usize;
+        while n_front.iter().any(|&f| f > 0) {
+            for i in 0..nl {
+                pops[i] += n_front[i] as usize;
+                if act[i] == 1 && pops[i] > 64 * n_tok[i] as usize + 100_000 {
+                    errors[i] = Some(DecodeError::EpsilonCycle {
+                        utt: streams[i].id.clone(),
+                        frame: streams[i].frames.len(),
+                    });
+                    act[i] = 0;
+                    n_front[i] = 0;
+                    k.dev.upload(l.active, 0, as_bytes(&act))?;
+                    // Its slots are left mid-closure: clear the lane's per-state arrays.
+                    let s = num_states;
+                    k.dev.fill(l.slot, 8 * s * i, 8 * s, 0xff)?;
+                    k.dev.fill(l.first, 4 * s * i, 4 * s, 0xff)?;
+                    k.dev.fill(l.map, 4 * s * i, 4 * s, 0xff)?;
+                }
+            }
+            let max_front = max(&n_front);
+            if max_front == 0 {
+                break;
+            }
+            round += 1;
+            k.items("degrees_front", max_front)?;
+            k.scan(
+                l.sx, caps.arc, l.eoff, tok_stride, l.n_front, l.n_fexp, max_front,
+            )?;
+            let n_fexp: Vec<u32> = read(k.dev, l.n_fexp, nl)?;
+            let max_fexp = max(&n_fexp);
+            if max_fexp > caps.arc {
+                return Err(Stop::Grow(Caps {
+                    arc: grow(caps.arc, max_fexp),
+                    ..caps
+                }));
+            }
+            k.items("relax_eps", max_fexp)?;
+            k.items("mark_new", max_fexp)?;
+            k.scan(
+                l.flags, caps.arc, l.pos, arc_stride, l.n_fexp, l.tot, max_fexp,
+            )?;
+            let news: Vec<u32> = read(k.dev, l.tot, nl)?;
+            for i in 0..nl {
+                if act[i] == 1 {
+                    n_tok[i] += news[i];
+                }
+            }
+            let max_tok = max(&n_tok);
+            if max_tok > caps.tok {
+                return Err(Stop::Grow(Caps {
+                    tok: grow(caps.tok, max_tok),
+                    ..caps
+                }));
+            }
+            k.items("write_new", max_fexp)?;
+            k.per_lane("add_new")?;
+            k.items("tok_update", max_tok)?;
+            k.scan(l.sx, caps.arc, l.pos, arc_stride, l.n_tok, l.tot, max_tok)?;
+            k.items("write_frontier", max_tok)?;
+            k.per_lane("set_front_count")?;
+            n_front = read(k.dev, l.n_front, nl)?;
+            for i in 0..nl {
+                if act[i] == 0 {
+                    n_front[i] = 0;
+                }
+            }
+        }
+        let _ = round;
+        let max_tok = max(&n_tok);
+
+        // ε links.
+        let mut n_link = vec![0u32; nl];
+        if cfg.lattice {
+            k.items("degrees_all_eps", max_tok)?;
+            k.scan(
+                l.sx, caps.arc, l.eoff, tok_stride, l.n_tok, l.n_fexp, max_tok,
+            )?;
+            let n_fexp: Vec<u32> = read(k.dev, l.n_fexp, nl)?;
+            let max_fexp = max(&n_fexp);
+            if max_fexp > caps.arc {
+                return Err(Stop::Grow(Caps {
+                    arc: grow(caps.arc, max_fexp),
+                    ..caps
+                }));
+            }
+            k.items("eps_link_flags", max_fexp)?;
+            k.scan(
+                l.flags, caps.arc, l.pos, arc_stride, l.n_fexp, l.tot, max_fexp,
+            )?;
+            k.per_lane("add_eps_links")?;
+            n_link = read(k.dev, l.n_link, nl)?;
+            if max(&n_link) > caps.link {
+                return Err(Stop::Grow(Caps {
+                    link: grow(caps.link, max(&n_link)),
+                    ..caps
+                }));
+            }
+            k.items("write_eps_links", max_fexp)?;
+        }
+
+        // The frame back to the host.
+        let n_link_e: Vec<u32> = if cfg.lattice {
+            read(k.dev, l.n_link_e, nl)?
+        } else {
+            vec![0; nl]
+        };
+        let cutoffs: Vec<f32> = read(k.dev, l.cutoff, nl)?;
+        let mut out: Vec<Option<Result<FrameOut>>> = (0..streams.len()).map(|_| None).collect();
+        for i in 0..streams.len() {
+            if let Some(e) = errors[i].take() {
+                out[i] = Some(Err(e));
+                continue;
+            }
+            if act[i] == 0 {
+                continue;
+            }
+            let n = n_tok[i] as usize;
+            let st: Vec<u32> = read_lane(k.dev, l.c_state, i, caps.tok, n)?;
+            let co: Vec<f32> = read_lane(k.dev, l.c_cost, i, caps.tok, n)?;
+            let bs: Vec<u32> = read_lane(k.dev, l.c_bpsrc, i, caps.tok, n)?;
+            let ba: Vec<u32> = read_lane(k.dev, l.c_bparc, i, caps.tok, n)?;
+            let nk = n_link[i] as usize;
+            let ls: Vec<u32> = read_lane(k.dev, l.l_src, i, caps.link, nk)?;
+            let ld: Vec<u32> = read_lane(k.dev, l.l_dst, i, caps.link, nk)?;
+            let la: Vec<u32> = read_lane(k.dev, l.l_arc, i, caps.link, nk)?;
+            let lg: Vec<f32> = read_lane(k.dev, l.l_graph, i, caps.link, nk)?;
+            let lc: Vec<f32> = read_lane(k.dev, l.l_ac, i, caps.link, nk)?;
+            let toks = st
+                .iter()
+                .zip(&co)
+                .map(|(&state, &cost)| LTok {
+                    state,
+                    lm: 0,
+                    cost,
+                    extra: 0.0,
+                })
+                .collect();
+            let bps = bs
+                .iter()
+                .zip(&ba)
+                .map(|(&src, &arc)| Bp { src, arc })
+                .collect();
+            let links = (0..nk)
+                .map(|j| Link {
+                    src: ls[j],
+                    dst: ld[j],
+                    arc: la[j],
+                    graph: lg[j],
+                    ac: lc[j],
+                })
+                .collect();
+            debug_assert!(ld.iter().all(|&d| d != NONE));
+            out[i] = Some(Ok(FrameOut {
+                toks,
+                bps,
+                links,
+                num_emitting: n_link_e[i] as usize,
+                cutoff: cutoffs[i],
+            }));
+        }
+        k.items("reset_frame", max_tok)?;
+        // This frame's tokens are the next frame's frontier: swap the buffers. Lanes that sat
+        // this frame out lose theirs (uploaded again when they come back).
+        let lanes = self.lanes.as_mut().expect("lanes");
+        std::mem::swap(&mut lanes.p_state, &mut lanes.c_state);
+        std::mem::swap(&mut lanes.p_cost, &mut lanes.c_cost);
+        for i in 0..nl {
+            if act[i] == 0 {
+                self.lane_epoch[i] = 0;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The buffers `try_frame` names (copied out of [`LaneBufs`] so the device can be borrowed).
+struct LaneView {
+    active: DevPtr,
+    n_prev: DevPtr,
+    cut: DevPtr,
+    n_exp: DevPtr,
+    n_touched: DevPtr,
+    n_tok: DevPtr,
+    n_front: DevPtr,
+    n_fexp: DevPtr,
+    n_link_e: DevPtr,
+    n_link: DevPtr,
+    tot: DevPtr,
+    p_state: DevPtr,
+    p_cost: DevPtr,
+    c_state: DevPtr,
+    c_cost: DevPtr,
+    c_bpsrc: DevPtr,
+    c_bparc: DevPtr,
+    cutoff: DevPtr,
+    slot: DevPtr,
+    first: DevPtr,
+    map: DevPtr,
+    sx: DevPtr,
+    flags: DevPtr,
+    eoff: DevPtr,
+    pos: DevPtr,
+    l_src: DevPtr,
+    l_dst: DevPtr,
+    l_arc: DevPtr,
+    l_graph: DevPtr,
+    l_ac: DevPtr,
+}
+
+/// Launches kernels with the frame's parameters.
+struct Launcher<'a> {
+    dev: &'a mut dyn Device,
+    p: FrameParams,
+    block: u32,
+    lanes: usize,
+}
+
+impl Launcher<'_> {
+    /// A kernel with one thread per lane.
+    fn per_lane(&mut self, name: &str) -> ctx_cuda::Result<()> {
+        let gx = (self.lanes as u32).div_ceil(self.block).max(1);
+        self.dev.launch(name, (gx, 1), self.block, self.p.bytes())
+    }
+
+    /// A kernel whose threads stride over up to `n` items per lane.
+    fn items(&mut self, name: &str, n: usize) -> ctx_cuda::Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let gx = (n as u32).div_ceil(self.block).clamp(1, 1024);
+        self.dev
+            .launch(name, (gx, self.lanes as u32), self.block, self.p.bytes())
+    }
+
+    /// Exclusive scan per lane of `input` (lane stride `in_stride`) into `output` (stride
+    /// `out_stride`), over `n[lane]` items; the total into `tot[lane]`.
+    #[allow(clippy::too_many_arguments)]
+    fn scan(
+        &mut self,
+        input: DevPtr,
+        in_stride: usize,
+        output: DevPtr,
+        out_stride: usize,
+        n: DevPtr,
+        tot: DevPtr,
+        max_n: usize,
+    ) -> ctx_cuda::Result<()> {
+        self.p.scan_in = input.addr;
+        self.p.scan_in_stride = in_stride as u32;
+        self.p.scan_out = output.addr;
+        self.p.scan_out_stride = out_stride as u32;
+        self.p.scan_n = n.addr;
+        self.p.scan_tot = tot.addr;
+        let tiles = max_n.div_ceil(super::frame::SCAN_TILE);
+        self.items("scan_tiles", tiles)?;
+        self.per_lane("scan_tile_sums")?;
+        self.items("scan_apply", tiles)
+    }
+}
+
+fn max(v: &[u32]) -> usize {
+    v.iter().copied().max().unwrap_or(0) as usize
+}
+
+/// A capacity that holds `need`, at least twice the old one.
+fn grow(old: usize, need: usize) -> usize {
+    (2 * old).max(need + need / 2)
+}

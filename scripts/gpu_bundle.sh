@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds what a GPU run needs on this (build) machine and puts it in gpu-bundle/ (ignored):
+# the release test binaries of ctx-cuda and wfst-search (GPU parity against the CPU backend, the
+# NVRTC compile check, backend discovery), the ctxbench binary, and scripts/gpu_run.sh.
+# The GPU machines have the CUDA driver and NVRTC but no Rust toolchain (TOOLCHAIN.md).
+# Then, on the device tool: run `bash gpu-bundle/gpu_run.sh` with carry ["gpu-bundle"]; it
+# writes its results to $OUT (copy them under results/gpu/ with the device, driver, date and
+# code version).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rm -rf gpu-bundle && mkdir -p gpu-bundle/bin
+cargo build --release -p ctxbench
+cp target/release/ctxbench gpu-bundle/bin/
+cargo test --release -p ctx-cuda -p wfst-search --no-run --message-format=json 2>/dev/null \
+    | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        print(m["executable"], m["target"]["name"])' \
+    | while read -r exe name; do cp "$exe" "gpu-bundle/bin/test-$name"; done
+strip gpu-bundle/bin/* 2>/dev/null || true
+cp scripts/gpu_run.sh gpu-bundle/
+git rev-parse HEAD > gpu-bundle/code-version
+du -sh gpu-bundle

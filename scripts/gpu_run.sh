@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs on a GPU machine from the repository root (gpu-bundle/ made by scripts/gpu_bundle.sh):
+# device facts, the parity tests on the GPU, quick-set decodes on cuda vs cpu (byte-identical
+# hypotheses, twice for determinism), and the throughput table. Everything goes to $OUT.
+set -uo pipefail
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT"
+B=gpu-bundle/bin
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+    echo "code: $(cat gpu-bundle/code-version)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+} > "$OUT/device.txt" 2>&1
+# Parity and discovery tests (the GPU is used when one answers).
+for t in "$B"/test-*; do
+    echo "== $t" >> "$OUT/tests.log"
+    "$t" --test-threads 1 >> "$OUT/tests.log" 2>&1; echo "exit $?" >> "$OUT/tests.log"
+done
+# Quick-set parity through the CLI: cpu, then cuda twice.
+for ds in atco2-sim-1h atco2-sim-4h earnings21; do
+    for b in cpu cuda cuda2; do
+        be=${b%2}
+        "$B/ctxbench" decode --dataset "$ds" --quick --backend "$be" --methods none,sequences \
+            --hyp-dir "/tmp/hyp-$ds-$b" >> "$OUT/decode.log" 2>&1
+    done
+    for f in none sequences; do
+        cmp "/tmp/hyp-$ds-cpu/$f.txt" "/tmp/hyp-$ds-cuda/$f.txt" && echo "$ds $f: cuda == cpu" || echo "$ds $f: DIFFER"
+        cmp "/tmp/hyp-$ds-cuda/$f.txt" "/tmp/hyp-$ds-cuda2/$f.txt" && echo "$ds $f: cuda run 1 == run 2" || echo "$ds $f: NOT DETERMINISTIC"
+    done >> "$OUT/parity.txt"
+done
+# Throughput (002 Table 2): CPU 1 and 2 threads, GPU at growing batches.
+"$B/ctxbench" throughput --backend cpu --threads 1 --streams 1,16,128 --csv "$OUT/throughput.csv" >> "$OUT/throughput.log" 2>&1
+"$B/ctxbench" throughput --backend cpu --threads 2 --streams 128 --csv "$OUT/throughput.csv" >> "$OUT/throughput.log" 2>&1
+"$B/ctxbench" throughput --backend cuda --streams 1,16,128,512,2048 --csv "$OUT/throughput.csv" >> "$OUT/throughput.log" 2>&1
+echo done >> "$OUT/device.txt"
