@@ -6,6 +6,10 @@ set -uo pipefail
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
 B=gpu-bundle/bin
+# NVRTC from the machine's CUDA toolkit (the binaries load it by soname).
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+done
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
     echo "code: $(cat gpu-bundle/code-version)"
@@ -24,8 +28,13 @@ for ds in atco2-sim-1h atco2-sim-4h earnings21; do
             --hyp-dir "/tmp/hyp-$ds-$b" >> "$OUT/decode.log" 2>&1
     done
     for f in none sequences; do
-        cmp "/tmp/hyp-$ds-cpu/$f.txt" "/tmp/hyp-$ds-cuda/$f.txt" && echo "$ds $f: cuda == cpu" || echo "$ds $f: DIFFER"
-        cmp "/tmp/hyp-$ds-cuda/$f.txt" "/tmp/hyp-$ds-cuda2/$f.txt" && echo "$ds $f: cuda run 1 == run 2" || echo "$ds $f: NOT DETERMINISTIC"
+        a="/tmp/hyp-$ds-cpu/$f.txt" b="/tmp/hyp-$ds-cuda/$f.txt" c="/tmp/hyp-$ds-cuda2/$f.txt"
+        if [ ! -f "$a" ] || [ ! -f "$b" ] || [ ! -f "$c" ]; then
+            echo "$ds $f: MISSING (a decode failed, see decode.log)"
+            continue
+        fi
+        cmp -s "$a" "$b" && echo "$ds $f: cuda == cpu" || echo "$ds $f: DIFFER"
+        cmp -s "$b" "$c" && echo "$ds $f: cuda run 1 == run 2" || echo "$ds $f: NOT DETERMINISTIC"
     done >> "$OUT/parity.txt"
 done
 # Throughput (002 Table 2): CPU 1 and 2 threads, GPU at growing batches.

@@ -227,6 +227,7 @@ pub(crate) fn run_group(
                 .collect(),
             code_version: CODE_VERSION.to_string(),
             dataset_version: plan.data_versions[i].clone(),
+            device: run.device.clone(),
         });
     }
     Ok(out)

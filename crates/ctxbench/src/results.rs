@@ -39,6 +39,7 @@ pub const LABELS: &[&str] = &[
     "row",
     "method",
     "backend",
+    "device",
 ];
 
 /// What a finished point measured; stored as `points/<key>.json`.
@@ -56,6 +57,9 @@ pub struct PointRecord {
     pub code_version: String,
     /// The dataset version it ran on.
     pub dataset_version: String,
+    /// The device that decoded, for the cuda and shim backends ("" on the CPU).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub device: String,
 }
 
 /// The per-point store of one experiment: `<dir>/points/<key>.json`.
@@ -139,6 +143,9 @@ pub fn frame(experiment: &str, rows: &[(&Point, &PointRecord)]) -> Result<DataFr
     cols.push(text_col("row", &|p, _| Some(p.row.clone())));
     cols.push(text_col("method", &|p, _| Some(p.method.to_string())));
     cols.push(text_col("backend", &|p, _| Some(p.get("backend"))));
+    cols.push(text_col("device", &|_, r| {
+        (!r.device.is_empty()).then(|| r.device.clone())
+    }));
     for s in SETTINGS {
         if s.name == "dataset" || s.name == "backend" {
             continue;

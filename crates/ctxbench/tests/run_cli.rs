@@ -411,3 +411,66 @@ bias_list = "sequences"
     assert!(!o.status.success());
     assert!(stderr(&o).contains("arcs_list 'radar'"), "{}", stderr(&o));
 }
+
+#[test]
+fn the_shim_backend_gives_the_cpu_figures_in_the_runner() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("experiments/backends.toml");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let exp = |backends: &str| {
+        format!(
+            r#"
+title = "backends"
+[settings]
+dataset = "atco2-sim-1h"
+subset = "quick"
+limit = 8
+threads = 1
+[sweep]
+backend = [{backends}]
+[table]
+measures = ["wer", "ne_wer"]
+[[rows]]
+row = "none"
+method = "baseline"
+[[rows]]
+row = "arcs"
+method = "arc-boosting+lattice-biasing"
+arcs_list = "sequences"
+bias_list = "sequences"
+"#
+        )
+    };
+    std::fs::write(&p, exp(r#""cpu", "shim""#)).unwrap();
+    let out = d.path().join("results");
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(out.join("backends/points.csv")).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 4);
+    for row in ["none", "arcs"] {
+        let by = |b: &str| {
+            rows.iter()
+                .find(|r| r[col("row")] == row && r[col("backend")] == b)
+                .map(|r| (r[col("wer")].to_string(), r[col("ne_wer")].to_string()))
+                .unwrap()
+        };
+        assert_eq!(by("cpu"), by("shim"), "{row}");
+    }
+    for r in &rows {
+        let device = if r[col("backend")] == "shim" {
+            "cpu-shim"
+        } else {
+            ""
+        };
+        assert_eq!(r[col("device")], device);
+    }
+    // `auto` is refused: a row must say which backend ran.
+    std::fs::write(&p, exp(r#""auto""#)).unwrap();
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("backend 'auto'"), "{}", stderr(&o));
+}
