@@ -991,6 +991,30 @@ pub fn lattice_density(run: &DecodeRun) -> f64 {
     arcs / rows.max(1.0)
 }
 
+/// The lattice oracle WER in percent (002 Table 1's OWER): per utterance the fewest word errors
+/// of any path of its word lattice against the reference, summed over the set, over the
+/// reference words. Defined only when every utterance was decoded as one segment with a lattice
+/// (`endpointing = false`); `None` otherwise. Reference words outside the graph's vocabulary
+/// can never be matched.
+pub fn oracle_wer(setup: &Setup, run: &DecodeRun) -> Option<f64> {
+    let words = &setup.graph.symbols.words;
+    let (mut errors, mut n) = (0usize, 0usize);
+    for (u, r) in setup.dataset.utterances.iter().zip(&run.results) {
+        let [seg] = r.segments.as_slice() else {
+            return None;
+        };
+        let lattice = seg.lattice.as_ref()?;
+        let reference: Vec<u32> = u
+            .words
+            .iter()
+            .map(|w| words.id(w).unwrap_or(u32::MAX))
+            .collect();
+        errors += lattice.oracle(&reference)?.0;
+        n += reference.len();
+    }
+    Some(100.0 * errors as f64 / n.max(1) as f64)
+}
+
 /// Resets the peak-resident-memory counter of this process (Linux `clear_refs` 5), so
 /// [`peak_mem_mb`] measures from here; false where that is not possible.
 pub fn reset_peak_mem() -> bool {

@@ -155,6 +155,7 @@ pub(crate) fn run_group(
     let context_s =
         otf.as_ref().map_or(0.0, |o| o.context_s()) + arcs.as_ref().map_or(0.0, |a| a.build_s);
     let density = pipeline::lattice_density(&run);
+    let oracle = pipeline::oracle_wer(st, &run);
     let mut out = Vec::new();
     for &i in group {
         let p = &plan.points[i];
@@ -198,6 +199,7 @@ pub(crate) fn run_group(
         put("graph_states", Some(st.csr.num_states() as f64));
         put("graph_arcs", Some(st.csr.num_arcs() as f64));
         put("lattice_density", Some(density));
+        put("oracle_wer", oracle);
         let built = otf.as_ref().map(|o| o.build_s).into_iter();
         let built: Vec<f64> = built.chain(arcs.as_ref().map(|a| a.build_s)).collect();
         put("context_s", (!built.is_empty()).then(|| built.iter().sum()));

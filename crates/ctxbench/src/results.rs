@@ -25,6 +25,7 @@ pub const MEASURES: &[&str] = &[
     "graph_states",
     "graph_arcs",
     "lattice_density",
+    "oracle_wer",
     "context_s",
     "phrases_kept",
     "phrases_dropped",

@@ -44,6 +44,7 @@ pub fn measure_name(m: &str) -> &str {
         "graph_states" => "states",
         "graph_arcs" => "arcs",
         "lattice_density" => "arcs/frame",
+        "oracle_wer" => "OWER",
         "boosted_arcs" => "boosted arcs/utt",
         other => other,
     }

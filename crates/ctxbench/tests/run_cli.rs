@@ -426,6 +426,7 @@ dataset = "atco2-sim-1h"
 subset = "quick"
 limit = 8
 threads = 1
+endpointing = false
 [sweep]
 backend = [{backends}]
 [table]
@@ -455,10 +456,17 @@ bias_list = "sequences"
         let by = |b: &str| {
             rows.iter()
                 .find(|r| r[col("row")] == row && r[col("backend")] == b)
-                .map(|r| (r[col("wer")].to_string(), r[col("ne_wer")].to_string()))
+                .map(|r| {
+                    let f = |c: &str| r[col(c)].to_string();
+                    (f("wer"), f("ne_wer"), f("oracle_wer"), f("lattice_density"))
+                })
                 .unwrap()
         };
         assert_eq!(by("cpu"), by("shim"), "{row}");
+        // One lattice per utterance (no endpointing): the oracle beats the 1-best path.
+        let (wer, _, oracle, _) = by("cpu");
+        let (wer, oracle): (f64, f64) = (wer.parse().unwrap(), oracle.parse().unwrap());
+        assert!(oracle < wer, "{row}: oracle {oracle} vs 1-best {wer}");
     }
     for r in &rows {
         let device = if r[col("backend")] == "shim" {
