@@ -16,7 +16,8 @@
 //   write_frontier, then closure rounds until every lane's frontier is empty:
 //     degrees_front, scan, relax_eps, mark_new, scan(flags -> pos), write_new, tok_update,
 //     scan(frontier flags), write_frontier;
-//   [lattice: degrees_all_eps, scan, eps_link_flags, scan, write_eps_links], reset_frame.
+//   [lattice: degrees_all_eps, scan, eps_link_flags, scan, write_eps_links], gather_out (every
+//   lane's tokens and links packed for one copy per array), reset_frame.
 //
 // Costs are computed with the CPU's formula in the CPU's order (compile with --fmad=false: no
 // FMA contraction). Recombination keys pack an order-preserving image of the cost above the arc
@@ -120,6 +121,19 @@ struct Frame {
   u32* l_arc;
   float* l_graph;
   float* l_ac;
+  // The frame's results of every lane packed for one copy to the host: tokens of lane l from
+  // out_tok_off[l], links from out_link_off[l].
+  const u32* out_tok_off;
+  const u32* out_link_off;
+  u32* o_state;
+  float* o_cost;
+  u32* o_bpsrc;
+  u32* o_bparc;
+  u32* o_lsrc;
+  u32* o_ldst;
+  u32* o_larc;
+  float* o_lgraph;
+  float* o_lac;
   // Sizes.
   u32 num_states;
   u32 cols;
@@ -613,6 +627,30 @@ extern "C" __global__ void add_eps_links(const Frame p) {
   p.n_link[l] = p.n_link_e[l] + p.scan_tot[l];
 }
 
+// One thread per (lane, item): token i and link i of the lane copied to the lane's place in
+// the packed output (offsets from the host, which knows every lane's counts).
+extern "C" __global__ void gather_out(const Frame p) {
+  LANE_LOOP(p.n_tok[l] > p.n_link[l] ? p.n_tok[l] : p.n_link[l]) {
+    if (i < p.n_tok[l]) {
+      u64 t = (u64)l * p.tok_cap + i;
+      u32 o = p.out_tok_off[l] + i;
+      p.o_state[o] = p.c_state[t];
+      p.o_cost[o] = p.c_cost[t];
+      p.o_bpsrc[o] = p.c_bpsrc[t];
+      p.o_bparc[o] = p.c_bparc[t];
+    }
+    if (i < p.n_link[l]) {
+      u64 k = (u64)l * p.link_cap + i;
+      u32 o = p.out_link_off[l] + i;
+      p.o_lsrc[o] = p.l_src[k];
+      p.o_ldst[o] = p.l_dst[k];
+      p.o_larc[o] = p.l_arc[k];
+      p.o_lgraph[o] = p.l_graph[k];
+      p.o_lac[o] = p.l_ac[k];
+    }
+  }
+}
+
 // One thread per token of the frame: its state's slot and map entry are cleared for the next
 // frame (every slot written this frame belongs to a token, or was cleared by mark_emit).
 extern "C" __global__ void reset_frame(const Frame p) {
@@ -652,4 +690,5 @@ CTX_EXPORT(degrees_all_eps, Frame)
 CTX_EXPORT(eps_link_flags, Frame)
 CTX_EXPORT(write_eps_links, Frame)
 CTX_EXPORT(add_eps_links, Frame)
+CTX_EXPORT(gather_out, Frame)
 CTX_EXPORT(reset_frame, Frame)

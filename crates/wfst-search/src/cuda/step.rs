@@ -45,19 +45,6 @@ fn read<T: Pod + Default + Clone>(
     Ok(v)
 }
 
-fn read_lane<T: Pod + Default + Clone>(
-    dev: &mut dyn Device,
-    p: DevPtr,
-    lane: usize,
-    stride: usize,
-    n: usize,
-) -> ctx_cuda::Result<Vec<T>> {
-    let mut v = vec![T::default(); n];
-    let size = std::mem::size_of::<T>();
-    dev.download(p, lane * stride * size, as_bytes_mut(&mut v))?;
-    Ok(v)
-}
-
 impl GpuDecoder<'_> {
     /// Computes frame `t` of the chunk for every active lane (lane i = stream i): per lane, the
     /// frame or that stream's error; `None` for inactive lanes.
@@ -125,10 +112,6 @@ impl GpuDecoder<'_> {
             tot: lanes.tot,
             p_state: lanes.p_state,
             p_cost: lanes.p_cost,
-            c_state: lanes.c_state,
-            c_cost: lanes.c_cost,
-            c_bpsrc: lanes.c_bpsrc,
-            c_bparc: lanes.c_bparc,
             cutoff: lanes.cutoff,
             slot: lanes.slot,
             first: lanes.first,
@@ -137,11 +120,17 @@ impl GpuDecoder<'_> {
             flags: lanes.flags,
             eoff: lanes.eoff,
             pos: lanes.pos,
-            l_src: lanes.l_src,
-            l_dst: lanes.l_dst,
-            l_arc: lanes.l_arc,
-            l_graph: lanes.l_graph,
-            l_ac: lanes.l_ac,
+            out_tok_off: lanes.out_tok_off,
+            out_link_off: lanes.out_link_off,
+            o_state: lanes.o_state,
+            o_cost: lanes.o_cost,
+            o_bpsrc: lanes.o_bpsrc,
+            o_bparc: lanes.o_bparc,
+            o_lsrc: lanes.o_lsrc,
+            o_ldst: lanes.o_ldst,
+            o_larc: lanes.o_larc,
+            o_lgraph: lanes.o_lgraph,
+            o_lac: lanes.o_lac,
         };
         let dev = self.dev.as_mut();
 
@@ -374,6 +363,33 @@ impl GpuDecoder<'_> {
             vec![0; nl]
         };
         let cutoffs: Vec<f32> = read(k.dev, l.cutoff, nl)?;
+        // Every lane's tokens and links packed on the device, then one copy per array.
+        let (mut tok_off, mut link_off) = (vec![0u32; nl], vec![0u32; nl]);
+        let (mut nt, mut nk) = (0u32, 0u32);
+        for i in 0..nl {
+            if act[i] == 0 {
+                n_tok[i] = 0;
+                n_link[i] = 0;
+            }
+            tok_off[i] = nt;
+            link_off[i] = nk;
+            nt += n_tok[i];
+            nk += n_link[i];
+        }
+        k.dev.upload(l.out_tok_off, 0, as_bytes(&tok_off))?;
+        k.dev.upload(l.out_link_off, 0, as_bytes(&link_off))?;
+        k.items("gather_out", max(&n_tok).max(max(&n_link)))?;
+        let (nt, nk) = (nt as usize, nk as usize);
+        let st: Vec<u32> = read(k.dev, l.o_state, nt)?;
+        let co: Vec<f32> = read(k.dev, l.o_cost, nt)?;
+        let bs: Vec<u32> = read(k.dev, l.o_bpsrc, nt)?;
+        let ba: Vec<u32> = read(k.dev, l.o_bparc, nt)?;
+        let ls: Vec<u32> = read(k.dev, l.o_lsrc, nk)?;
+        let ld: Vec<u32> = read(k.dev, l.o_ldst, nk)?;
+        let la: Vec<u32> = read(k.dev, l.o_larc, nk)?;
+        let lg: Vec<f32> = read(k.dev, l.o_lgraph, nk)?;
+        let lc: Vec<f32> = read(k.dev, l.o_lac, nk)?;
+        debug_assert!(ld.iter().all(|&d| d != NONE));
         let mut out: Vec<Option<Result<FrameOut>>> = (0..streams.len()).map(|_| None).collect();
         for i in 0..streams.len() {
             if let Some(e) = errors[i].take() {
@@ -383,20 +399,10 @@ impl GpuDecoder<'_> {
             if act[i] == 0 {
                 continue;
             }
-            let n = n_tok[i] as usize;
-            let st: Vec<u32> = read_lane(k.dev, l.c_state, i, caps.tok, n)?;
-            let co: Vec<f32> = read_lane(k.dev, l.c_cost, i, caps.tok, n)?;
-            let bs: Vec<u32> = read_lane(k.dev, l.c_bpsrc, i, caps.tok, n)?;
-            let ba: Vec<u32> = read_lane(k.dev, l.c_bparc, i, caps.tok, n)?;
-            let nk = n_link[i] as usize;
-            let ls: Vec<u32> = read_lane(k.dev, l.l_src, i, caps.link, nk)?;
-            let ld: Vec<u32> = read_lane(k.dev, l.l_dst, i, caps.link, nk)?;
-            let la: Vec<u32> = read_lane(k.dev, l.l_arc, i, caps.link, nk)?;
-            let lg: Vec<f32> = read_lane(k.dev, l.l_graph, i, caps.link, nk)?;
-            let lc: Vec<f32> = read_lane(k.dev, l.l_ac, i, caps.link, nk)?;
-            let toks = st
+            let t = tok_off[i] as usize..(tok_off[i] + n_tok[i]) as usize;
+            let toks = st[t.clone()]
                 .iter()
-                .zip(&co)
+                .zip(&co[t.clone()])
                 .map(|(&state, &cost)| LTok {
                     state,
                     lm: 0,
@@ -404,12 +410,13 @@ impl GpuDecoder<'_> {
                     extra: 0.0,
                 })
                 .collect();
-            let bps = bs
+            let bps = bs[t.clone()]
                 .iter()
-                .zip(&ba)
+                .zip(&ba[t])
                 .map(|(&src, &arc)| Bp { src, arc })
                 .collect();
-            let links = (0..nk)
+            let o = link_off[i] as usize;
+            let links = (o..o + n_link[i] as usize)
                 .map(|j| Link {
                     src: ls[j],
                     dst: ld[j],
@@ -418,7 +425,6 @@ impl GpuDecoder<'_> {
                     ac: lc[j],
                 })
                 .collect();
-            debug_assert!(ld.iter().all(|&d| d != NONE));
             out[i] = Some(Ok(FrameOut {
                 toks,
                 bps,
@@ -457,10 +463,6 @@ struct LaneView {
     tot: DevPtr,
     p_state: DevPtr,
     p_cost: DevPtr,
-    c_state: DevPtr,
-    c_cost: DevPtr,
-    c_bpsrc: DevPtr,
-    c_bparc: DevPtr,
     cutoff: DevPtr,
     slot: DevPtr,
     first: DevPtr,
@@ -469,11 +471,17 @@ struct LaneView {
     flags: DevPtr,
     eoff: DevPtr,
     pos: DevPtr,
-    l_src: DevPtr,
-    l_dst: DevPtr,
-    l_arc: DevPtr,
-    l_graph: DevPtr,
-    l_ac: DevPtr,
+    out_tok_off: DevPtr,
+    out_link_off: DevPtr,
+    o_state: DevPtr,
+    o_cost: DevPtr,
+    o_bpsrc: DevPtr,
+    o_bparc: DevPtr,
+    o_lsrc: DevPtr,
+    o_ldst: DevPtr,
+    o_larc: DevPtr,
+    o_lgraph: DevPtr,
+    o_lac: DevPtr,
 }
 
 /// Launches kernels with the frame's parameters.
