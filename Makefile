@@ -7,7 +7,7 @@ CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/release/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv gpu-bundle all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats
+.PHONY: nvrtc-venv gpu-bundle chen18-table2 all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats
 
 all: build
 
@@ -37,6 +37,15 @@ reproduce: build
 ## The same on the quick subsets (a few minutes), under results/quick/.
 reproduce-quick: build
 	$(BIN) run --reproduce --quick $(FORCE)
+
+## 002 Table 2: decoder speed against concurrent streams (CPU rows measured here, GPU rows from
+## results/gpu/); results/chen18-table2/.
+chen18-table2: build
+	scripts/chen18_table2.sh
+
+## The GPU run's binaries in gpu-bundle/ (then gpu-bundle/gpu_run.sh on a GPU machine).
+gpu-bundle:
+	scripts/gpu_bundle.sh
 
 ## The regression check CI runs: quick experiments against results/baselines/*.json.
 regress: build
