@@ -17,6 +17,9 @@ pub struct ShimDevice {
     /// Allocations by address (u64 words: 8-byte aligned, as device allocations are).
     mem: HashMap<u64, Vec<u64>>,
     kernels: HashMap<&'static str, ShimFn>,
+    /// Device memory to emulate (None: as much as the host has).
+    limit: Option<usize>,
+    used: usize,
 }
 
 impl ShimDevice {
@@ -25,6 +28,17 @@ impl ShimDevice {
         Self {
             mem: HashMap::new(),
             kernels: SHIM_KERNELS.iter().copied().collect(),
+            limit: None,
+            used: 0,
+        }
+    }
+
+    /// A shim device with only `bytes` of memory: allocations beyond it fail as on a GPU
+    /// ([`CudaError::OutOfMemory`]), so the out-of-memory paths can be tested without one.
+    pub fn with_memory(bytes: usize) -> Self {
+        Self {
+            limit: Some(bytes),
+            ..Self::new()
         }
     }
 
@@ -44,7 +58,18 @@ impl Device for ShimDevice {
         false
     }
 
-    fn alloc(&mut self, bytes: usize, fill: u8, _what: &str) -> Result<DevPtr> {
+    fn alloc(&mut self, bytes: usize, fill: u8, what: &str) -> Result<DevPtr> {
+        if let Some(limit) = self.limit {
+            if self.used + bytes > limit {
+                return Err(CudaError::OutOfMemory {
+                    what: what.to_string(),
+                    bytes,
+                    free: limit - self.used,
+                    total: limit,
+                });
+            }
+        }
+        self.used += bytes;
         let word = u64::from_ne_bytes([fill; 8]);
         let mut v = vec![word; bytes.div_ceil(8).max(1)];
         let addr = v.as_mut_ptr() as u64;
@@ -53,7 +78,9 @@ impl Device for ShimDevice {
     }
 
     fn free(&mut self, p: DevPtr) {
-        self.mem.remove(&p.addr);
+        if self.mem.remove(&p.addr).is_some() {
+            self.used -= p.bytes;
+        }
     }
 
     fn upload(&mut self, dst: DevPtr, offset: usize, src: &[u8]) -> Result<()> {

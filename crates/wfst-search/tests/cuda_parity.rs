@@ -224,3 +224,36 @@ fn shim_rejects_word_automata_and_bad_scores() {
     let b = res[1].as_ref().unwrap_err().to_string();
     assert!(b.contains("utterance b") && b.contains("columns"), "{b}");
 }
+
+#[test]
+fn out_of_device_memory_is_one_clear_error() {
+    let mut rng = Rng(9);
+    let fst = random_graph(&mut rng, 40, false);
+    let g = DecodingGraph::from_fst(&fst, None).unwrap();
+    let dec = Decoder::new(&g, wide()).unwrap();
+    // A graph larger than the device.
+    let e = GpuDecoder::new(dec.clone(), Box::new(ShimDevice::with_memory(256))).unwrap_err();
+    let m = e.to_string();
+    assert!(
+        m.contains("out of GPU memory allocating the graph's"),
+        "{m}"
+    );
+    // The graph fits, a batch of 64 streams does not: every stream gets the error, with the way
+    // out.
+    let mut gpu = GpuDecoder::new(dec, Box::new(ShimDevice::with_memory(3_000_000))).unwrap();
+    let m = scores(&mut rng, 4);
+    let mut streams: Vec<Stream> = (0..64)
+        .map(|i| Stream::new(format!("u{i}"), Booster::None))
+        .collect();
+    let chunks = vec![&m; 64];
+    for r in gpu.advance(&mut streams, &chunks, None) {
+        let e = r.unwrap_err().to_string();
+        assert!(
+            e.contains("out of GPU memory") && e.contains("--gpu-batch"),
+            "{e}"
+        );
+    }
+    // Fewer streams fit, and decode.
+    let res = gpu.advance(&mut streams[..2], &chunks[..2], None);
+    assert!(res.iter().all(|r| r.is_ok()), "{res:?}");
+}

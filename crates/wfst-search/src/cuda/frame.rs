@@ -232,9 +232,20 @@ pub(crate) struct LaneBufs {
 pub(crate) const SCAN_TILE: usize = 64;
 
 impl LaneBufs {
-    /// Allocates every buffer (slots at "none": all bytes 0xff).
+    /// Allocates every buffer (slots at "none": all bytes 0xff); on failure (out of device
+    /// memory) frees what it had allocated.
     pub fn new(dev: &mut dyn Device, caps: Caps) -> Result<Self> {
         let mut all = Vec::new();
+        let r = Self::build(dev, caps, &mut all);
+        if r.is_err() {
+            for p in all {
+                dev.free(p);
+            }
+        }
+        r
+    }
+
+    fn build(dev: &mut dyn Device, caps: Caps, all: &mut Vec<DevPtr>) -> Result<Self> {
         let (l, t, a, k, s) = (caps.lanes, caps.tok, caps.arc, caps.link, caps.states);
         let mut al = |bytes: usize, fill: u8, what: &str| -> Result<DevPtr> {
             let p = dev.alloc(bytes, fill, what)?;
@@ -296,7 +307,7 @@ impl LaneBufs {
             o_lgraph: al(4 * l * k, 0, "packed frame output")?,
             o_lac: al(4 * l * k, 0, "packed frame output")?,
             caps,
-            all,
+            all: all.clone(),
         })
     }
 

@@ -145,9 +145,7 @@ impl<'g> GpuDecoder<'g> {
             }
         }
         if let Err(e) = self.prepare(streams, chunks) {
-            return (0..n)
-                .map(|_| Err(DecodeError::Gpu(e.to_string())))
-                .collect();
+            return (0..n).map(|_| Err(batch_error(&e, n))).collect();
         }
         let max_rows = chunks.iter().map(|c| c.rows()).max().unwrap_or(0);
         for t in 0..max_rows {
@@ -169,7 +167,7 @@ impl<'g> GpuDecoder<'g> {
                     // A device failure ends the batch for every stream still in it.
                     for (i, a) in active.iter().enumerate() {
                         if *a {
-                            out[i] = Err(DecodeError::Gpu(e.to_string()));
+                            out[i] = Err(batch_error(&e, n));
                         }
                     }
                     return out;
@@ -427,6 +425,17 @@ impl Drop for GpuDecoder<'_> {
         if let Some(r) = self.rows.take() {
             dev.free(r);
         }
+    }
+}
+
+/// A device error of a batch of `n` streams; out of memory says how to make the batch fit.
+fn batch_error(e: &ctx_cuda::CudaError, n: usize) -> DecodeError {
+    match e {
+        ctx_cuda::CudaError::OutOfMemory { .. } => DecodeError::Gpu(format!(
+            "{e}; each of the batch's {n} streams takes its own scratch (16 bytes per graph \
+             state, plus token, arc and link buffers): decode fewer streams at once (--gpu-batch)"
+        )),
+        _ => DecodeError::Gpu(e.to_string()),
     }
 }
 
