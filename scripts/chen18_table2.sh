@@ -36,13 +36,13 @@ mv "$out/points.csv.tmp" "$out/points.csv"
     echo
     echo "Command: \`scripts/chen18_table2.sh\` (CPU rows here; GPU rows from results/gpu/)."
     echo
-    echo "| backend | device | threads | streams | RTFx | frames/s | speed-up | measured |"
-    echo "|---|---|---|---|---|---|---|---|"
+    echo "| backend | device | threads | streams | RTFx | frames/s | speed-up | arcs/s | measured |"
+    echo "|---|---|---|---|---|---|---|---|---|"
     tail -n +2 "$out/points.csv" | awk -F, -v base="$base" '{
         gsub(/"/, "", $4);
-        printf "| %s | %s | %s | %s | %.0f | %.0f | %.1fx | %s |\n", $3, $4, $5, $6, $9, $10, $9 / base, $11 }'
+        printf "| %s | %s | %s | %s | %.0f | %.0f | %.1fx | %s | %s |\n", $3, $4, $5, $6, $9, $10, $9 / base, $11, $14 }'
     if [ "$gpu_rows" -eq 0 ]; then
-        echo "| cuda | - | - | 1, 16, 128, 512, 2048 | awaiting a GPU run | | | see results/gpu/README.md |"
+        echo "| cuda | - | - | 1, 16, 128, 512, 2048 | awaiting a GPU run | | | | see results/gpu/README.md |"
     fi
 } > "$out/table.md.tmp"
 mv "$out/table.md.tmp" "$out/table.md"

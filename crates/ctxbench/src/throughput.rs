@@ -95,13 +95,14 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(a.threads.max(1))
         .build()?;
-    println!("| backend | device | streams | audio s | decode s | RTFx | frames/s |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| backend | device | streams | audio s | decode s | RTFx | frames/s | arcs/s | launches/step | readbacks/step |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let mut lines = Vec::new();
     for &n in &a.streams {
         let pick: Vec<usize> = (0..n).map(|i| i % utts.len()).collect();
         let audio: f64 = pick.iter().map(|&i| utts[i].duration_s).sum();
         let frames: usize = pick.iter().map(|&i| mats[i].rows()).sum();
+        let before = gpu.as_ref().map(|g| g.stats());
         let t = Instant::now();
         let words: usize = match &mut gpu {
             Some(g) => {
@@ -128,13 +129,26 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
         };
         let secs = t.elapsed().as_secs_f64();
         let _ = words;
+        // Device work counters (the CPU backend relaxes the same arcs, uncounted).
+        let (arcs_s, launches, readbacks) = match (&gpu, before) {
+            (Some(g), Some(b)) => {
+                let a = g.stats();
+                let steps = (a.steps - b.steps).max(1) as f64;
+                (
+                    format!("{:.0}", (a.arcs - b.arcs) as f64 / secs),
+                    format!("{:.1}", (a.launches - b.launches) as f64 / steps),
+                    format!("{:.1}", (a.readbacks - b.readbacks) as f64 / steps),
+                )
+            }
+            _ => (String::new(), String::new(), String::new()),
+        };
         println!(
-            "| {backend} | {device} | {n} | {audio:.1} | {secs:.3} | {:.1} | {:.0} |",
+            "| {backend} | {device} | {n} | {audio:.1} | {secs:.3} | {:.1} | {:.0} | {arcs_s} | {launches} | {readbacks} |",
             audio / secs,
             frames as f64 / secs
         );
         lines.push(format!(
-            "{},{},{},\"{}\",{},{},{:.3},{:.4},{:.2},{:.0}",
+            "{},{},{},\"{}\",{},{},{:.3},{:.4},{:.2},{:.0},{arcs_s},{launches},{readbacks}",
             a.dataset,
             kind.name(),
             backend,

@@ -28,7 +28,7 @@ pub mod search;
 
 pub use booster::{ArcSetBooster, Booster, WordBooster};
 pub use config::DecoderConfig;
-pub use cuda::GpuDecoder;
+pub use cuda::{GpuDecoder, GpuStats};
 pub use decoder::{decode_utterance, Decoder, SegmentResult, UtteranceResult};
 pub use endpoint::EndpointConfig;
 pub use error::{DecodeError, Result};

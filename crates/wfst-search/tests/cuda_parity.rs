@@ -124,6 +124,9 @@ fn run_case(case: u64, cfg: &DecoderConfig, boosted: bool, chunk: usize, endpoin
             .collect();
         let refs: Vec<&ScoreMatrix> = utts.iter().collect();
         let res = gpu.decode_utterances(&mut streams, &refs, chunk, ep);
+        let st = gpu.stats();
+        let rows: usize = utts.iter().map(|m| m.rows()).sum();
+        assert!(st.frames <= rows as u64 && st.arcs > 0 && st.readbacks >= 3 * st.steps);
         for i in 0..n {
             let got = format!("{:?}", res[i]);
             assert_eq!(

@@ -30,6 +30,24 @@ use ctx_core::scores::ScoreMatrix;
 use ctx_cuda::{DevPtr, Device};
 use frame::{upload_new, Caps, GraphBufs, LaneBufs};
 
+/// What the device did so far: the work (frames, relaxed arcs) and its cost in launches and
+/// synchronising copies — the figures to read before profiling.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GpuStats {
+    /// Stream frames computed (one per stream per score row).
+    pub frames: u64,
+    /// Batched frame steps (one per score row of a batch).
+    pub steps: u64,
+    /// Arcs relaxed: emitting arcs of the expanded tokens plus ε arcs of the closure rounds.
+    pub arcs: u64,
+    /// ε-closure rounds (summed over steps).
+    pub rounds: u64,
+    /// Kernel launches.
+    pub launches: u64,
+    /// Copies of counts or results back to the host (each a synchronisation on a GPU).
+    pub readbacks: u64,
+}
+
 /// A decoder whose frame step runs on a device (see the module doc).
 pub struct GpuDecoder<'g> {
     dec: Decoder<'g>,
@@ -45,6 +63,7 @@ pub struct GpuDecoder<'g> {
     /// Per lane: the epoch of the frontier its buffers hold (0: none).
     lane_epoch: Vec<u64>,
     block: u32,
+    stats: GpuStats,
 }
 
 /// The arc lists and word tables of a batch's boosters, concatenated, with per-lane offsets.
@@ -98,6 +117,7 @@ impl<'g> GpuDecoder<'g> {
             epoch: 0,
             lane_epoch: Vec::new(),
             block: 256,
+            stats: GpuStats::default(),
         })
     }
 
@@ -114,6 +134,11 @@ impl<'g> GpuDecoder<'g> {
     /// The host-side decoder (graph, settings, silence labels).
     pub fn decoder(&self) -> &Decoder<'g> {
         &self.dec
+    }
+
+    /// What the device did since this decoder was made.
+    pub fn stats(&self) -> GpuStats {
+        self.stats
     }
 
     /// Device bytes held by the lanes' scratch (0 before the first batch).

@@ -35,16 +35,6 @@ impl From<ctx_cuda::CudaError> for Stop {
     }
 }
 
-fn read<T: Pod + Default + Clone>(
-    dev: &mut dyn Device,
-    p: DevPtr,
-    n: usize,
-) -> ctx_cuda::Result<Vec<T>> {
-    let mut v = vec![T::default(); n];
-    dev.download(p, 0, as_bytes_mut(&mut v))?;
-    Ok(v)
-}
-
 impl GpuDecoder<'_> {
     /// Computes frame `t` of the chunk for every active lane (lane i = stream i): per lane, the
     /// frame or that stream's error; `None` for inactive lanes.
@@ -182,7 +172,10 @@ impl GpuDecoder<'_> {
             p,
             block,
             lanes: nl,
+            launches: 0,
+            readbacks: 0,
         };
+        let mut arcs = 0u64;
         let (tok_stride, arc_stride) = (caps.tok + 1, caps.arc + 1);
 
         // Emitting expansion.
@@ -193,7 +186,7 @@ impl GpuDecoder<'_> {
         k.scan(
             l.sx, caps.arc, l.eoff, tok_stride, l.n_prev, l.n_exp, max_prev,
         )?;
-        let n_exp: Vec<u32> = read(k.dev, l.n_exp, nl)?;
+        let n_exp: Vec<u32> = k.read(l.n_exp, nl)?;
         let max_exp = max(&n_exp);
         if max_exp > caps.arc {
             return Err(Stop::Grow(Caps {
@@ -201,6 +194,7 @@ impl GpuDecoder<'_> {
                 ..caps
             }));
         }
+        arcs += sum(&n_exp, &act);
         k.items("expand", max_exp)?;
         k.items("emit_min", max_exp)?;
         k.per_lane("cutoff")?;
@@ -208,8 +202,8 @@ impl GpuDecoder<'_> {
         k.scan(
             l.flags, caps.arc, l.pos, arc_stride, l.n_exp, l.n_tok, max_exp,
         )?;
-        let mut n_tok: Vec<u32> = read(k.dev, l.n_tok, nl)?;
-        let n_touched: Vec<u32> = read(k.dev, l.n_touched, nl)?;
+        let mut n_tok: Vec<u32> = k.read(l.n_tok, nl)?;
+        let n_touched: Vec<u32> = k.read(l.n_touched, nl)?;
         let mut deactivated = false;
         for i in 0..nl {
             if act[i] == 1 && n_touched[i] == 0 {
@@ -239,7 +233,7 @@ impl GpuDecoder<'_> {
                 l.flags, caps.arc, l.pos, arc_stride, l.n_exp, l.tot, max_exp,
             )?;
             k.per_lane("set_link_e")?;
-            let n_link_e: Vec<u32> = read(k.dev, l.n_link_e, nl)?;
+            let n_link_e: Vec<u32> = k.read(l.n_link_e, nl)?;
             if max(&n_link_e) > caps.link {
                 return Err(Stop::Grow(Caps {
                     link: grow(caps.link, max(&n_link_e)),
@@ -254,9 +248,9 @@ impl GpuDecoder<'_> {
         k.scan(l.sx, caps.arc, l.pos, arc_stride, l.n_tok, l.tot, max_tok)?;
         k.items("write_frontier", max_tok)?;
         k.per_lane("set_front_count")?;
-        let mut n_front: Vec<u32> = read(k.dev, l.n_front, nl)?;
+        let mut n_front: Vec<u32> = k.read(l.n_front, nl)?;
         let mut pops = vec![0usize; nl];
-        let mut round = 0usize;
+        let mut rounds = 0u64;
         while n_front.iter().any(|&f| f > 0) {
             for i in 0..nl {
                 pops[i] += n_front[i] as usize;
@@ -279,12 +273,11 @@ impl GpuDecoder<'_> {
             if max_front == 0 {
                 break;
             }
-            round += 1;
             k.items("degrees_front", max_front)?;
             k.scan(
                 l.sx, caps.arc, l.eoff, tok_stride, l.n_front, l.n_fexp, max_front,
             )?;
-            let n_fexp: Vec<u32> = read(k.dev, l.n_fexp, nl)?;
+            let n_fexp: Vec<u32> = k.read(l.n_fexp, nl)?;
             let max_fexp = max(&n_fexp);
             if max_fexp > caps.arc {
                 return Err(Stop::Grow(Caps {
@@ -292,12 +285,14 @@ impl GpuDecoder<'_> {
                     ..caps
                 }));
             }
+            arcs += sum(&n_fexp, &act);
+            rounds += 1;
             k.items("relax_eps", max_fexp)?;
             k.items("mark_new", max_fexp)?;
             k.scan(
                 l.flags, caps.arc, l.pos, arc_stride, l.n_fexp, l.tot, max_fexp,
             )?;
-            let news: Vec<u32> = read(k.dev, l.tot, nl)?;
+            let news: Vec<u32> = k.read(l.tot, nl)?;
             for i in 0..nl {
                 if act[i] == 1 {
                     n_tok[i] += news[i];
@@ -316,14 +311,13 @@ impl GpuDecoder<'_> {
             k.scan(l.sx, caps.arc, l.pos, arc_stride, l.n_tok, l.tot, max_tok)?;
             k.items("write_frontier", max_tok)?;
             k.per_lane("set_front_count")?;
-            n_front = read(k.dev, l.n_front, nl)?;
+            n_front = k.read(l.n_front, nl)?;
             for i in 0..nl {
                 if act[i] == 0 {
                     n_front[i] = 0;
                 }
             }
         }
-        let _ = round;
         let max_tok = max(&n_tok);
 
         // ε links.
@@ -333,7 +327,7 @@ impl GpuDecoder<'_> {
             k.scan(
                 l.sx, caps.arc, l.eoff, tok_stride, l.n_tok, l.n_fexp, max_tok,
             )?;
-            let n_fexp: Vec<u32> = read(k.dev, l.n_fexp, nl)?;
+            let n_fexp: Vec<u32> = k.read(l.n_fexp, nl)?;
             let max_fexp = max(&n_fexp);
             if max_fexp > caps.arc {
                 return Err(Stop::Grow(Caps {
@@ -346,7 +340,7 @@ impl GpuDecoder<'_> {
                 l.flags, caps.arc, l.pos, arc_stride, l.n_fexp, l.tot, max_fexp,
             )?;
             k.per_lane("add_eps_links")?;
-            n_link = read(k.dev, l.n_link, nl)?;
+            n_link = k.read(l.n_link, nl)?;
             if max(&n_link) > caps.link {
                 return Err(Stop::Grow(Caps {
                     link: grow(caps.link, max(&n_link)),
@@ -358,11 +352,11 @@ impl GpuDecoder<'_> {
 
         // The frame back to the host.
         let n_link_e: Vec<u32> = if cfg.lattice {
-            read(k.dev, l.n_link_e, nl)?
+            k.read(l.n_link_e, nl)?
         } else {
             vec![0; nl]
         };
-        let cutoffs: Vec<f32> = read(k.dev, l.cutoff, nl)?;
+        let cutoffs: Vec<f32> = k.read(l.cutoff, nl)?;
         // Every lane's tokens and links packed on the device, then one copy per array.
         let (mut tok_off, mut link_off) = (vec![0u32; nl], vec![0u32; nl]);
         let (mut nt, mut nk) = (0u32, 0u32);
@@ -380,15 +374,15 @@ impl GpuDecoder<'_> {
         k.dev.upload(l.out_link_off, 0, as_bytes(&link_off))?;
         k.items("gather_out", max(&n_tok).max(max(&n_link)))?;
         let (nt, nk) = (nt as usize, nk as usize);
-        let st: Vec<u32> = read(k.dev, l.o_state, nt)?;
-        let co: Vec<f32> = read(k.dev, l.o_cost, nt)?;
-        let bs: Vec<u32> = read(k.dev, l.o_bpsrc, nt)?;
-        let ba: Vec<u32> = read(k.dev, l.o_bparc, nt)?;
-        let ls: Vec<u32> = read(k.dev, l.o_lsrc, nk)?;
-        let ld: Vec<u32> = read(k.dev, l.o_ldst, nk)?;
-        let la: Vec<u32> = read(k.dev, l.o_larc, nk)?;
-        let lg: Vec<f32> = read(k.dev, l.o_lgraph, nk)?;
-        let lc: Vec<f32> = read(k.dev, l.o_lac, nk)?;
+        let st: Vec<u32> = k.read(l.o_state, nt)?;
+        let co: Vec<f32> = k.read(l.o_cost, nt)?;
+        let bs: Vec<u32> = k.read(l.o_bpsrc, nt)?;
+        let ba: Vec<u32> = k.read(l.o_bparc, nt)?;
+        let ls: Vec<u32> = k.read(l.o_lsrc, nk)?;
+        let ld: Vec<u32> = k.read(l.o_ldst, nk)?;
+        let la: Vec<u32> = k.read(l.o_larc, nk)?;
+        let lg: Vec<f32> = k.read(l.o_lgraph, nk)?;
+        let lc: Vec<f32> = k.read(l.o_lac, nk)?;
         debug_assert!(ld.iter().all(|&d| d != NONE));
         let mut out: Vec<Option<Result<FrameOut>>> = (0..streams.len()).map(|_| None).collect();
         for i in 0..streams.len() {
@@ -434,6 +428,13 @@ impl GpuDecoder<'_> {
             }));
         }
         k.items("reset_frame", max_tok)?;
+        let st = &mut self.stats;
+        st.frames += act.iter().filter(|&&a| a == 1).count() as u64;
+        st.steps += 1;
+        st.arcs += arcs;
+        st.rounds += rounds;
+        st.launches += k.launches;
+        st.readbacks += k.readbacks;
         // This frame's tokens are the next frame's frontier: swap the buffers. Lanes that sat
         // this frame out lose theirs (uploaded again when they come back).
         let lanes = self.lanes.as_mut().expect("lanes");
@@ -490,12 +491,23 @@ struct Launcher<'a> {
     p: FrameParams,
     block: u32,
     lanes: usize,
+    launches: u64,
+    readbacks: u64,
 }
 
 impl Launcher<'_> {
+    /// Copies `n` values back (a synchronisation point on a GPU).
+    fn read<T: Pod + Default + Clone>(&mut self, p: DevPtr, n: usize) -> ctx_cuda::Result<Vec<T>> {
+        self.readbacks += 1;
+        let mut v = vec![T::default(); n];
+        self.dev.download(p, 0, as_bytes_mut(&mut v))?;
+        Ok(v)
+    }
+
     /// A kernel with one thread per lane.
     fn per_lane(&mut self, name: &str) -> ctx_cuda::Result<()> {
         let gx = (self.lanes as u32).div_ceil(self.block).max(1);
+        self.launches += 1;
         self.dev.launch(name, (gx, 1), self.block, self.p.bytes())
     }
 
@@ -505,6 +517,7 @@ impl Launcher<'_> {
             return Ok(());
         }
         let gx = (n as u32).div_ceil(self.block).clamp(1, 1024);
+        self.launches += 1;
         self.dev
             .launch(name, (gx, self.lanes as u32), self.block, self.p.bytes())
     }
@@ -533,6 +546,14 @@ impl Launcher<'_> {
         self.per_lane("scan_tile_sums")?;
         self.items("scan_apply", tiles)
     }
+}
+
+/// The sum of the active lanes' counts.
+fn sum(v: &[u32], act: &[u32]) -> u64 {
+    v.iter()
+        .zip(act)
+        .map(|(&x, &a)| if a == 1 { x as u64 } else { 0 })
+        .sum()
 }
 
 fn max(v: &[u32]) -> usize {
