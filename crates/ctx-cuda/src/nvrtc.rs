@@ -57,7 +57,10 @@ fn preload(dir: &std::path::Path) -> bool {
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("libnvrtc") && n.contains(".so"))
+                // Not the wheels' `.alt` builds (another soname, same API).
+                .is_some_and(|n| {
+                    n.starts_with("libnvrtc") && n.contains(".so") && !n.contains(".alt.")
+                })
         })
         .collect();
     // Builtins first: libnvrtc opens them by soname when it compiles.
