@@ -224,6 +224,25 @@ __device__ __forceinline__ u32 owner(const u32* off, u32 n, u32 e) {
   return lo;
 }
 
+// Enumeration index i of the expansion: its previous-frame token (*t) and emitting arc.
+__device__ __forceinline__ u32 emit_arc(const Frame& p, u32 l, u32 i, u32* t) {
+  const u32* off = p.eoff + (u64)l * (p.tok_cap + 1);
+  *t = owner(off, p.n_prev[l], i);
+  u32 s = p.p_state[(u64)l * p.tok_cap + *t];
+  return p.e_off[s] + (i - off[*t]);
+}
+
+// Enumeration index i over the ε arcs of n items of this frame (item k is token toks[k], or
+// token k when toks is null): the item (*k) and its ε arc.
+__device__ __forceinline__ u32 eps_arc(const Frame& p, u32 l, u32 i, u32 n, const u32* toks,
+                                       u32* k) {
+  const u32* off = p.eoff + (u64)l * (p.tok_cap + 1);
+  *k = owner(off, n, i);
+  u32 u = toks ? toks[*k] : *k;
+  u32 s = p.c_state[(u64)l * p.tok_cap + u];
+  return p.ne_off[s] + (i - off[*k]);
+}
+
 #define LANE_LOOP(count)                                                   \
   const u32 l = blockIdx.y;                                                \
   if (!p.active[l]) return;                                                \
@@ -333,10 +352,8 @@ extern "C" __global__ void degrees_emit(const Frame p) {
 // thread to reach a destination appends it to the lane's touched list (order irrelevant).
 extern "C" __global__ void expand(const Frame p) {
   LANE_LOOP(p.n_exp[l]) {
-    const u32* off = p.eoff + (u64)l * (p.tok_cap + 1);
-    u32 t = owner(off, p.n_prev[l], i);
-    u32 s = p.p_state[(u64)l * p.tok_cap + t];
-    u32 a = p.e_off[s] + (i - off[t]);
+    u32 t;
+    u32 a = emit_arc(p, l, i, &t);
     float gc = p.weight[a] + boost_delta(p, l, a);
     float ac = -p.scale * p.rows[(u64)l * p.cols + p.ilabel[a] - 1];
     float c = p.p_cost[(u64)l * p.tok_cap + t] + gc + ac;
@@ -417,10 +434,8 @@ extern "C" __global__ void emit_bp_links(const Frame p) {
     u64 e = (u64)l * p.arc_cap + i;
     p.flags[e] = 0;
     if (!p.e_ok[e]) continue;
-    const u32* off = p.eoff + (u64)l * (p.tok_cap + 1);
-    u32 t = owner(off, p.n_prev[l], i);
-    u32 s = p.p_state[(u64)l * p.tok_cap + t];
-    u32 a = p.e_off[s] + (i - off[t]);
+    u32 t;
+    u32 a = emit_arc(p, l, i, &t);
     u64 sl = (u64)l * p.num_states + p.next[a];
     u32 j = p.map[sl];
     if (j == NONE) continue;
@@ -436,10 +451,8 @@ extern "C" __global__ void write_emit_links(const Frame p) {
   LANE_LOOP(p.n_exp[l]) {
     u64 e = (u64)l * p.arc_cap + i;
     if (!p.flags[e]) continue;
-    const u32* off = p.eoff + (u64)l * (p.tok_cap + 1);
-    u32 t = owner(off, p.n_prev[l], i);
-    u32 s = p.p_state[(u64)l * p.tok_cap + t];
-    u32 a = p.e_off[s] + (i - off[t]);
+    u32 t;
+    u32 a = emit_arc(p, l, i, &t);
     u32 k = p.pos[(u64)l * (p.arc_cap + 1) + i];
     if (k >= p.link_cap) continue;  // the host checks the count and grows the buffer
     u64 o = (u64)l * p.link_cap + k;
@@ -508,11 +521,9 @@ extern "C" __global__ void relax_eps(const Frame p) {
   LANE_LOOP(p.n_fexp[l]) {
     u64 e = (u64)l * p.arc_cap + i;
     p.flags[e] = 0;
-    const u32* off = p.eoff + (u64)l * (p.tok_cap + 1);
-    u32 f = owner(off, p.n_front[l], i);
+    u32 f;
+    u32 a = eps_arc(p, l, i, p.n_front[l], p.fr_tok + (u64)l * p.tok_cap, &f);
     u32 u = p.fr_tok[(u64)l * p.tok_cap + f];
-    u32 s = p.c_state[(u64)l * p.tok_cap + u];
-    u32 a = p.ne_off[s] + (i - off[f]);
     float gc = p.weight[a] + boost_delta(p, l, a);
     float c = p.fr_cost[(u64)l * p.tok_cap + f] + gc;
     if (c > p.cutoff[l]) continue;
@@ -591,10 +602,8 @@ extern "C" __global__ void degrees_all_eps(const Frame p) {
 extern "C" __global__ void eps_link_flags(const Frame p) {
   LANE_LOOP(p.n_fexp[l]) {
     u64 e = (u64)l * p.arc_cap + i;
-    const u32* off = p.eoff + (u64)l * (p.tok_cap + 1);
-    u32 u = owner(off, p.n_tok[l], i);
-    u32 s = p.c_state[(u64)l * p.tok_cap + u];
-    u32 a = p.ne_off[s] + (i - off[u]);
+    u32 u;
+    u32 a = eps_arc(p, l, i, p.n_tok[l], 0, &u);
     float gc = p.weight[a] + boost_delta(p, l, a);
     p.e_gc[e] = gc;
     p.flags[e] = p.c_cost[(u64)l * p.tok_cap + u] + gc <= p.cutoff[l];
@@ -606,10 +615,8 @@ extern "C" __global__ void write_eps_links(const Frame p) {
   LANE_LOOP(p.n_fexp[l]) {
     u64 e = (u64)l * p.arc_cap + i;
     if (!p.flags[e]) continue;
-    const u32* off = p.eoff + (u64)l * (p.tok_cap + 1);
-    u32 u = owner(off, p.n_tok[l], i);
-    u32 s = p.c_state[(u64)l * p.tok_cap + u];
-    u32 a = p.ne_off[s] + (i - off[u]);
+    u32 u;
+    u32 a = eps_arc(p, l, i, p.n_tok[l], 0, &u);
     u32 k = p.n_link_e[l] + p.pos[(u64)l * (p.arc_cap + 1) + i];
     if (k >= p.link_cap) continue;
     u64 o = (u64)l * p.link_cap + k;

@@ -5,7 +5,7 @@
 
 use crate::data::registry;
 use crate::pipeline::{Setup, SetupOptions};
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use ctx_core::scores::ScoreMatrix;
 use ctx_cuda::{Backend, Opened};
@@ -73,6 +73,12 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
         },
     )?;
     let utts = &setup.dataset.utterances;
+    if utts.is_empty() {
+        bail!("dataset {} has no utterances to decode", a.dataset);
+    }
+    if a.streams.contains(&0) {
+        bail!("--streams: every stream count must be at least 1");
+    }
     let mats: Vec<ScoreMatrix> = utts
         .iter()
         .map(|u| setup.scores(u))

@@ -155,6 +155,10 @@ impl<'g> GpuDecoder<'g> {
         endpoint: Option<&EndpointConfig>,
     ) -> Vec<Result<Vec<SegmentResult>>> {
         let n = streams.len();
+        if chunks.len() != n {
+            let m = format!("{} streams but {} chunks", n, chunks.len());
+            return (0..n).map(|_| Err(DecodeError::Gpu(m.clone()))).collect();
+        }
         let mut out: Vec<Result<Vec<SegmentResult>>> = (0..n).map(|_| Ok(Vec::new())).collect();
         for (i, (s, c)) in streams.iter().zip(chunks).enumerate() {
             let r = self
@@ -249,6 +253,10 @@ impl<'g> GpuDecoder<'g> {
         endpoint: Option<&EndpointConfig>,
     ) -> Vec<Result<UtteranceResult>> {
         let n = streams.len();
+        if scores.len() != n {
+            let m = format!("{} streams but {} score matrices", n, scores.len());
+            return (0..n).map(|_| Err(DecodeError::Gpu(m.clone()))).collect();
+        }
         let chunk_rows = chunk_rows.max(1);
         let mut segments: Vec<Vec<SegmentResult>> = vec![Vec::new(); n];
         let mut partials: Vec<Vec<(u64, Vec<u32>)>> = vec![Vec::new(); n];

@@ -134,12 +134,7 @@ impl GpuDecoder<'_> {
                 continue;
             }
             let front = &s.frames.last().expect("a started segment").toks;
-            if front.len() > caps.tok {
-                return Err(Stop::Grow(Caps {
-                    tok: grow(caps.tok, front.len()),
-                    ..caps
-                }));
-            }
+            fits(caps, Field::Tok, front.len())?;
             act[i] = 1;
             n_prev[i] = front.len() as u32;
             let e = s.expand;
@@ -186,15 +181,10 @@ impl GpuDecoder<'_> {
         k.scan(
             l.sx, caps.arc, l.eoff, tok_stride, l.n_prev, l.n_exp, max_prev,
         )?;
-        let n_exp: Vec<u32> = k.read(l.n_exp, nl)?;
+        let n_exp = k.counts(l.n_exp, &act)?;
         let max_exp = max(&n_exp);
-        if max_exp > caps.arc {
-            return Err(Stop::Grow(Caps {
-                arc: grow(caps.arc, max_exp),
-                ..caps
-            }));
-        }
-        arcs += sum(&n_exp, &act);
+        fits(caps, Field::Arc, max_exp)?;
+        arcs += n_exp.iter().map(|&x| x as u64).sum::<u64>();
         k.items("expand", max_exp)?;
         k.items("emit_min", max_exp)?;
         k.per_lane("cutoff")?;
@@ -202,8 +192,8 @@ impl GpuDecoder<'_> {
         k.scan(
             l.flags, caps.arc, l.pos, arc_stride, l.n_exp, l.n_tok, max_exp,
         )?;
-        let mut n_tok: Vec<u32> = k.read(l.n_tok, nl)?;
-        let n_touched: Vec<u32> = k.read(l.n_touched, nl)?;
+        let mut n_tok = k.counts(l.n_tok, &act)?;
+        let n_touched = k.counts(l.n_touched, &act)?;
         let mut deactivated = false;
         for i in 0..nl {
             if act[i] == 1 && n_touched[i] == 0 {
@@ -220,12 +210,7 @@ impl GpuDecoder<'_> {
             k.dev.upload(l.active, 0, as_bytes(&act))?;
         }
         let max_tok = max(&n_tok);
-        if max_tok > caps.tok {
-            return Err(Stop::Grow(Caps {
-                tok: grow(caps.tok, max_tok),
-                ..caps
-            }));
-        }
+        fits(caps, Field::Tok, max_tok)?;
         k.items("write_emit", max_exp)?;
         k.items("emit_bp_links", max_exp)?;
         if cfg.lattice {
@@ -233,13 +218,8 @@ impl GpuDecoder<'_> {
                 l.flags, caps.arc, l.pos, arc_stride, l.n_exp, l.tot, max_exp,
             )?;
             k.per_lane("set_link_e")?;
-            let n_link_e: Vec<u32> = k.read(l.n_link_e, nl)?;
-            if max(&n_link_e) > caps.link {
-                return Err(Stop::Grow(Caps {
-                    link: grow(caps.link, max(&n_link_e)),
-                    ..caps
-                }));
-            }
+            let n_link_e = k.counts(l.n_link_e, &act)?;
+            fits(caps, Field::Link, max(&n_link_e))?;
             k.items("write_emit_links", max_exp)?;
         }
 
@@ -248,7 +228,7 @@ impl GpuDecoder<'_> {
         k.scan(l.sx, caps.arc, l.pos, arc_stride, l.n_tok, l.tot, max_tok)?;
         k.items("write_frontier", max_tok)?;
         k.per_lane("set_front_count")?;
-        let mut n_front: Vec<u32> = k.read(l.n_front, nl)?;
+        let mut n_front = k.counts(l.n_front, &act)?;
         let mut pops = vec![0usize; nl];
         let mut rounds = 0u64;
         while n_front.iter().any(|&f| f > 0) {
@@ -277,46 +257,29 @@ impl GpuDecoder<'_> {
             k.scan(
                 l.sx, caps.arc, l.eoff, tok_stride, l.n_front, l.n_fexp, max_front,
             )?;
-            let n_fexp: Vec<u32> = k.read(l.n_fexp, nl)?;
+            let n_fexp = k.counts(l.n_fexp, &act)?;
             let max_fexp = max(&n_fexp);
-            if max_fexp > caps.arc {
-                return Err(Stop::Grow(Caps {
-                    arc: grow(caps.arc, max_fexp),
-                    ..caps
-                }));
-            }
-            arcs += sum(&n_fexp, &act);
+            fits(caps, Field::Arc, max_fexp)?;
+            arcs += n_fexp.iter().map(|&x| x as u64).sum::<u64>();
             rounds += 1;
             k.items("relax_eps", max_fexp)?;
             k.items("mark_new", max_fexp)?;
             k.scan(
                 l.flags, caps.arc, l.pos, arc_stride, l.n_fexp, l.tot, max_fexp,
             )?;
-            let news: Vec<u32> = k.read(l.tot, nl)?;
+            let news = k.counts(l.tot, &act)?;
             for i in 0..nl {
-                if act[i] == 1 {
-                    n_tok[i] += news[i];
-                }
+                n_tok[i] += news[i];
             }
             let max_tok = max(&n_tok);
-            if max_tok > caps.tok {
-                return Err(Stop::Grow(Caps {
-                    tok: grow(caps.tok, max_tok),
-                    ..caps
-                }));
-            }
+            fits(caps, Field::Tok, max_tok)?;
             k.items("write_new", max_fexp)?;
             k.per_lane("add_new")?;
             k.items("tok_update", max_tok)?;
             k.scan(l.sx, caps.arc, l.pos, arc_stride, l.n_tok, l.tot, max_tok)?;
             k.items("write_frontier", max_tok)?;
             k.per_lane("set_front_count")?;
-            n_front = k.read(l.n_front, nl)?;
-            for i in 0..nl {
-                if act[i] == 0 {
-                    n_front[i] = 0;
-                }
-            }
+            n_front = k.counts(l.n_front, &act)?;
         }
         let max_tok = max(&n_tok);
 
@@ -327,26 +290,16 @@ impl GpuDecoder<'_> {
             k.scan(
                 l.sx, caps.arc, l.eoff, tok_stride, l.n_tok, l.n_fexp, max_tok,
             )?;
-            let n_fexp: Vec<u32> = k.read(l.n_fexp, nl)?;
+            let n_fexp = k.counts(l.n_fexp, &act)?;
             let max_fexp = max(&n_fexp);
-            if max_fexp > caps.arc {
-                return Err(Stop::Grow(Caps {
-                    arc: grow(caps.arc, max_fexp),
-                    ..caps
-                }));
-            }
+            fits(caps, Field::Arc, max_fexp)?;
             k.items("eps_link_flags", max_fexp)?;
             k.scan(
                 l.flags, caps.arc, l.pos, arc_stride, l.n_fexp, l.tot, max_fexp,
             )?;
             k.per_lane("add_eps_links")?;
-            n_link = k.read(l.n_link, nl)?;
-            if max(&n_link) > caps.link {
-                return Err(Stop::Grow(Caps {
-                    link: grow(caps.link, max(&n_link)),
-                    ..caps
-                }));
-            }
+            n_link = k.counts(l.n_link, &act)?;
+            fits(caps, Field::Link, max(&n_link))?;
             k.items("write_eps_links", max_fexp)?;
         }
 
@@ -496,6 +449,18 @@ struct Launcher<'a> {
 }
 
 impl Launcher<'_> {
+    /// The per-lane counts at `p`, 0 for lanes not active this frame (their device values are
+    /// left from an earlier frame).
+    fn counts(&mut self, p: DevPtr, act: &[u32]) -> ctx_cuda::Result<Vec<u32>> {
+        let mut v: Vec<u32> = self.read(p, act.len())?;
+        for (x, &a) in v.iter_mut().zip(act) {
+            if a == 0 {
+                *x = 0;
+            }
+        }
+        Ok(v)
+    }
+
     /// Copies `n` values back (a synchronisation point on a GPU).
     fn read<T: Pod + Default + Clone>(&mut self, p: DevPtr, n: usize) -> ctx_cuda::Result<Vec<T>> {
         self.readbacks += 1;
@@ -548,12 +513,31 @@ impl Launcher<'_> {
     }
 }
 
-/// The sum of the active lanes' counts.
-fn sum(v: &[u32], act: &[u32]) -> u64 {
-    v.iter()
-        .zip(act)
-        .map(|(&x, &a)| if a == 1 { x as u64 } else { 0 })
-        .sum()
+/// The buffer a lane outgrew.
+#[derive(Clone, Copy)]
+enum Field {
+    Tok,
+    Arc,
+    Link,
+}
+
+/// Ok when `need` items fit the `field` capacity; else stops the attempt with that capacity
+/// grown (the frame is then replayed).
+fn fits(caps: Caps, field: Field, need: usize) -> std::result::Result<(), Stop> {
+    let have = match field {
+        Field::Tok => caps.tok,
+        Field::Arc => caps.arc,
+        Field::Link => caps.link,
+    };
+    if need <= have {
+        return Ok(());
+    }
+    let n = grow(have, need);
+    Err(Stop::Grow(match field {
+        Field::Tok => Caps { tok: n, ..caps },
+        Field::Arc => Caps { arc: n, ..caps },
+        Field::Link => Caps { link: n, ..caps },
+    }))
 }
 
 fn max(v: &[u32]) -> usize {
