@@ -121,9 +121,13 @@ impl NlpFile {
     }
 }
 
-/// Parses a Python-style list of quoted strings: `[]`, `['5']`, `['0', '1', '6']`.
+/// Parses a Python-style list of quoted strings: `[]`, `['5']`, `['0', '1', '6']`. An empty field
+/// is an empty list: hypothesis `.nlp` files from ASR vendors leave the `tags` column blank.
 fn parse_list(s: &str) -> std::result::Result<Vec<String>, String> {
     let s = s.trim();
+    if s.is_empty() {
+        return Ok(Vec::new());
+    }
     let inner = s
         .strip_prefix('[')
         .and_then(|r| r.strip_suffix(']'))

@@ -36,7 +36,8 @@ impl TextNorm {
                     return None;
                 }
                 let t = token.trim_matches(|c: char| EDGE_PUNCT.contains(&c) || c.is_whitespace());
-                (!t.is_empty()).then(|| t.to_lowercase())
+                // `<inaudible>,`: a tag with punctuation glued on (vendor files) is still a tag.
+                (!t.is_empty() && !is_nonspeech_tag(t)).then(|| t.to_lowercase())
             }
         }
     }
@@ -62,6 +63,7 @@ mod tests {
         assert_eq!(n.token("COVID-19,"), Some("covid-19".into()));
         assert_eq!(n.token("50%"), Some("50%".into()));
         assert_eq!(n.token("<inaudible>"), None);
+        assert_eq!(n.token("<crosstalk>,"), None);
         assert_eq!(n.token("'"), None);
         assert_eq!(n.token("the-"), Some("the-".into()));
         assert_eq!(TextNorm::Exact.token("Inc."), Some("Inc.".into()));
