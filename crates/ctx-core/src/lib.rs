@@ -7,6 +7,7 @@
 //! - [`bias`] — biasing lists (global, per document, per utterance) and OOV reports.
 //! - [`corpus`] — Kaldi data directories and Earnings `.nlp` transcripts.
 //! - [`metrics`] — WER, NE-WER, U-WER, NE-A, per-class WER, P/R/F1, fstalign-style normalisation.
+//! - [`transition`] — Kaldi transition models (`final.mdl`): transition-id → pdf-id.
 //! - [`timing`] — RTFx.
 //! - [`io`] — gzip-transparent reading and atomic writing.
 
@@ -20,5 +21,6 @@ pub mod metrics;
 pub mod scores;
 pub mod symbols;
 pub mod timing;
+pub mod transition;
 
 pub use error::{CoreError, Result};
