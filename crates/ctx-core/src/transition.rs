@@ -14,7 +14,6 @@
 use crate::error::{CoreError, Result};
 use crate::io::{read_bytes, write_atomic};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
 /// One HMM state of a topology entry.
