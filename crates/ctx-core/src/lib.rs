@@ -3,6 +3,7 @@
 //! - [`symbols`] — OpenFst text symbol tables.
 //! - [`arpa`] — ARPA n-gram LMs (read, write, query).
 //! - [`scores`] — score matrices in `.npy` and Kaldi archives.
+//! - [`score_table`] — per-utterance scores from an ark, scp or `.npy` folder, read on demand.
 //! - [`lexicon`] — Kaldi and CMUdict lexicons.
 //! - [`bias`] — biasing lists (global, per document, per utterance) and OOV reports.
 //! - [`corpus`] — Kaldi data directories and Earnings `.nlp` transcripts.
@@ -18,6 +19,7 @@ pub mod error;
 pub mod io;
 pub mod lexicon;
 pub mod metrics;
+pub mod score_table;
 pub mod scores;
 pub mod symbols;
 pub mod timing;

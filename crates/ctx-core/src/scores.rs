@@ -236,8 +236,32 @@ pub fn write_npy_to(w: &mut dyn Write, m: &ScoreMatrix) -> std::io::Result<()> {
 /// (detected per entry), plain or gzip. Each matrix is checked for shape and finite values.
 pub struct ArkReader {
     path: std::path::PathBuf,
-    reader: Box<dyn BufRead>,
+    reader: Counting,
     done: bool,
+}
+
+/// A reader that counts the bytes taken from it (entry offsets for an archive index).
+struct Counting {
+    inner: Box<dyn BufRead>,
+    taken: u64,
+}
+
+impl Read for Counting {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.taken += n as u64;
+        Ok(n)
+    }
+}
+
+impl BufRead for Counting {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, amt: usize) {
+        self.taken += amt as u64;
+        self.inner.consume(amt)
+    }
 }
 
 impl ArkReader {
@@ -245,9 +269,40 @@ impl ArkReader {
     pub fn open(path: &Path) -> Result<Self> {
         Ok(Self {
             path: path.to_path_buf(),
-            reader: open_read(path)?,
+            reader: Counting {
+                inner: open_read(path)?,
+                taken: 0,
+            },
             done: false,
         })
+    }
+
+    /// Reads the one matrix at byte `offset` of an uncompressed file (a Kaldi `scp` entry
+    /// `utt file:offset`, or offset 0 of a file holding a single matrix without a key).
+    pub fn read_at(path: &Path, offset: u64, utt: &str) -> Result<ScoreMatrix> {
+        use std::io::{Seek, SeekFrom};
+        let mut f = std::fs::File::open(path).map_err(|e| CoreError::io(path, e))?;
+        f.seek(SeekFrom::Start(offset))
+            .map_err(|e| CoreError::io(path, e))?;
+        let mut r = Self {
+            path: path.to_path_buf(),
+            reader: Counting {
+                inner: Box::new(std::io::BufReader::new(f)),
+                taken: 0,
+            },
+            done: false,
+        };
+        r.read_value(utt)
+    }
+
+    /// The next entry with the byte offset of its matrix (what a Kaldi `scp` stores).
+    pub fn next_with_offset(&mut self) -> Result<Option<(String, u64, ScoreMatrix)>> {
+        let Some(utt) = self.read_key()? else {
+            return Ok(None);
+        };
+        let at = self.reader.taken;
+        let m = self.read_value(&utt)?;
+        Ok(Some((utt, at, m)))
     }
 
     fn err(&self, utt: &str, msg: impl Into<String>) -> CoreError {
@@ -277,6 +332,13 @@ impl ArkReader {
     }
 
     fn read_entry(&mut self) -> Result<Option<(String, ScoreMatrix)>> {
+        let Some(utt) = self.read_key()? else {
+            return Ok(None);
+        };
+        self.read_value(&utt).map(|m| Some((utt, m)))
+    }
+
+    fn read_key(&mut self) -> Result<Option<String>> {
         // Skip whitespace between entries.
         while let Some(b) = self.peek()? {
             if b.is_ascii_whitespace() {
@@ -306,14 +368,20 @@ impl ArkReader {
         while self.peek()? == Some(b' ') {
             self.reader.consume(1);
         }
-        if self.peek()? == Some(0) {
-            self.reader.consume(1);
-            if self.next_byte()? != Some(b'B') {
-                return Err(self.err(&utt, "expected binary marker \\0B"));
+        Ok(Some(utt))
+    }
+
+    fn read_value(&mut self, utt: &str) -> Result<ScoreMatrix> {
+        match self.peek()? {
+            Some(0) => {
+                self.reader.consume(1);
+                if self.next_byte()? != Some(b'B') {
+                    return Err(self.err(utt, "expected binary marker \\0B"));
+                }
+                self.read_binary(utt)
             }
-            self.read_binary(&utt).map(|m| Some((utt, m)))
-        } else {
-            self.read_text(&utt).map(|m| Some((utt, m)))
+            None => Err(self.err(utt, "no matrix (the file ends here)")),
+            _ => self.read_text(utt),
         }
     }
 

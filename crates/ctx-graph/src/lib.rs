@@ -9,6 +9,7 @@
 //! - [`biasing`]: the biasing FST of a phrase list (loop state + discounted phrase trie).
 //! - [`phrase_arcs`]: the arcs arc-index boosting discounts for a phrase list (000 Algorithm 1).
 //! - [`csr`]: the CSR decoding-graph layout every decoder reads (emitting arcs first).
+//! - [`external`]: OpenFst binary graphs from other tools (vector, const) and export of ours.
 //! - [`cache`]: an on-disk cache of built graphs keyed by a hash of their inputs.
 //! - [`paths`]: enumeration of the output strings of small FSTs (tests and debugging).
 //!
@@ -22,6 +23,7 @@ pub mod compile;
 pub mod csr;
 pub mod ctc;
 pub mod error;
+pub mod external;
 pub mod gboost;
 pub mod grammar;
 pub mod hmm;
