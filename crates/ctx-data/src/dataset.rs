@@ -387,6 +387,7 @@ impl Dataset {
                     source: None,
                 })
             }
+            DatasetSpec::Files(f) => load_files(reg, &f, shown, subset),
             DatasetSpec::LmText { .. } => Err(DataError::Invalid(format!(
                 "'{name}' is LM training text only, not a test set"
             ))),
@@ -581,6 +582,102 @@ impl Dataset {
         std::fs::rename(&tmp, out).map_err(|e| ctx_core::CoreError::io(out, e))?;
         Ok(out.to_path_buf())
     }
+}
+
+/// Utterances of a quick subset of a `files` dataset.
+const FILES_QUICK_UTTERANCES: usize = 20;
+
+/// A `files` dataset: the Kaldi data dir's utterances, entities and biasing lists (the scores and
+/// graph are opened by the decoding pipeline).
+fn load_files(
+    reg: &Registry,
+    f: &crate::registry::FilesSpec,
+    name: String,
+    subset: Subset,
+) -> Result<Dataset, DataError> {
+    use ctx_core::metrics::reference::{entity_spans, EntityTable};
+    use ctx_core::metrics::TextNorm;
+    let data = ctx_core::corpus::KaldiDataDir::read(&reg.resolve(&f.data))?;
+    let mut kaldi = data.utterances;
+    if subset == Subset::Quick {
+        kaldi.truncate(FILES_QUICK_UTTERANCES);
+    }
+    let entities = match &f.entities {
+        Some(p) => EntityTable::read(&reg.resolve(p), TextNorm::Exact)?,
+        None => EntityTable::default(),
+    };
+    let ids: BTreeSet<&str> = kaldi.iter().map(|u| u.id.as_str()).collect();
+    if subset == Subset::Full {
+        if let Some(stray) = entities.entities.keys().find(|k| !ids.contains(k.as_str())) {
+            return Err(DataError::Invalid(format!(
+                "{}: utterance {stray} is not in {}/text",
+                f.entities.as_deref().unwrap_or_default(),
+                f.data
+            )));
+        }
+    }
+    let mut utterances = Vec::with_capacity(kaldi.len());
+    for u in kaldi {
+        let spans = match entities.entities.get(&u.id) {
+            Some(e) => entity_spans(&u.id, &u.words, e)?,
+            None => Vec::new(),
+        };
+        utterances.push(Utterance {
+            doc: u.recording.clone(),
+            id: u.id,
+            words: u.words,
+            duration_s: u.duration_s,
+            entities: spans,
+            callsign: None,
+        });
+    }
+    let mut global_lists = BTreeMap::new();
+    for (n, p) in &f.lists {
+        global_lists.insert(n.clone(), BiasList::read(&reg.resolve(p), false)?);
+    }
+    let global = match &f.bias_list {
+        Some(p) => {
+            let l = BiasList::read(&reg.resolve(p), false)?;
+            global_lists.insert("global".to_string(), l.clone());
+            Some(l)
+        }
+        None => None,
+    };
+    let (lists, list_scope) = if let Some(p) = &f.bias_utt {
+        let t = BiasTable::read(&reg.resolve(p), false)?;
+        (t.lists, ListScope::Utterance)
+    } else if let Some(p) = &f.bias_docs {
+        if utterances.iter().any(|u| u.doc.is_none()) {
+            return Err(DataError::Invalid(format!(
+                "{}: per-document lists need `segments` in {} to say each utterance's recording",
+                p, f.data
+            )));
+        }
+        (
+            BiasList::read_dir(&reg.resolve(p), false)?,
+            ListScope::Document,
+        )
+    } else if let Some(l) = global {
+        // One list for every utterance.
+        let lists = utterances
+            .iter()
+            .map(|u| (u.id.clone(), l.clone()))
+            .collect();
+        (lists, ListScope::Utterance)
+    } else {
+        (BTreeMap::new(), ListScope::Utterance)
+    };
+    Ok(Dataset {
+        name,
+        utterances,
+        lists,
+        list_scope,
+        global_lists,
+        lm_text: Vec::new(),
+        has_callsigns: false,
+        segments: Vec::new(),
+        source: None,
+    })
 }
 
 #[cfg(test)]

@@ -88,6 +88,12 @@ pub fn dataset_graph_with(
     gboost: Option<&GBoost>,
 ) -> Result<GraphBuildReport, DataError> {
     let t0 = Instant::now();
+    if let crate::registry::DatasetSpec::Files(f) = reg.get(name)? {
+        return Err(DataError::Invalid(format!(
+            "dataset {name} brings its own graph ({}); graphs are built only for the built-in datasets",
+            f.graph
+        )));
+    }
     let ds = Dataset::load(reg, name, Subset::Full)?;
     let spec = reg.get(name)?.lm();
     let mut key = CacheKey::new();

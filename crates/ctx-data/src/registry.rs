@@ -1,7 +1,8 @@
 //! The dataset registry: `datasets.toml` parsed into typed specs (DESIGN.md §2, §6).
 //!
 //! Each table names a dataset. Kinds: `earnings` (real Earnings-21 calls cut into segments),
-//! `atc-sim` (generated ATCO2-style traffic), `lm-text` (text for LM/BPE training only).
+//! `atc-sim` (generated ATCO2-style traffic), `lm-text` (text for LM/BPE training only), `files` (a
+//! researcher's own model outputs: scores, graph, Kaldi data dir and lists; [`FilesSpec`]).
 //! Paths are relative to the repository root (the folder holding datasets.toml).
 
 use serde::Deserialize;
@@ -176,6 +177,8 @@ pub enum DatasetSpec {
         /// One line on what it is.
         description: String,
     },
+    /// A researcher's own model outputs, decoded as they are (no simulation).
+    Files(Box<FilesSpec>),
     /// Text used only to train LMs and BPE.
     LmText {
         /// A text file, one sentence per line (gzip allowed).
@@ -197,6 +200,7 @@ impl DatasetSpec {
             DatasetSpec::Earnings { .. } => "earnings",
             DatasetSpec::AtcSim { .. } => "atc-sim",
             DatasetSpec::LmText { .. } => "lm-text",
+            DatasetSpec::Files(_) => "files",
         }
     }
 
@@ -206,6 +210,7 @@ impl DatasetSpec {
             DatasetSpec::Earnings { description, .. }
             | DatasetSpec::AtcSim { description, .. }
             | DatasetSpec::LmText { description, .. } => description,
+            DatasetSpec::Files(f) => &f.description,
         }
     }
 
@@ -215,7 +220,7 @@ impl DatasetSpec {
             DatasetSpec::Earnings { acoustic, .. } | DatasetSpec::AtcSim { acoustic, .. } => {
                 Some(acoustic)
             }
-            DatasetSpec::LmText { .. } => None,
+            DatasetSpec::LmText { .. } | DatasetSpec::Files(_) => None,
         }
     }
 
@@ -223,9 +228,96 @@ impl DatasetSpec {
     pub fn lm(&self) -> LmSpec {
         match self {
             DatasetSpec::Earnings { lm, .. } | DatasetSpec::AtcSim { lm, .. } => lm.clone(),
-            DatasetSpec::LmText { .. } => LmSpec::default(),
+            DatasetSpec::LmText { .. } | DatasetSpec::Files(_) => LmSpec::default(),
         }
     }
+}
+
+/// Which kind of model produced the scores of a `files` dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelKind {
+    /// Hybrid (Kaldi nnet3/chain, GMM): pdf log-likelihoods, decoded with an HCLG.
+    Hybrid,
+    /// CTC: token log-probabilities (blank one of the columns), decoded with a TLG.
+    Ctc,
+}
+
+/// A `kind = "files"` registry entry: everything needed to decode and score a researcher's own
+/// model outputs. Paths are relative to the registry's folder (absolute paths stay as they are).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilesSpec {
+    /// `hybrid` or `ctc`.
+    pub model: ModelKind,
+    /// The decoding graph: OpenFst binary (vector or const) HCLG or TLG.
+    pub graph: String,
+    /// The graph's output symbols (`words.txt`).
+    pub words: String,
+    /// Scores: a Kaldi `.ark` (text or binary), an `.scp`, or a folder of `<utt>.npy`.
+    pub scores: String,
+    /// A Kaldi data directory (`text`; `utt2dur`, `segments` or `wav.scp`; optional `utt2spk`).
+    pub data: String,
+    /// Kaldi model (`final.mdl`, text or binary) whose transition model maps the graph's
+    /// transition-ids to pdf-ids.
+    #[serde(default)]
+    pub transition_model: Option<String>,
+    /// Or a two-column `transition-id pdf-id` text map.
+    #[serde(default)]
+    pub pdf_map: Option<String>,
+    /// Or a two-column `graph-input-label score-column` text map (e.g. a TLG whose token ids are
+    /// not the model's column + 1).
+    #[serde(default)]
+    pub label_map: Option<String>,
+    /// CTC: the graph's input symbols (`tokens.txt`), used to name the blank.
+    #[serde(default)]
+    pub tokens: Option<String>,
+    /// CTC: the blank's score column (default: the column of `<blk>`/`<blank>` in `tokens`, else 0).
+    #[serde(default)]
+    pub blank: Option<u32>,
+    /// Seconds per score row (default 0.01 hybrid, 0.04 CTC; 0.03 for chain models).
+    #[serde(default)]
+    pub frame_shift_s: Option<f64>,
+    /// Acoustic scale (default 0.1 hybrid, 1.0 CTC and chain models).
+    #[serde(default)]
+    pub acoustic_scale: Option<f64>,
+    /// Score columns that are silence (hybrid: silence pdfs), for endpointing.
+    #[serde(default)]
+    pub silence_columns: Vec<u32>,
+    /// Per-utterance entities (`utt<TAB>[CLASS] words|...`, as `ctxbench score --entities`).
+    #[serde(default)]
+    pub entities: Option<String>,
+    /// Entity classes NE-WER counts (default: every class in `entities`).
+    #[serde(default)]
+    pub entity_classes: Vec<String>,
+    /// Charge insertions inside an entity span to the entity (ATC callsigns; default: never,
+    /// as fstalign scores Earnings).
+    #[serde(default)]
+    pub ne_insertions_inside: bool,
+    /// Biasing lists, one phrase per line, by scope: one global list under the name `global`.
+    #[serde(default)]
+    pub bias_list: Option<String>,
+    /// Per-utterance lists: a table `utt<TAB>phrase|phrase|...`.
+    #[serde(default)]
+    pub bias_utt: Option<String>,
+    /// Per-document lists: a folder of `<recording>.txt` files (documents from `segments`).
+    #[serde(default)]
+    pub bias_docs: Option<String>,
+    /// Further global lists by name (`{ rare = "lists/rare.txt" }`).
+    #[serde(default)]
+    pub lists: BTreeMap<String, String>,
+    /// The ARPA LM the graph's G was built from (only on-the-fly-lm G-boosting needs it).
+    #[serde(default)]
+    pub lm: Option<String>,
+    /// Refuse an utterance of `text` that has no scores (default: report it and leave it out).
+    #[serde(default)]
+    pub strict: bool,
+    /// Licence of the data.
+    #[serde(default)]
+    pub licence: String,
+    /// One line on what it is.
+    #[serde(default)]
+    pub description: String,
 }
 
 fn default_segment() -> f64 {

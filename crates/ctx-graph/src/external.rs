@@ -146,7 +146,7 @@ pub fn load_graph(
 fn export_readme(graph: &Graph, fst_name: &str) -> String {
     let inputs = match graph.kind {
         GraphKind::Hclg => format!(
-            "pdf-ids: input label k > 0 reads pdf k − 1 (no transition-ids; {} pdfs).\n\
+            "pdf-ids: input label k > 0 reads pdf k − 1 (no transition-ids; {} pdfs).\n  \
              Decode it with pdf log-likelihoods whose column j is pdf j.",
             graph.num_columns
         ),

@@ -18,9 +18,13 @@ use wfst_search::{Booster, DecoderConfig};
 /// Arguments of `ctxbench decode`.
 #[derive(Debug, Args)]
 pub struct DecodeArgs {
-    /// Dataset name (datasets.toml).
-    #[arg(long)]
-    pub dataset: String,
+    /// Dataset name (datasets.toml, or the --registry file; a `kind = "files"` entry decodes
+    /// your own model outputs).
+    #[arg(long, required_unless_present = "scores")]
+    pub dataset: Option<String>,
+    /// Your own inputs, without a registry entry (see README "Bring your own model").
+    #[command(flatten)]
+    pub files: FilesArgs,
     /// Decode the quick subset.
     #[arg(long)]
     pub quick: bool,
@@ -126,6 +130,120 @@ pub struct DecodeArgs {
     pub json: Option<PathBuf>,
 }
 
+/// `ctxbench decode --scores ... --graph ... --words ... --data ...`: a `files` dataset given on
+/// the command line (the fields of a `kind = "files"` registry entry).
+#[derive(Debug, Args, Default)]
+pub struct FilesArgs {
+    /// Scores: a Kaldi .ark (text or binary), an .scp, or a folder of <utt>.npy.
+    #[arg(long, requires_all = ["graph", "words", "data"], conflicts_with = "dataset")]
+    pub scores: Option<PathBuf>,
+    /// The decoding graph (OpenFst binary HCLG or TLG, vector or const).
+    #[arg(long, requires = "scores")]
+    pub graph: Option<PathBuf>,
+    /// The graph's words.txt.
+    #[arg(long, requires = "scores")]
+    pub words: Option<PathBuf>,
+    /// A Kaldi data directory (text; utt2dur, segments or wav.scp).
+    #[arg(long, requires = "scores")]
+    pub data: Option<PathBuf>,
+    /// hybrid (pdf log-likelihoods, HCLG) or ctc (token log-probs, TLG).
+    #[arg(long, default_value = "hybrid", requires = "scores")]
+    pub model: String,
+    /// final.mdl whose transition model maps the HCLG's transition-ids to pdf-ids.
+    #[arg(long, requires = "scores")]
+    pub transition_model: Option<PathBuf>,
+    /// A `transition-id pdf-id` text map (instead of --transition-model).
+    #[arg(long, requires = "scores")]
+    pub pdf_map: Option<PathBuf>,
+    /// A `graph-label score-column` text map (e.g. a TLG with its own token numbering).
+    #[arg(long, requires = "scores")]
+    pub label_map: Option<PathBuf>,
+    /// CTC: tokens.txt of the graph (names the blank).
+    #[arg(long, requires = "scores")]
+    pub tokens: Option<PathBuf>,
+    /// CTC: the blank's score column.
+    #[arg(long, requires = "scores")]
+    pub blank: Option<u32>,
+    /// Seconds per score row (default 0.01 hybrid, 0.04 CTC; 0.03 for chain models).
+    #[arg(long, requires = "scores")]
+    pub frame_shift: Option<f64>,
+    /// Score columns that are silence (hybrid), for endpointing; comma-separated.
+    #[arg(long, value_delimiter = ',', requires = "scores")]
+    pub silence_columns: Vec<u32>,
+    /// Per-utterance entities (`utt<TAB>[CLASS] words|...`).
+    #[arg(long, requires = "scores")]
+    pub entities: Option<PathBuf>,
+    /// One biasing list for every utterance (a phrase per line); also `list:global`.
+    #[arg(long, requires = "scores")]
+    pub bias_list: Option<PathBuf>,
+    /// Per-utterance biasing lists (`utt<TAB>phrase|phrase|...`).
+    #[arg(long, requires = "scores")]
+    pub bias_utt: Option<PathBuf>,
+    /// Per-document biasing lists: a folder of <recording>.txt (recordings from `segments`).
+    #[arg(long, requires = "scores")]
+    pub bias_docs: Option<PathBuf>,
+    /// The ARPA LM of the graph's G (only for --gboost-mode on-the-fly-lm).
+    #[arg(long, requires = "scores")]
+    pub lm: Option<PathBuf>,
+    /// Refuse utterances of `text` that have no scores (default: report and leave them out).
+    #[arg(long, requires = "scores")]
+    pub strict: bool,
+}
+
+impl FilesArgs {
+    /// A one-entry registry named `files` for these inputs (paths relative to the current folder).
+    pub fn registry(&self) -> Result<Option<ctx_data::registry::Registry>> {
+        let Some(scores) = &self.scores else {
+            return Ok(None);
+        };
+        let s = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+        let model = match self.model.as_str() {
+            "hybrid" => ctx_data::registry::ModelKind::Hybrid,
+            "ctc" => ctx_data::registry::ModelKind::Ctc,
+            m => bail!("--model '{m}' (hybrid or ctc)"),
+        };
+        let spec = ctx_data::registry::FilesSpec {
+            model,
+            graph: s(&self.graph).unwrap_or_default(),
+            words: s(&self.words).unwrap_or_default(),
+            scores: scores.display().to_string(),
+            data: s(&self.data).unwrap_or_default(),
+            transition_model: s(&self.transition_model),
+            pdf_map: s(&self.pdf_map),
+            label_map: s(&self.label_map),
+            tokens: s(&self.tokens),
+            blank: self.blank,
+            frame_shift_s: self.frame_shift,
+            acoustic_scale: None,
+            silence_columns: self.silence_columns.clone(),
+            entities: s(&self.entities),
+            entity_classes: Vec::new(),
+            ne_insertions_inside: false,
+            bias_list: s(&self.bias_list),
+            bias_utt: s(&self.bias_utt),
+            bias_docs: s(&self.bias_docs),
+            lists: Default::default(),
+            lm: s(&self.lm),
+            strict: self.strict,
+            licence: String::new(),
+            description: "files given on the command line".into(),
+        };
+        let mut datasets = std::collections::BTreeMap::new();
+        datasets.insert(
+            FILES_DATASET.to_string(),
+            ctx_data::registry::DatasetSpec::Files(Box::new(spec)),
+        );
+        Ok(Some(ctx_data::registry::Registry {
+            root: PathBuf::from("."),
+            path: PathBuf::from("(command line)"),
+            datasets,
+        }))
+    }
+}
+
+/// The dataset name of command-line files.
+pub const FILES_DATASET: &str = "files";
+
 fn pct(c: &ErrorCounts) -> String {
     c.rate().map_or("-".into(), |r| format!("{r:.1}"))
 }
@@ -136,7 +254,19 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
     if a.backend == ctx_cuda::Backend::Cuda {
         ctx_cuda::cuda::probe().map_err(|e| anyhow!("--backend cuda: {e}"))?;
     }
-    let reg = registry(&a.registry)?;
+    let (reg, dataset) = match a.files.registry()? {
+        Some(r) => (r, FILES_DATASET.to_string()),
+        None => (
+            registry(&a.registry)?,
+            a.dataset.clone().ok_or_else(|| {
+                anyhow!("--dataset NAME, or --scores with --graph, --words and --data")
+            })?,
+        ),
+    };
+    let is_files = matches!(
+        reg.get(&dataset)?,
+        ctx_data::registry::DatasetSpec::Files(_)
+    );
     let kind = GraphKind::parse(&a.kind).ok_or_else(|| {
         anyhow!(
             "unknown graph kind '{}' (hclg, tlg-normal, tlg-compact)",
@@ -196,20 +326,17 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
     }
     // Lists are checked on the dataset before the (possibly long) graph build and decoding.
     {
-        let ds = ctx_data::dataset::Dataset::load(&reg, &a.dataset, subset)?;
+        let ds = ctx_data::dataset::Dataset::load(&reg, &dataset, subset)?;
         for (m, k) in &methods {
             if let Some(ListKind::Global(n)) = k {
                 if !ds.global_lists.contains_key(n) {
-                    bail!(
-                        "method '{m}': dataset {} has no global list '{n}'",
-                        a.dataset
-                    );
+                    bail!("method '{m}': dataset {} has no global list '{n}'", dataset);
                 }
             }
         }
         if let Some(t) = &a.targets {
             if !ds.global_lists.contains_key(t) {
-                bail!("--targets: dataset {} has no global list '{t}'", a.dataset);
+                bail!("--targets: dataset {} has no global list '{t}'", dataset);
             }
         }
         if let Some(g) = a.gboost.as_ref().filter(|_| !per_utt) {
@@ -225,7 +352,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
     });
     let mut setup = Setup::load(
         &reg,
-        &a.dataset,
+        &dataset,
         &SetupOptions {
             gboost_otf: otf,
             subset,
@@ -240,6 +367,8 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             }),
         },
     )?;
+    // A files dataset's graph kind comes from its model, not from --kind.
+    let kind = if is_files { setup.graph.kind } else { kind };
     if let Some(r) = &setup.gboost {
         eprintln!(
             "G-boosting with list '{}' (discount {}): {} phrases, {} boosted, {} dropped (OOV); {} n-grams discounted, {} added",
@@ -269,7 +398,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         setup.dataset.utterances.truncate(n);
     }
     if setup.dataset.utterances.is_empty() {
-        bail!("dataset {} has no utterances to decode", a.dataset);
+        bail!("dataset {} has no utterances to decode", dataset);
     }
     let settings = DecodeSettings {
         config: DecoderConfig {
@@ -296,7 +425,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
     );
     let otf_boosters = pipeline::otf_boosters(
         &reg,
-        &a.dataset,
+        &dataset,
         &setup,
         subset,
         &pipeline::OtfRequest {
@@ -330,10 +459,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
     let kind_name = kind.name();
     let noise = match a.noise {
         Some(n) => n,
-        None => reg
-            .get(&a.dataset)?
-            .acoustic()
-            .map_or(f64::NAN, |k| k.noise),
+        None => reg.get(&dataset)?.acoustic().map_or(f64::NAN, |k| k.noise),
     };
     let rows: f64 = run
         .results
@@ -420,7 +546,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         csv.push_str(&format!(
             "{},{},{},{row},{method},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.3},{:.2},{},{},{},{},{},{},{},{},{}\n",
             a.experiment,
-            a.dataset,
+            dataset,
             a.section,
             run.backend,
             kind_name,

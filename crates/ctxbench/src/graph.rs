@@ -29,11 +29,67 @@ pub enum GraphCommand {
         #[arg(long)]
         registry: Option<PathBuf>,
     },
+    /// Write a dataset's graph for other tools: HCLG.fst or TLG.fst (OpenFst vector binary),
+    /// words.txt, tokens.txt (CTC) and a README.md stating the input-label convention.
+    Export {
+        /// Dataset name (datasets.toml).
+        #[arg(long)]
+        dataset: String,
+        /// hclg, tlg-normal or tlg-compact.
+        #[arg(long, default_value = "hclg")]
+        kind: String,
+        /// BPE pieces for TLG graphs.
+        #[arg(long, default_value_t = DEFAULT_BPE_SIZE)]
+        bpe_size: usize,
+        /// HCLG only: transition-id input labels and a final.mdl, as Kaldi writes graphs.
+        #[arg(long)]
+        transition_ids: bool,
+        /// Output folder.
+        #[arg(long)]
+        out: PathBuf,
+        /// Graph cache folder.
+        #[arg(long, default_value = "cache/graphs")]
+        cache: PathBuf,
+        /// The registry.
+        #[arg(long)]
+        registry: Option<PathBuf>,
+    },
 }
 
 /// Runs a graph command.
 pub fn run_graph(cmd: &GraphCommand) -> Result<()> {
     match cmd {
+        GraphCommand::Export {
+            dataset,
+            kind,
+            bpe_size,
+            transition_ids,
+            out,
+            cache,
+            registry: r,
+        } => {
+            let reg = registry(r)?;
+            let k = GraphKind::parse(kind).ok_or_else(|| {
+                anyhow!("unknown graph kind '{kind}' (hclg, tlg-normal, tlg-compact)")
+            })?;
+            if *transition_ids && k != GraphKind::Hclg {
+                anyhow::bail!("--transition-ids is for HCLG graphs");
+            }
+            let rep = dataset_graph(&reg, dataset, k, *bpe_size, cache)
+                .with_context(|| format!("building the {kind} graph of {dataset}"))?;
+            let mut g = rep.graph;
+            let tm = if *transition_ids {
+                Some(crate::export::to_transition_ids(&mut g)?)
+            } else {
+                None
+            };
+            let p = ctx_graph::external::export_graph(out, &g)?;
+            if let Some(tm) = tm {
+                tm.write(&out.join("final.mdl"), true)?;
+                crate::export::note_transition_ids(out)?;
+            }
+            println!("{}", p.display());
+        }
         GraphCommand::Build {
             dataset,
             kind,

@@ -18,6 +18,7 @@ pub mod commands;
 pub mod data;
 pub mod decode;
 pub mod experiment;
+pub mod export;
 pub mod graph;
 pub mod lm;
 pub mod pipeline;

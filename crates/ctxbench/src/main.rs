@@ -8,6 +8,7 @@ use ctxbench::commands::{
 };
 use ctxbench::data::{run_data, DataCommand};
 use ctxbench::decode::{run_decode, DecodeArgs};
+use ctxbench::export::{run_export, ExportArgs};
 use ctxbench::graph::{run_graph, GraphCommand};
 use ctxbench::lm::{run_lm, LmCommand};
 use ctxbench::score::{run_score, Format, ScoreArgs};
@@ -37,8 +38,12 @@ enum Command {
     /// Build decoding graphs (HCLG, TLG) of the datasets.
     #[command(subcommand)]
     Graph(GraphCommand),
-    /// Decode a dataset on CPU (simulated acoustics) and score the baseline and lattice biasing.
+    /// Decode a dataset (simulated acoustics) or your own scores, graph and data dir
+    /// (--scores/--graph/--words/--data), and score the baseline and the biasing methods.
     Decode(Box<DecodeArgs>),
+    /// Write a dataset as files other tools read: graph (OpenFst), scores (ark/npy), Kaldi data
+    /// dir, entities, lists, and a datasets.toml `files` entry that decodes them back.
+    Export(ExportArgs),
     /// Run experiment files: expand the sweep grid, decode and score the missing points, write
     /// results/<id>/ (points.csv/.parquet, table.md/.tex, plots, run.json).
     Run(RunArgs),
@@ -80,6 +85,10 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Lm(cmd) => run_lm(&cmd)?,
         Command::Decode(args) => run_decode(&args)?,
+        Command::Export(a) => {
+            let p = run_export(&a)?;
+            println!("{}", p.display());
+        }
         Command::Data(cmd) => run_data(&cmd)?,
         Command::Graph(cmd) => run_graph(&cmd)?,
         Command::Run(a) => run_run(&a)?,

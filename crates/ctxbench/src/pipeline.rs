@@ -40,6 +40,13 @@ pub enum Acoustic {
     },
     /// CTC log-posteriors over BPE pieces (TLG).
     Ctc(CtcSim),
+    /// A researcher's own scores read from files (`kind = "files"`), nothing simulated.
+    Files {
+        /// The scores by utterance.
+        table: ctx_core::score_table::ScoreTable,
+        /// Columns every matrix must have (the model's pdfs when a transition model says so).
+        width: Option<usize>,
+    },
 }
 
 /// Everything loaded for decoding one dataset.
@@ -64,6 +71,10 @@ pub struct Setup {
     pub hclg_phrases: Option<PhraseReport>,
     /// The LM and G behind on-the-fly G-boosting, when asked for.
     pub otf: Option<OtfGBoost>,
+    /// Utterances of a `files` dataset's `text` that have no scores (left out, reported).
+    pub missing_scores: Vec<String>,
+    /// A `files` dataset's entity classes (`None`: every class) and insertion rule.
+    pub files_scoring: Option<(Option<BTreeSet<String>>, NeInsertions)>,
 }
 
 /// On-the-fly G-boosting (003 §3.1.3, "online"): the graph stays the unboosted HCLG, and each
@@ -73,20 +84,35 @@ pub struct Setup {
 /// automaton ([`wfst_search::PhraseAutomaton`]), equal to it under the back-off rule (tested)
 /// with far fewer automaton states.
 pub struct OtfGBoost {
-    lm: ctx_core::arpa::ArpaLm,
+    lm: Option<ctx_core::arpa::ArpaLm>,
     words: ctx_core::symbols::SymbolTable,
     backoff: u32,
     small: std::sync::OnceLock<std::sync::Arc<wfst_search::BackoffLm>>,
 }
 
 impl OtfGBoost {
-    /// The dataset's LM (the one `graph` was compiled from) and the graph's word table.
+    /// The dataset's LM (the one `graph` was compiled from) and the graph's word table. A
+    /// `files` dataset has an LM only when its entry names one (`lm`); without it the phrase
+    /// automaton keeps every phrase whose words the graph has, and the exact mode is refused.
     pub fn new(reg: &Registry, name: &str, graph: &Graph) -> Result<Self> {
+        let lm = match reg.get(name)? {
+            ctx_data::registry::DatasetSpec::Files(f) => match &f.lm {
+                Some(p) => Some(ctx_core::arpa::ArpaLm::read(&reg.resolve(p))?),
+                None => None,
+            },
+            _ => Some(ctx_data::graphs::dataset_lm(reg, name)?),
+        };
         Ok(Self {
-            lm: ctx_data::graphs::dataset_lm(reg, name)?,
+            lm,
             words: graph.symbols.words.clone(),
             backoff: graph.symbols.word_disambig,
             small: std::sync::OnceLock::new(),
+        })
+    }
+
+    fn lm(&self) -> Result<&ctx_core::arpa::ArpaLm> {
+        self.lm.as_ref().ok_or_else(|| {
+            anyhow!("on-the-fly-lm G-boosting needs the LM the graph was built from: add `lm = \"G.arpa\"` to the files entry (or use --gboost-mode on-the-fly)")
         })
     }
 
@@ -96,7 +122,7 @@ impl OtfGBoost {
             return Ok(s.clone());
         }
         let (g, _) = ctx_graph::grammar::build_grammar_fst(
-            &self.lm,
+            self.lm()?,
             &self.words,
             self.backoff,
             ctx_graph::grammar::MissingWords::Skip,
@@ -123,7 +149,8 @@ impl OtfGBoost {
             let labels: Option<Vec<u32>> = p
                 .iter()
                 .map(|w| {
-                    if specials.contains(&w.as_str()) || self.lm.word_id(w).is_none() {
+                    let in_lm = self.lm.as_ref().is_none_or(|lm| lm.word_id(w).is_some());
+                    if specials.contains(&w.as_str()) || !in_lm {
                         None
                     } else {
                         self.words.id(w)
@@ -152,12 +179,12 @@ impl OtfGBoost {
         discount: f32,
     ) -> Result<(Booster, GBoostReport)> {
         let boost = GBoost { phrases, discount };
-        let (edit, report) = ctx_graph::gboost::gboost_edit(&self.lm, &self.words, &boost)?;
+        let (edit, report) = ctx_graph::gboost::gboost_edit(self.lm()?, &self.words, &boost)?;
         if report.kept == 0 {
             return Ok((Booster::None, report));
         }
         let (gb, _) = ctx_graph::grammar::build_grammar_fst_with(
-            &self.lm,
+            self.lm()?,
             &self.words,
             self.backoff,
             ctx_graph::grammar::MissingWords::Skip,
@@ -493,6 +520,9 @@ impl Setup {
             ref hclg_bias,
             gboost_otf,
         } = *opts;
+        if let ctx_data::registry::DatasetSpec::Files(f) = reg.get(name)? {
+            return Self::load_files(reg, name, f, opts);
+        }
         let dataset =
             Dataset::load(reg, name, subset).with_context(|| format!("loading dataset {name}"))?;
         let knobs = reg
@@ -573,6 +603,7 @@ impl Setup {
         let acoustic_scale = match &acoustic {
             Acoustic::Hybrid { sim, .. } => sim.acoustic_scale as f32,
             Acoustic::Ctc(sim) => sim.acoustic_scale as f32,
+            Acoustic::Files { .. } => unreachable!("files datasets load in load_files"),
         };
         Ok(Self {
             dataset,
@@ -585,6 +616,141 @@ impl Setup {
             gboost,
             hclg_phrases,
             otf,
+            missing_scores: Vec::new(),
+            files_scoring: None,
+        })
+    }
+
+    /// A `files` dataset: the researcher's graph, scores and data dir, decoded as they are.
+    fn load_files(
+        reg: &Registry,
+        name: &str,
+        f: &ctx_data::registry::FilesSpec,
+        opts: &SetupOptions<'_>,
+    ) -> Result<Self> {
+        use ctx_data::registry::ModelKind;
+        if opts.gboost.is_some() {
+            bail!("dataset {name}: static G-boosting recompiles HCLG from G and the lexicon, which a files dataset does not have; use --gboost-mode on-the-fly");
+        }
+        let mut dataset = Dataset::load(reg, name, opts.subset)
+            .with_context(|| format!("loading dataset {name}"))?;
+        let path = |p: &str| reg.resolve(p);
+        let maps = [&f.transition_model, &f.pdf_map, &f.label_map]
+            .iter()
+            .filter(|m| m.is_some())
+            .count();
+        if maps > 1 {
+            bail!("dataset {name}: give one of transition_model, pdf_map and label_map");
+        }
+        let mut width = None;
+        let label_map: Option<Vec<u32>> = if let Some(p) = &f.transition_model {
+            let tm = ctx_core::transition::TransitionModel::read(&path(p))?;
+            width = Some(tm.num_pdfs());
+            Some(tm.pdf_of_transition_ids())
+        } else if let Some(p) = &f.pdf_map {
+            Some(ctx_core::transition::read_pdf_map(&path(p))?)
+        } else if let Some(p) = &f.label_map {
+            Some(ctx_core::transition::read_pdf_map(&path(p))?)
+        } else {
+            None
+        };
+        let kind = match f.model {
+            ModelKind::Hybrid => GraphKind::Hclg,
+            ModelKind::Ctc => GraphKind::Tlg(ctx_graph::ctc::CtcTopology::Normal),
+        };
+        let mut graph = ctx_graph::external::load_graph(
+            &path(&f.graph),
+            &path(&f.words),
+            label_map.as_deref(),
+            kind,
+        )?;
+        let mut hclg_phrases = None;
+        if let Some(spec) = &opts.hclg_bias {
+            let list = BiasList {
+                phrases: static_list(&dataset, &spec.list)?,
+            };
+            let ids = PhraseIds::new(&list, &graph.symbols.words);
+            let b = build_biasing_fst(&graph.symbols.word_labels(), &ids.phrases, spec.discount)?;
+            graph = compose_with_biasing(&graph, &b)?;
+            hclg_phrases = Some(ids.report);
+        }
+        let otf = if opts.gboost_otf {
+            Some(OtfGBoost::new(reg, name, &graph)?)
+        } else {
+            None
+        };
+        let csr = DecodingGraph::from_fst(&graph.fst, None)?;
+        let table = ctx_core::score_table::ScoreTable::open(&path(&f.scores))?;
+        let mut missing_scores = Vec::new();
+        dataset.utterances.retain(|u| {
+            let has = table.contains(&u.id);
+            if !has {
+                missing_scores.push(u.id.clone());
+            }
+            has
+        });
+        if !missing_scores.is_empty() {
+            let msg = format!(
+                "{} utterance(s) of {}/text have no scores in {} (first: {})",
+                missing_scores.len(),
+                f.data,
+                f.scores,
+                missing_scores[0]
+            );
+            if f.strict {
+                bail!("{msg}; strict = true refuses to leave them out");
+            }
+            eprintln!("warning: {msg}; they are left out of every figure");
+        }
+        if dataset.utterances.is_empty() {
+            bail!(
+                "dataset {name}: no utterance of {}/text has scores in {}",
+                f.data,
+                f.scores
+            );
+        }
+        let blank = match (f.model, f.blank, &f.tokens) {
+            (ModelKind::Hybrid, _, _) => None,
+            (ModelKind::Ctc, Some(b), _) => Some(b),
+            (ModelKind::Ctc, None, Some(t)) => {
+                let tokens = ctx_core::symbols::SymbolTable::read(&path(t))?;
+                let label = ["<blk>", "<blank>", "<b>"]
+                    .iter()
+                    .find_map(|b| tokens.id(b))
+                    .ok_or_else(|| anyhow!("{t}: no <blk> or <blank> token; give `blank = COLUMN` in the files entry"))?;
+                match &label_map {
+                    Some(m) => m.get(label as usize).copied().filter(|&c| c != u32::MAX),
+                    None => label.checked_sub(1),
+                }
+            }
+            (ModelKind::Ctc, None, None) => Some(0),
+        };
+        let mut silence: Vec<u32> = f.silence_columns.iter().map(|c| c + 1).collect();
+        silence.extend(blank.map(|c| c + 1));
+        let (frame_s, acoustic_scale) = match f.model {
+            ModelKind::Hybrid => (0.01, 0.1),
+            ModelKind::Ctc => (0.04, 1.0),
+        };
+        Ok(Self {
+            dataset,
+            graph,
+            csr,
+            acoustic: Acoustic::Files { table, width },
+            frame_s: f.frame_shift_s.unwrap_or(frame_s),
+            silence,
+            acoustic_scale: f.acoustic_scale.unwrap_or(acoustic_scale) as f32,
+            gboost: None,
+            hclg_phrases,
+            otf,
+            missing_scores,
+            files_scoring: Some((
+                (!f.entity_classes.is_empty()).then(|| f.entity_classes.iter().cloned().collect()),
+                if f.ne_insertions_inside {
+                    NeInsertions::Inside
+                } else {
+                    NeInsertions::Never
+                },
+            )),
         })
     }
 
@@ -593,6 +759,34 @@ impl Setup {
         let (m, _) = match &self.acoustic {
             Acoustic::Hybrid { sim, pron } => sim.simulate(&u.id, &u.words, u.duration_s, pron)?,
             Acoustic::Ctc(sim) => sim.simulate(&u.id, &u.words, u.duration_s)?,
+            Acoustic::Files { table, width } => {
+                let m = table.get(&u.id)?.ok_or_else(|| {
+                    anyhow!(
+                        "{}: no scores for utterance {}",
+                        table.path().display(),
+                        u.id
+                    )
+                })?;
+                let need = self.graph.num_columns as usize;
+                if m.cols() < need || width.is_some_and(|w| w != m.cols()) {
+                    bail!(
+                        "{}: utterance {}: the scores have {} columns, but the graph reads {} ({}); scores and graph are from different models?",
+                        table.path().display(),
+                        u.id,
+                        m.cols(),
+                        width.unwrap_or(need),
+                        if width.is_some() { "pdfs of the transition model" } else { "its largest input label" }
+                    );
+                }
+                if m.rows() == 0 {
+                    bail!(
+                        "{}: utterance {} has no frames",
+                        table.path().display(),
+                        u.id
+                    );
+                }
+                (m, Vec::new())
+            }
         };
         Ok(m)
     }
@@ -613,6 +807,9 @@ impl Setup {
 
     /// The entity classes NE-WER counts (Earnings: PERSON and ORG, as the thesis; ATC: all).
     fn ne_classes(&self) -> Option<BTreeSet<String>> {
+        if let Some((classes, _)) = &self.files_scoring {
+            return classes.clone();
+        }
         if self.dataset.has_callsigns {
             None
         } else {
@@ -629,7 +826,9 @@ impl Setup {
     ) -> Result<ScoreTotals> {
         let opts = ScoreOptions {
             ne_classes: self.ne_classes(),
-            ne_insertions: if self.dataset.has_callsigns {
+            ne_insertions: if let Some((_, ins)) = &self.files_scoring {
+                *ins
+            } else if self.dataset.has_callsigns {
                 NeInsertions::Inside
             } else {
                 NeInsertions::Never

@@ -21,6 +21,8 @@ pub struct Utterance {
     pub duration_s: f64,
     /// Speaker id, when `utt2spk` lists one.
     pub speaker: Option<String>,
+    /// Recording id, when `segments` cuts the utterance from a recording (a document).
+    pub recording: Option<String>,
 }
 
 /// A Kaldi data directory's utterances, in the order of its `text` file.
@@ -95,6 +97,12 @@ impl KaldiDataDir {
         let text = read_text_table(&text_path)?;
 
         let mut durations: HashMap<String, f64> = HashMap::new();
+        let mut recordings: HashMap<String, String> = HashMap::new();
+        if let Some(p) = file("segments") {
+            for (_, f) in read_pairs(&p, 4)? {
+                recordings.insert(f[0].clone(), f[1].clone());
+            }
+        }
         if let Some(p) = file("utt2dur") {
             for (line, f) in read_pairs(&p, 2)? {
                 durations.insert(f[0].clone(), parse_secs(&p, line, &f[1])?);
@@ -144,11 +152,13 @@ impl KaldiDataDir {
                 )
             })?;
             let speaker = speakers.get(&id).cloned();
+            let recording = recordings.get(&id).cloned();
             utterances.push(Utterance {
                 id,
                 words,
                 duration_s,
                 speaker,
+                recording,
             });
         }
         Ok(Self { utterances })

@@ -110,27 +110,7 @@ impl ScoringRef {
         words: &[S],
         phrases: &[(String, Vec<String>)],
     ) -> Result<Self> {
-        let mut taken = vec![false; words.len()];
-        let mut spans = Vec::with_capacity(phrases.len());
-        for (class, phrase) in phrases {
-            let n = phrase.len();
-            let found = (0..words.len().saturating_sub(n.saturating_sub(1))).find(|&s| {
-                n > 0
-                    && s + n <= words.len()
-                    && (s..s + n).all(|i| !taken[i] && words[i].as_ref() == phrase[i - s])
-            });
-            let s = found.ok_or_else(|| {
-                CoreError::utt(
-                    id,
-                    format!(
-                        "entity {:?} does not occur in the reference (or overlaps an earlier one)",
-                        phrase.join(" ")
-                    ),
-                )
-            })?;
-            taken[s..s + n].iter_mut().for_each(|t| *t = true);
-            spans.push((class.clone(), s, s + n));
-        }
+        let spans = entity_spans(id, words, phrases)?;
         Self::with_spans(id, words, &spans)
     }
 
@@ -252,6 +232,38 @@ impl ScoringRef {
         }
         out
     }
+}
+
+/// Locates entity phrases `(class, words)` in a reference as spans `(class, start, end)`: each at
+/// its first occurrence that does not overlap an entity located before it. A phrase that does not
+/// occur is an error naming the utterance.
+pub fn entity_spans<S: AsRef<str>>(
+    id: &str,
+    words: &[S],
+    phrases: &[(String, Vec<String>)],
+) -> Result<Vec<(String, usize, usize)>> {
+    let mut taken = vec![false; words.len()];
+    let mut spans = Vec::with_capacity(phrases.len());
+    for (class, phrase) in phrases {
+        let n = phrase.len();
+        let found = (0..words.len().saturating_sub(n.saturating_sub(1))).find(|&s| {
+            n > 0
+                && s + n <= words.len()
+                && (s..s + n).all(|i| !taken[i] && words[i].as_ref() == phrase[i - s])
+        });
+        let s = found.ok_or_else(|| {
+            CoreError::utt(
+                id,
+                format!(
+                    "entity {:?} does not occur in the reference (or overlaps an earlier one)",
+                    phrase.join(" ")
+                ),
+            )
+        })?;
+        taken[s..s + n].iter_mut().for_each(|t| *t = true);
+        spans.push((class.clone(), s, s + n));
+    }
+    Ok(spans)
 }
 
 /// Per-utterance entity annotations: `utt-id<TAB>entity|entity|...`, each entity `[CLASS] words` or
