@@ -108,3 +108,139 @@ fn kaldi_transition_id_hclg_decodes_like_the_pdf_graph() {
 fn tlg_round_trip_is_identical() {
     round_trip("tlg-compact", "npy", false);
 }
+
+/// The command-line form (`--scores --graph --words --data`) and every bad input of the issue:
+/// a clear message naming the file and the utterance, exit 1, never a panic.
+#[test]
+fn command_line_files_and_bad_inputs() {
+    use ctx_core::scores::{write_ark, ScoreMatrix};
+    use ctx_core::transition::TransitionModel;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("x");
+    ok(&[
+        "export",
+        "--dataset",
+        "atco2-sim-1h",
+        "--quick",
+        "--limit",
+        "4",
+        "--transition-ids",
+        "--out",
+        s(&out),
+    ]);
+    let (graph, words, data, mdl) = (
+        out.join("graph/HCLG.fst"),
+        out.join("graph/words.txt"),
+        out.join("data"),
+        out.join("graph/final.mdl"),
+    );
+    let ark = out.join("scores.ark");
+    let args = |scores: &Path, words: &Path, mdl: &Path| -> Vec<String> {
+        [
+            "decode",
+            "--scores",
+            s(scores),
+            "--graph",
+            s(&graph),
+            "--words",
+            s(words),
+            "--data",
+            s(&data),
+            "--transition-model",
+            s(mdl),
+            "--frame-shift",
+            "0.03",
+            "--silence-columns",
+            "0",
+            "--methods",
+            "none",
+        ]
+        .iter()
+        .map(|x| x.to_string())
+        .collect()
+    };
+    let run = |a: &[String]| {
+        let v: Vec<&str> = a.iter().map(String::as_str).collect();
+        ctxbench(&v)
+    };
+    let fails = |a: &[String], needles: &[&str]| {
+        let o = run(a);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        for n in needles {
+            assert!(err.contains(n), "expected '{n}' in: {err}");
+        }
+    };
+    // The good case decodes all four utterances.
+    let o = run(&args(&ark, &words, &mdl));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Scores of another width.
+    let m = ctx_core::score_table::ScoreTable::open(&ark).unwrap();
+    let ids: Vec<String> = m.ids().to_vec();
+    let narrow = d.join("narrow.ark");
+    let small = ScoreMatrix::zeros(50, 7);
+    let mut entries: Vec<(String, ScoreMatrix)> = ids
+        .iter()
+        .map(|u| (u.clone(), m.get(u).unwrap().unwrap()))
+        .collect();
+    entries[1].1 = small;
+    write_ark(&narrow, entries.iter().map(|(u, m)| (u.as_str(), m)), true).unwrap();
+    fails(
+        &args(&narrow, &words, &mdl),
+        &["narrow.ark", &ids[1], "7 columns", "40"],
+    );
+    // An utterance of `text` without scores: reported and left out; --strict refuses.
+    let three = d.join("three.ark");
+    write_ark(
+        &three,
+        entries
+            .iter()
+            .skip(2)
+            .chain(entries.iter().take(1))
+            .map(|(u, m)| (u.as_str(), m)),
+        true,
+    )
+    .unwrap();
+    let o = run(&args(&three, &words, &mdl));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("1 utterance(s)") && err.contains(&ids[1]),
+        "{err}"
+    );
+    assert!(err.contains("decoding 3 utterances"), "{err}");
+    let mut strict = args(&three, &words, &mdl);
+    strict.push("--strict".into());
+    fails(&strict, &[&ids[1], "strict"]);
+    // A graph whose output symbols are not all in words.txt.
+    let short = d.join("words-short.txt");
+    let w = read(&words);
+    std::fs::write(
+        &short,
+        w.lines().take(100).collect::<Vec<_>>().join("\n") + "\n",
+    )
+    .unwrap();
+    fails(
+        &args(&ark, &short, &mdl),
+        &["HCLG.fst", "output label", "words-short.txt"],
+    );
+    // A transition-id beyond the model's: a model of 10 pdfs for a graph of 40.
+    let mut tm = TransitionModel::read(&mdl).unwrap();
+    tm.tuples.truncate(10);
+    let small_mdl = d.join("small.mdl");
+    tm.write(&small_mdl, false).unwrap();
+    fails(
+        &args(&ark, &words, &small_mdl),
+        &["HCLG.fst", "input label", "beyond"],
+    );
+    // A truncated archive.
+    let b = std::fs::read(&ark).unwrap();
+    let cut = d.join("cut.ark");
+    std::fs::write(&cut, &b[..b.len() - 1000]).unwrap();
+    fails(
+        &args(&cut, &words, &mdl),
+        &["cut.ark", &ids[3], "truncated"],
+    );
+}
