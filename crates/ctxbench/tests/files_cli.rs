@@ -244,3 +244,62 @@ fn command_line_files_and_bad_inputs() {
         &["cut.ark", &ids[3], "truncated"],
     );
 }
+
+/// Graphs written by OpenFst (kaldifst), vector and const, decode a researcher's scores to the
+/// words the scores favour.
+#[test]
+fn openfst_written_graphs_decode() {
+    let fx = root().join("crates/ctx-graph/tests/fixtures/openfst");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = d.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("text"), "u1 hello world\nu2 goodbye\n").unwrap();
+    std::fs::write(data.join("utt2dur"), "u1 0.06\nu2 0.05\n").unwrap();
+    // Log-likelihoods over 3 pdfs: u1 pdf 0 then pdf 1, u2 pdf 2 throughout.
+    let row = |k: usize| {
+        let v: Vec<&str> = (0..3).map(|j| if j == k { "-0.1" } else { "-5" }).collect();
+        v.join(" ")
+    };
+    let ark = format!(
+        "u1 [\n {}\n {}\n {}\n {}\n {}\n {} ]\nu2 [\n {}\n {}\n {}\n {}\n {} ]\n",
+        row(0),
+        row(0),
+        row(0),
+        row(1),
+        row(1),
+        row(1),
+        row(2),
+        row(2),
+        row(2),
+        row(2),
+        row(2)
+    );
+    std::fs::write(d.join("s.ark"), ark).unwrap();
+    for g in ["small.vector.fst", "small.const.fst"] {
+        let hyp = d.join(g);
+        ok(&[
+            "decode",
+            "--scores",
+            s(&d.join("s.ark")),
+            "--graph",
+            s(&fx.join(g)),
+            "--words",
+            s(&fx.join("words.txt")),
+            "--data",
+            s(&data),
+            "--acoustic-scale",
+            "1.0",
+            "--no-endpointing",
+            "--methods",
+            "none",
+            "--hyp-dir",
+            s(&hyp),
+        ]);
+        assert_eq!(
+            read(&hyp.join("none.txt")),
+            "u1 hello world\nu2 goodbye\n",
+            "{g}"
+        );
+    }
+}
