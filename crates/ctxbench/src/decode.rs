@@ -113,7 +113,8 @@ pub struct DecodeArgs {
     /// datasets.toml rather than passing it per method).
     #[arg(long)]
     pub noise: Option<f64>,
-    /// Write each output's hypotheses as a Kaldi `text` file `<dir>/<output>.txt`.
+    /// Write each output's hypotheses as a Kaldi `text` file `<dir>/<output>.txt` and a CTM
+    /// with word times `<dir>/<output>.ctm`.
     #[arg(long)]
     pub hyp_dir: Option<PathBuf>,
     /// Write the figures as a results-contract CSV (DESIGN.md §8) here.
@@ -510,6 +511,23 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             }
             ctx_core::io::write_atomic(&dir.join(format!("{name}.txt")), |w| {
                 w.write_all(text.as_bytes())
+            })?;
+            // CTM: utterance, channel, start, duration, word (times from the frame shift).
+            let mut ctm = String::new();
+            for (u, t) in setup.dataset.utterances.iter().zip(&o.timed) {
+                for (w, tw) in setup
+                    .words(&t.iter().map(|x| x.word).collect::<Vec<_>>())
+                    .iter()
+                    .zip(t)
+                {
+                    ctm.push_str(&format!(
+                        "{} 1 {:.2} {:.2} {w}\n",
+                        u.id, tw.start_s, tw.dur_s
+                    ));
+                }
+            }
+            ctx_core::io::write_atomic(&dir.join(format!("{name}.ctm")), |w| {
+                w.write_all(ctm.as_bytes())
             })?;
         }
         let t: ScoreTotals = o.totals;

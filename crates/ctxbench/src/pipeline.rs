@@ -1041,6 +1041,67 @@ pub fn lattice_bias(
     kind: &ListKind,
     discount: f32,
 ) -> Result<(Vec<Vec<String>>, PhraseReport, f64)> {
+    let (timed, report, secs) = lattice_bias_timed(setup, run, kind, discount)?;
+    let hyps = timed
+        .iter()
+        .map(|t| setup.words(&t.iter().map(|w| w.word).collect::<Vec<_>>()))
+        .collect();
+    Ok((hyps, report, secs))
+}
+
+/// A hypothesis word with its time in the utterance (CTM).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimedWord {
+    /// Word id.
+    pub word: u32,
+    /// Start in seconds from the utterance start.
+    pub start_s: f64,
+    /// Duration in seconds.
+    pub dur_s: f64,
+}
+
+fn timed_path(
+    setup: &Setup,
+    seg: &wfst_search::SegmentResult,
+    path: &wfst_search::LatticePath,
+) -> Vec<TimedWord> {
+    let ends = path.end_rows(seg.rows as u32);
+    // Every word is kept even if a path carried no times (then it spans the segment).
+    path.words
+        .iter()
+        .enumerate()
+        .map(|(i, &word)| {
+            let s = path.start_rows.get(i).copied().unwrap_or(0);
+            let e = ends.get(i).copied().unwrap_or(seg.rows as u32);
+            TimedWord {
+                word,
+                start_s: (seg.start_row + s as u64) as f64 * setup.frame_s,
+                dur_s: e.saturating_sub(s) as f64 * setup.frame_s,
+            }
+        })
+        .collect()
+}
+
+/// The Viterbi best paths with word times.
+pub fn best_timed(setup: &Setup, run: &DecodeRun) -> Vec<Vec<TimedWord>> {
+    run.results
+        .iter()
+        .map(|r| {
+            r.segments
+                .iter()
+                .flat_map(|seg| timed_path(setup, seg, &seg.best))
+                .collect()
+        })
+        .collect()
+}
+
+/// [`lattice_bias`] with the word times of each rescored path.
+pub fn lattice_bias_timed(
+    setup: &Setup,
+    run: &DecodeRun,
+    kind: &ListKind,
+    discount: f32,
+) -> Result<(Vec<Vec<TimedWord>>, PhraseReport, f64)> {
     if let ListKind::Global(name) = kind {
         if !setup.dataset.global_lists.contains_key(name) {
             bail!("dataset {} has no global list '{name}'", setup.dataset.name);
@@ -1067,7 +1128,7 @@ pub fn lattice_bias(
                 .as_ref()
                 .ok_or_else(|| anyhow!("{}: lattice biasing needs lattices", u.id))?;
             if ids.is_empty() {
-                words.extend(seg.best.words.iter().copied());
+                words.extend(timed_path(setup, seg, &seg.best));
                 continue;
             }
             let best = match &automaton {
@@ -1081,11 +1142,11 @@ pub fn lattice_bias(
                 }
             };
             match best {
-                Some(p) => words.extend(p.path.words),
-                None => words.extend(seg.best.words.iter().copied()),
+                Some(p) => words.extend(timed_path(setup, seg, &p.path)),
+                None => words.extend(timed_path(setup, seg, &seg.best)),
             }
         }
-        hyps.push(setup.words(&words));
+        hyps.push(words);
     }
     Ok((hyps, report, t.elapsed().as_secs_f64()))
 }
@@ -1121,6 +1182,8 @@ pub fn table1_row(output: &str) -> &'static str {
 pub struct Output {
     /// Hypotheses in dataset order.
     pub hyps: Vec<Vec<String>>,
+    /// The same words with their times (CTM).
+    pub timed: Vec<Vec<TimedWord>>,
     /// Their scores.
     pub totals: ScoreTotals,
     /// Seconds spent rescoring (0 for the 1-best).
@@ -1137,16 +1200,21 @@ pub fn output(
     lattice: Option<(&ListKind, f32)>,
     targets: Option<&BTreeSet<String>>,
 ) -> Result<Output> {
-    let (hyps, rescore_s, report) = match lattice {
-        None => (best_hyps(setup, run), 0.0, None),
+    let (timed, rescore_s, report) = match lattice {
+        None => (best_timed(setup, run), 0.0, None),
         Some((k, d)) => {
-            let (h, rep, s) = lattice_bias(setup, run, k, d)?;
+            let (h, rep, s) = lattice_bias_timed(setup, run, k, d)?;
             (h, s, Some(rep))
         }
     };
+    let hyps: Vec<Vec<String>> = timed
+        .iter()
+        .map(|t| setup.words(&t.iter().map(|w| w.word).collect::<Vec<_>>()))
+        .collect();
     let totals = setup.score(&hyps, targets)?;
     Ok(Output {
         hyps,
+        timed,
         totals,
         rescore_s,
         report,
