@@ -142,7 +142,8 @@ impl TransitionModel {
     }
 }
 
-/// Reads a two-column text map `transition-id pdf-id` into the form of
+/// Reads a two-column text map `label column` — a transition-id and its pdf-id, or any graph
+/// input label and the score column it reads — into the form of
 /// [`TransitionModel::pdf_of_transition_ids`]. Ids must be unique and cover 1..=max without gaps.
 pub fn read_pdf_map(path: &Path) -> Result<Vec<u32>> {
     let text = crate::io::read_text(path)?;
@@ -158,17 +159,17 @@ pub fn read_pdf_map(path: &Path) -> Result<Vec<u32>> {
             return Err(CoreError::parse(
                 path,
                 i + 1,
-                format!("expected `transition-id pdf-id`, got {line:?}"),
+                format!("expected `label column` (transition-id pdf-id, or graph input label score column), got {line:?}"),
             ));
         };
         if tid == 0 {
-            return Err(CoreError::parse(path, i + 1, "transition-id 0 is ε"));
+            return Err(CoreError::parse(path, i + 1, "label 0 is ε"));
         }
         if pairs.insert(tid, pdf).is_some() {
             return Err(CoreError::parse(
                 path,
                 i + 1,
-                format!("transition-id {tid} twice"),
+                format!("label {tid} twice"),
             ));
         }
     }
@@ -177,7 +178,7 @@ pub fn read_pdf_map(path: &Path) -> Result<Vec<u32>> {
         if tid as usize != k + 1 {
             return Err(CoreError::format(
                 path,
-                format!("transition-id {} is missing", k + 1),
+                format!("label {} is missing", k + 1),
             ));
         }
         out.push(pdf);
@@ -714,7 +715,7 @@ mod tests {
         assert!(e.contains("truncated"), "{e}");
         std::fs::write(&p, "1 0\n2 4\n4 1\n").unwrap();
         let e = read_pdf_map(&p).unwrap_err().to_string();
-        assert!(e.contains("transition-id 3 is missing"), "{e}");
+        assert!(e.contains("label 3 is missing"), "{e}");
         std::fs::write(&p, "1 0\n2 x\n").unwrap();
         let e = read_pdf_map(&p).unwrap_err().to_string();
         assert!(e.contains(":2:"), "{e}");
