@@ -166,11 +166,7 @@ pub fn read_pdf_map(path: &Path) -> Result<Vec<u32>> {
             return Err(CoreError::parse(path, i + 1, "label 0 is ε"));
         }
         if pairs.insert(tid, pdf).is_some() {
-            return Err(CoreError::parse(
-                path,
-                i + 1,
-                format!("label {tid} twice"),
-            ));
+            return Err(CoreError::parse(path, i + 1, format!("label {tid} twice")));
         }
     }
     let mut out = vec![u32::MAX];

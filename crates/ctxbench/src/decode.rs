@@ -117,6 +117,10 @@ pub struct DecodeArgs {
     /// with word times `<dir>/<output>.ctm`.
     #[arg(long)]
     pub hyp_dir: Option<PathBuf>,
+    /// Write the decoded word lattices (before any lattice biasing) here as a Kaldi text
+    /// archive of CompactLattices: word ids of words.txt, graph and unscaled acoustic costs.
+    #[arg(long)]
+    pub lattice_out: Option<PathBuf>,
     /// Write the figures as a results-contract CSV (DESIGN.md §8) here.
     #[arg(long)]
     pub points_out: Option<PathBuf>,
@@ -457,6 +461,14 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
     };
     // Per-utterance lists are compiled while decoding: their time counts in RTFx.
     run.decode_s += otf_boosters.as_ref().map_or(0.0, |o| o.context_s());
+    if let Some(p) = &a.lattice_out {
+        let mut text = String::new();
+        for r in &run.results {
+            crate::kaldi_lattice::write_utterance(&mut text, r, settings.config.acoustic_scale)?;
+        }
+        ctx_core::io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;
+        eprintln!("wrote {} lattices to {}", run.results.len(), p.display());
+    }
     let kind_name = kind.name();
     let noise = match a.noise {
         Some(n) => n,

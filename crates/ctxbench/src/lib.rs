@@ -2,9 +2,9 @@
 //!
 //! - [`score`]: `ctxbench score`, scoring hypotheses against Kaldi `text` or Earnings `.nlp`
 //!   references with WER, NE-WER, U-WER, NE-A, per-class WER and target-word P/R/F1.
-
 //! - [`pipeline`]: dataset → graph → simulated scores → decoding → rescoring → scoring.
 //! - [`decode`]: `ctxbench decode`, one decoding run with its figures.
+//! - [`kaldi_lattice`]: word lattices as a Kaldi text archive of CompactLattices.
 //! - [`experiment`]: experiment files and presets, the sweep grid.
 //! - [`run`]: `ctxbench run`/`merge`: resumable, shardable execution of the points.
 //! - [`point`]: decoding and scoring one group of points (what a figure depends on).
@@ -20,6 +20,7 @@ pub mod decode;
 pub mod experiment;
 pub mod export;
 pub mod graph;
+pub mod kaldi_lattice;
 pub mod lm;
 pub mod pipeline;
 pub mod plot;

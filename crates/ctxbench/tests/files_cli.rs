@@ -303,3 +303,62 @@ fn openfst_written_graphs_decode() {
         );
     }
 }
+
+/// `--lattice-out` writes one Kaldi CompactLattice per utterance: segments chained by ε arcs,
+/// acoustic costs unscaled, and the cheapest path at the decoder's acoustic scale spells the
+/// Viterbi 1-best of every utterance (Earnings-21 calls are endpointed into many segments).
+#[test]
+fn lattices_are_kaldi_text_archives_whose_best_path_is_the_one_best() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (hyps, lat, graph) = (d.join("h"), d.join("lat.txt"), d.join("graph"));
+    ok(&[
+        "decode",
+        "--dataset",
+        "earnings21",
+        "--quick",
+        "--limit",
+        "2",
+        "--methods",
+        "none",
+        "--acoustic-scale",
+        "0.1",
+        "--hyp-dir",
+        s(&hyps),
+        "--lattice-out",
+        s(&lat),
+    ]);
+    ok(&[
+        "graph",
+        "export",
+        "--dataset",
+        "earnings21",
+        "--out",
+        s(&graph),
+    ]);
+    let words: std::collections::HashMap<u32, String> = read(&graph.join("words.txt"))
+        .lines()
+        .map(|l| {
+            let mut f = l.split_whitespace();
+            let (w, i) = (f.next().unwrap(), f.next().unwrap());
+            (i.parse().unwrap(), w.to_string())
+        })
+        .collect();
+    let lats = ctxbench::kaldi_lattice::read_text_archive(&lat).unwrap();
+    let text = read(&hyps.join("none.txt"));
+    assert_eq!(lats.len(), 2);
+    let mut glue = 0;
+    for (l, line) in lats.iter().zip(text.lines()) {
+        let mut f = line.split_whitespace();
+        assert_eq!(Some(l.key.as_str()), f.next());
+        let want: Vec<&str> = f.collect();
+        let (ids, _) = l.best_path(0.1).unwrap();
+        let got: Vec<&str> = ids.iter().map(|i| words[i].as_str()).collect();
+        assert_eq!(got, want, "{}", l.key);
+        assert!(want.len() > 50);
+        glue += l.arcs.iter().filter(|a| a.2 == 0).count();
+        // Unscaled acoustic costs: at scale 1 the acoustics dominate and the best path changes.
+        assert_ne!(l.best_path(1.0).unwrap().0, ids, "{}", l.key);
+    }
+    assert!(glue > 10, "segments chained by ε arcs: {glue}");
+}

@@ -482,3 +482,55 @@ bias_list = "sequences"
     assert!(!o.status.success());
     assert!(stderr(&o).contains("backend 'auto'"), "{}", stderr(&o));
 }
+
+/// A researcher's own outputs in a sweep: the quick set exported (graph, scores, data dir,
+/// lists) and registered as `kind = "files"` in a registry of the user's; the same experiment
+/// run on it through `ctxbench run --registry` gives the built-in dataset's figures.
+#[test]
+fn experiments_run_on_a_files_registry_like_the_builtin_dataset() {
+    let d = tempfile::tempdir().unwrap();
+    let export = d.path().join("export");
+    let o = ctxbench(&[
+        "export",
+        "--dataset",
+        "atco2-sim-1h",
+        "--quick",
+        "--limit",
+        "12",
+        "--out",
+        s(&export),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let builtin = small(d.path(), "builtin", "11", "");
+    let text = std::fs::read_to_string(&builtin)
+        .unwrap()
+        .replace(
+            "dataset = \"atco2-sim-1h\"",
+            "dataset = \"atco2-sim-1h-files\"",
+        )
+        .replace("subset = \"quick\"\n", "");
+    let files = d.path().join("experiments/files.toml");
+    std::fs::write(&files, text).unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    let o = ctxbench(&["run", s(&builtin), "--out", s(&a)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let reg = export.join("datasets.toml");
+    let o = ctxbench(&["run", s(&files), "--out", s(&b), "--registry", s(&reg)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (x, y) = (
+        cell_of(&a.join("builtin/points.csv")),
+        cell_of(&b.join("files/points.csv")),
+    );
+    for row in ["No biasing", "Sequences"] {
+        for c in ["wer", "ne_wer", "u_wer", "utterances", "phrases_kept"] {
+            assert_eq!(x(row, c), y(row, c), "{row} {c}");
+        }
+        assert_eq!(y(row, "dataset"), "atco2-sim-1h-files");
+    }
+    assert_eq!(y("No biasing", "utterances"), "12.0");
+    // Without the user's registry the dataset is unknown: a clear error before decoding.
+    fails_with(
+        &["run", s(&files), "--out", s(&b), "--force"],
+        "atco2-sim-1h-files",
+    );
+}
