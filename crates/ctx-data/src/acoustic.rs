@@ -11,16 +11,17 @@
 //!   articulatory features (vowels: height, backness, rounding, diphthong; consonants: place,
 //!   manner, voicing).
 //! - **CTC** ([`CtcSim`]): words → BPE pieces → a peaky alignment at 40 ms (each piece on one or
-//!   two frames, blanks between and around) → log-softmax rows: the aligned token gets logit
-//!   `separation`, pieces near it in spelling share mass (logit −`separation`·distance), plus the
-//!   same noise and confusion model.
+//!   two frames, blanks between and around) → log-softmax rows where blank holds almost all the
+//!   mass between spikes, a spike's piece almost all of it on its frames, and pieces near it in
+//!   spelling and blank compete under the noise; the same confusion model.
 //!
-//! Knobs live in datasets.toml (`[<dataset>.acoustic]`); `noise` is calibrated once per dataset in
-//! the decoder issue so that the unbiased baseline WER lands near the published one.
+//! Knobs live in datasets.toml, one table per model kind (`[<dataset>.acoustic]` hybrid,
+//! `[<dataset>.acoustic_ctc]` CTC); `noise` is calibrated once per dataset and model kind so that
+//! the unbiased baseline WER lands near the published one for that model family.
 
 use crate::bpe::Bpe;
 use crate::pronounce::{Pronouncer, CMU_PHONES};
-use crate::registry::AcousticSpec;
+use crate::registry::{AcousticSpec, CtcAcousticSpec};
 use crate::rng::Rng;
 use ctx_core::scores::ScoreMatrix;
 
@@ -290,23 +291,38 @@ fn edit_distance(a: &[char], b: &[char]) -> usize {
 }
 
 /// The CTC simulator over a BPE model's pieces (column 0 = blank, column i = piece id i).
+///
+/// Per frame, logits `g` (then log-softmax), with `L = ln V` over the `V` columns, `M` the
+/// margin and `σ_u` the utterance's noise level:
+/// - every column not named below: 0, so together they hold about `1/(1+e^M)` of the mass;
+/// - a blank frame: blank `L + M + σ_u·z`; a piece spiking on the next or previous frame leaks
+///   `L + M − 3 + σ_u·z` (real CTC spikes have shoulders);
+/// - a piece's frame: the piece `L + M + σ_u·z`, blank `L + M − 2 + σ_u·z`, each piece near it in
+///   spelling (normalised edit distance `d ≤ 0.5`) `L + M − 1 − M·d + σ_u·z`.
+///
+/// Errors come from the noise (a near piece or blank overtaking the spike: substitutions and
+/// deletions of pieces, more for close spellings, which a lexicon in the search mostly repairs)
+/// and from word confusion events (with probability `confusion`·σ_u/noise per word the model
+/// hears the known word nearest in spelling, [`CtcSim::with_vocabulary`]: a real word, so only
+/// context can repair it). With `M = 6` blank is the argmax on most frames and posteriors are
+/// peaky, as in a real CTC model.
 #[derive(Debug, Clone)]
 pub struct CtcSim {
-    knobs: AcousticSpec,
+    knobs: CtcAcousticSpec,
     bpe: Bpe,
     /// Frame shift in seconds.
     pub frame_s: f64,
-    /// Logit of the aligned token above a maximally distant one (nats).
-    pub separation: f64,
-    /// The acoustic scale a decoder uses with these scores (not yet calibrated for CTC: 1.0).
+    /// The acoustic scale a decoder uses with these scores (from the knobs).
     pub acoustic_scale: f64,
     /// Per piece, its near pieces (normalised spelling distance ≤ 0.5) with their distance.
     near: Vec<Vec<(usize, f64)>>,
+    /// The words the model knows, by first letter (word confusions pick among them).
+    vocab: std::collections::HashMap<char, Vec<Vec<char>>>,
 }
 
 impl CtcSim {
     /// A simulator for a BPE model.
-    pub fn new(knobs: AcousticSpec, bpe: Bpe) -> Self {
+    pub fn new(knobs: CtcAcousticSpec, bpe: Bpe) -> Self {
         let chars: Vec<Vec<char>> = bpe
             .pieces()
             .iter()
@@ -325,18 +341,55 @@ impl CtcSim {
             })
             .collect();
         Self {
+            acoustic_scale: knobs.acoustic_scale,
             knobs,
             bpe,
             frame_s: 0.04,
-            separation: 8.0,
-            acoustic_scale: 1.0,
             near,
+            vocab: Default::default(),
         }
+    }
+
+    /// The words the simulated model may confuse a word with (the vocabulary of its training
+    /// text; never a biasing list). Without one there are no word confusions.
+    pub fn with_vocabulary<'a>(mut self, words: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut set: Vec<&str> = words.into_iter().collect();
+        set.sort_unstable();
+        set.dedup();
+        for w in set {
+            if let Some(c) = w.chars().next() {
+                self.vocab.entry(c).or_default().push(w.chars().collect());
+            }
+        }
+        self
+    }
+
+    /// The known word nearest to `w` in spelling (same first letter, length within 2; ties: the
+    /// first in sorted order), if any lies within half its length.
+    fn nearest_word(&self, w: &str) -> Option<String> {
+        let c: Vec<char> = w.chars().collect();
+        let bucket = self.vocab.get(c.first()?)?;
+        let mut best: Option<(f64, &Vec<char>)> = None;
+        for v in bucket {
+            if *v == c || v.len().abs_diff(c.len()) > 2 {
+                continue;
+            }
+            let d = edit_distance(&c, v) as f64 / c.len().max(v.len()) as f64;
+            if d <= 0.5 && best.is_none_or(|(b, _)| d < b) {
+                best = Some((d, v));
+            }
+        }
+        best.map(|(_, v)| v.iter().collect())
     }
 
     /// Score columns: blank + pieces.
     pub fn num_tokens(&self) -> usize {
         self.bpe.len() + 1
+    }
+
+    /// The BPE model whose pieces the columns are.
+    pub fn bpe(&self) -> &Bpe {
+        &self.bpe
     }
 
     /// Log-softmax rows for an utterance, and the aligned token of each frame (0 = blank).
@@ -351,19 +404,17 @@ impl CtcSim {
         let p_conf = (self.knobs.confusion * sigma / self.knobs.noise.max(1e-9)).min(1.0);
         let mut tokens: Vec<u32> = Vec::new();
         for w in words {
-            for p in self.bpe.encode_word(w) {
-                let id = self.bpe.id(&p).expect("encode yields known pieces");
-                let near = &self.near[id as usize - 1];
-                let shown = if !near.is_empty() && rng.chance(p_conf) {
-                    near.iter()
-                        .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
-                        .unwrap()
-                        .0 as u32
-                        + 1
-                } else {
-                    id
-                };
-                tokens.push(shown);
+            // A confusion event: the model hears a similar known word.
+            let heard = match rng.chance(p_conf).then(|| self.nearest_word(w)).flatten() {
+                Some(v) => v,
+                None => w.clone(),
+            };
+            for p in self.bpe.encode_word(&heard) {
+                let id = self.bpe.id(&p).ok_or_else(|| SimError::Utterance {
+                    utt: utt.to_string(),
+                    message: format!("piece '{p}' of '{heard}' is not in the BPE model"),
+                })?;
+                tokens.push(id);
             }
         }
         let spans: Vec<usize> = tokens
@@ -386,16 +437,25 @@ impl CtcSim {
             prev_end = start + n;
         }
         let v = self.num_tokens();
+        let m_ = self.knobs.margin;
+        let top = (v as f64).ln() + m_;
         let mut m = ScoreMatrix::zeros(frames, v);
         for (t, &tok) in truth.iter().enumerate() {
+            let g = |rng: &mut Rng, base: f64| (base + sigma * rng.normal()) as f32;
             let row = m.row_mut(t);
-            for x in row.iter_mut() {
-                *x = (-self.separation + sigma * rng.normal()) as f32;
-            }
-            row[tok as usize] += self.separation as f32;
-            if tok != 0 {
+            if tok == 0 {
+                row[0] = g(&mut rng, top);
+                let before = t.checked_sub(1).map(|p| truth[p]);
+                let after = truth.get(t + 1).copied();
+                for k in [before, after].into_iter().flatten().filter(|&k| k != 0) {
+                    let x = g(&mut rng, top - 3.0);
+                    row[k as usize] = row[k as usize].max(x);
+                }
+            } else {
+                row[tok as usize] = g(&mut rng, top);
+                row[0] = g(&mut rng, top - 5.0);
                 for &(j, d) in &self.near[tok as usize - 1] {
-                    row[j + 1] += (self.separation * (1.0 - d)) as f32 * 0.5;
+                    row[j + 1] = g(&mut rng, top - 1.0 - m_ * d);
                 }
             }
             let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);

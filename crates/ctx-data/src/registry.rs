@@ -77,6 +77,47 @@ impl Default for AcousticSpec {
     }
 }
 
+/// Knobs of the simulated CTC model of a dataset (DESIGN.md §5; `[<dataset>.acoustic_ctc]`),
+/// calibrated once per dataset for this model kind: a hybrid knob says nothing about CTC.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CtcAcousticSpec {
+    /// Base noise level (standard deviation of the per-frame logit noise, in nats).
+    pub noise: f64,
+    /// Spread of the per-utterance noise level (log-normal sigma).
+    #[serde(default = "default_noise_spread")]
+    pub noise_spread: f64,
+    /// Probability per piece, at the base noise level, that the model shows its nearest piece.
+    #[serde(default = "default_confusion")]
+    pub confusion: f64,
+    /// Logit margin of a spike over the whole rest of the vocabulary (nats): sets peakiness.
+    #[serde(default = "default_margin")]
+    pub margin: f64,
+    /// The acoustic scale a decoder uses with these log-probabilities.
+    #[serde(default = "default_ctc_scale")]
+    pub acoustic_scale: f64,
+    /// Seed of the simulator.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+}
+
+fn default_margin() -> f64 {
+    6.0
+}
+fn default_ctc_scale() -> f64 {
+    1.0
+}
+
+impl CtcAcousticSpec {
+    /// The knobs with another base noise level (calibration runs).
+    pub fn with_noise(&self, noise: f64) -> Self {
+        Self {
+            noise,
+            ..self.clone()
+        }
+    }
+}
+
 /// LM settings of a dataset.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -127,9 +168,12 @@ pub enum DatasetSpec {
         /// LM settings.
         #[serde(default)]
         lm: LmSpec,
-        /// Simulated acoustics.
+        /// Simulated acoustics (hybrid model).
         #[serde(default)]
         acoustic: AcousticSpec,
+        /// Simulated acoustics (CTC model).
+        #[serde(default)]
+        acoustic_ctc: Option<CtcAcousticSpec>,
         /// Licence of the source.
         licence: String,
         /// One line on what it is.
@@ -169,9 +213,12 @@ pub enum DatasetSpec {
         /// LM settings.
         #[serde(default)]
         lm: LmSpec,
-        /// Simulated acoustics.
+        /// Simulated acoustics (hybrid model).
         #[serde(default)]
         acoustic: AcousticSpec,
+        /// Simulated acoustics (CTC model).
+        #[serde(default)]
+        acoustic_ctc: Option<CtcAcousticSpec>,
         /// Licence of the resources.
         licence: String,
         /// One line on what it is.
@@ -220,6 +267,16 @@ impl DatasetSpec {
             DatasetSpec::Earnings { acoustic, .. } | DatasetSpec::AtcSim { acoustic, .. } => {
                 Some(acoustic)
             }
+            DatasetSpec::LmText { .. } | DatasetSpec::Files(_) => None,
+        }
+    }
+
+    /// Simulated-CTC knobs (`None` when the dataset has none calibrated, and for LM text and
+    /// files).
+    pub fn acoustic_ctc(&self) -> Option<&CtcAcousticSpec> {
+        match self {
+            DatasetSpec::Earnings { acoustic_ctc, .. }
+            | DatasetSpec::AtcSim { acoustic_ctc, .. } => acoustic_ctc.as_ref(),
             DatasetSpec::LmText { .. } | DatasetSpec::Files(_) => None,
         }
     }

@@ -181,10 +181,13 @@ pub fn run_data(cmd: &DataCommand) -> Result<()> {
             let pron = ctx_data::dataset::shipped_pronouncer(&reg)?;
             let hybrid = HybridSim::new(knobs.clone(), *states_per_phone);
             let ctc = match model {
-                SimModel::Ctc => Some(CtcSim::new(
-                    knobs.clone(),
-                    Bpe::train(&ds.lm_text, *bpe_size)?,
-                )),
+                SimModel::Ctc => Some(
+                    CtcSim::new(
+                        crate::pipeline::ctc_knobs(&reg, name, None)?,
+                        Bpe::train(&ds.lm_text, *bpe_size)?,
+                    )
+                    .with_vocabulary(ds.lm_text.iter().flat_map(|l| l.split_whitespace())),
+                ),
                 SimModel::Hybrid => None,
             };
             let mut mats = Vec::with_capacity(utts.len());

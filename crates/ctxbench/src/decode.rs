@@ -494,6 +494,18 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         segments,
         pipeline::lattice_density(&run)
     );
+    let realism = pipeline::ctc_realism(&setup)?;
+    if let Some(r) = &realism {
+        println!(
+            "CTC outputs: blank is the argmax on {:.1}% of frames, mean max posterior {:.3}, entropy {:.3} nats/frame; greedy WER {}, NE-WER {}; {:.0} active tokens/frame in the search",
+            100.0 * r.shape.blank_share(),
+            r.shape.mean_max_prob(),
+            r.shape.mean_entropy(),
+            pct(&r.greedy.all),
+            pct(&r.greedy.ne),
+            pipeline::active_tokens(&run)
+        );
+    }
     println!(
         "\n| output | WER | NE-WER | U-WER | NE-A | P | R | F1 | RTFx | phrases kept/dropped |\n|---|---|---|---|---|---|---|---|---|---|"
     );
@@ -629,6 +641,14 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             "gboost_report": otf_boosters.as_ref().map(|o| &o.report).or(setup.gboost.as_ref()),
             "hclg_bias": a.hclg_bias,
             "hclg_bias_discount": a.hclg_bias_discount, "targets": targets_name, "outputs": out,
+            "active_tokens": pipeline::active_tokens(&run),
+            "ctc_realism": realism.as_ref().map(|r| json!({
+                "blank_argmax_share": r.shape.blank_share(),
+                "mean_max_posterior": r.shape.mean_max_prob(),
+                "mean_entropy": r.shape.mean_entropy(),
+                "greedy_wer": r.greedy.all.rate(),
+                "greedy_ne_wer": r.greedy.ne.rate(),
+            })),
         });
         let text = serde_json::to_string_pretty(&v)?;
         ctx_core::io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;

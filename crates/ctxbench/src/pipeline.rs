@@ -591,7 +591,8 @@ impl Setup {
             }
             GraphKind::Tlg(_) => {
                 let bpe = Bpe::train(&dataset.lm_text, bpe_size)?;
-                let sim = CtcSim::new(knobs, bpe);
+                let sim = CtcSim::new(ctc_knobs(reg, name, noise)?, bpe)
+                    .with_vocabulary(dataset.lm_text.iter().flat_map(|l| l.split_whitespace()));
                 let frame_s = sim.frame_s;
                 (
                     Acoustic::Ctc(sim),
@@ -1033,6 +1034,22 @@ pub fn list_of(setup: &Setup, u: &Utterance, kind: &ListKind) -> BiasList {
     }
 }
 
+/// The simulated-CTC knobs of a dataset (`[<name>.acoustic_ctc]`), with `noise` overriding the
+/// calibrated level (calibration runs only).
+pub fn ctc_knobs(
+    reg: &Registry,
+    name: &str,
+    noise: Option<f64>,
+) -> Result<ctx_data::registry::CtcAcousticSpec> {
+    let base = name.trim_end_matches("-quick");
+    let k = reg.get(base)?.acoustic_ctc().cloned().ok_or_else(|| {
+        anyhow!(
+            "dataset {base} has no simulated-CTC knobs ([{base}.acoustic_ctc] in the registry): the CTC model is calibrated once per dataset, apart from the hybrid one"
+        )
+    })?;
+    Ok(noise.map_or(k.clone(), |n| k.with_noise(n)))
+}
+
 /// Lattice biasing of every segment of every utterance; returns the hypotheses, the phrase
 /// report and the seconds spent.
 pub fn lattice_bias(
@@ -1245,6 +1262,47 @@ pub fn targets(
         name,
         list.phrases.iter().flatten().cloned().collect(),
     )))
+}
+
+/// How a simulated CTC model's outputs look next to a real one's (DESIGN.md §5): the posterior
+/// shape over every frame and the greedy (argmax) hypotheses' scores; `None` for models that
+/// are not simulated CTC.
+pub struct CtcRealism {
+    /// Blank-argmax share, peakiness, entropy.
+    pub shape: ctc_wfst::PosteriorShape,
+    /// Greedy decoding's WER figures.
+    pub greedy: ScoreTotals,
+}
+
+/// [`CtcRealism`] of the setup's utterances (scores simulated again: cheap next to decoding).
+pub fn ctc_realism(setup: &Setup) -> Result<Option<CtcRealism>> {
+    let Acoustic::Ctc(sim) = &setup.acoustic else {
+        return Ok(None);
+    };
+    let mut shape = ctc_wfst::PosteriorShape::default();
+    let mut hyps = Vec::with_capacity(setup.dataset.utterances.len());
+    for u in &setup.dataset.utterances {
+        let m = setup.scores(u)?;
+        shape.add(&m, 0);
+        let tokens = ctc_wfst::greedy_tokens(&m, 0);
+        hyps.push(
+            sim.bpe()
+                .decode(&tokens)
+                .split_whitespace()
+                .map(str::to_string)
+                .collect(),
+        );
+    }
+    let greedy = setup.score(&hyps, None)?;
+    Ok(Some(CtcRealism { shape, greedy }))
+}
+
+/// Active tokens per frame over a run (after the beam, ε-closure included).
+pub fn active_tokens(run: &DecodeRun) -> f64 {
+    let segs = run.results.iter().flat_map(|r| &r.segments);
+    let rows: f64 = segs.clone().map(|s| s.rows as f64).sum();
+    let toks: f64 = segs.map(|s| s.tokens as f64).sum();
+    toks / rows.max(1.0)
 }
 
 /// Lattice arcs per frame over a run (0 without lattices).

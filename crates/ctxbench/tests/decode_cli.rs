@@ -220,3 +220,58 @@ fn gboosting_rare_words_is_reported_and_changes_the_output() {
     );
     assert!(got[2].4 < 50.0, "{got:?}");
 }
+
+/// The simulated CTC model looks like a real one at its calibrated knobs (DESIGN.md §5): blank is
+/// the argmax on most frames, posteriors are peaky, and greedy decoding is worse than the TLG
+/// beam search with the lexicon and LM, by a few points, not by multiples.
+#[test]
+fn the_simulated_ctc_model_has_the_shape_of_a_real_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("ctc.json");
+    let out = ctxbench(&[
+        "decode",
+        "--dataset",
+        "atco2-sim-1h",
+        "--quick",
+        "--kind",
+        "tlg-normal",
+        "--methods",
+        "none",
+        "--no-endpointing",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    let r = &v["ctc_realism"];
+    let f = |x: &serde_json::Value| x.as_f64().unwrap();
+    assert!(f(&r["blank_argmax_share"]) > 0.7, "{r}");
+    assert!(f(&r["mean_max_posterior"]) > 0.85, "{r}");
+    let (greedy, beam) = (f(&r["greedy_wer"]), f(&v["outputs"][0]["wer"]));
+    assert!(beam > 3.0 && beam < 40.0, "beam search WER {beam}");
+    assert!(
+        greedy > beam && greedy < beam + 15.0,
+        "greedy {greedy} vs beam {beam}"
+    );
+    // A hybrid decode has no CTC figures.
+    let h = dir.path().join("h.json");
+    let out = ctxbench(&[
+        "decode",
+        "--dataset",
+        "atco2-sim-1h",
+        "--quick",
+        "--limit",
+        "3",
+        "--methods",
+        "none",
+        "--json",
+        h.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&h).unwrap()).unwrap();
+    assert!(v["ctc_realism"].is_null());
+}

@@ -1,0 +1,264 @@
+//! The CTC WFST decoder: offline batches and streaming channels over one TLG.
+//!
+//! A [`CtcDecoder`] owns the settings and (when a word insertion penalty is set) its own copy
+//! of the graph with the penalty on every word arc; the search itself is `wfst-search`'s
+//! frame-synchronous beam search with the blank as its silence label (for endpointing).
+//! Boosters are per utterance or per channel and never copy the graph.
+
+use crate::check::{check_normalised, check_topology, check_width};
+use crate::config::CtcConfig;
+use crate::error::{CtcError, Result};
+use ctx_core::scores::ScoreMatrix;
+use ctx_graph::csr::DecodingGraph;
+use rayon::prelude::*;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use wfst_search::{
+    decode_utterance, Booster, Decoder, EndpointConfig, SegmentResult, Stream, UtteranceResult,
+};
+
+/// A CTC WFST decoder over one TLG.
+#[derive(Debug, Clone)]
+pub struct CtcDecoder<'g> {
+    graph: Cow<'g, DecodingGraph>,
+    config: CtcConfig,
+    num_tokens: Option<usize>,
+}
+
+/// One utterance of an offline batch.
+#[derive(Debug, Clone)]
+pub struct CtcInput<'a> {
+    /// Utterance id (names it in errors).
+    pub id: &'a str,
+    /// Log-probabilities, frames × tokens (blank included).
+    pub scores: &'a ScoreMatrix,
+    /// Its context (word or phrase boosting), or [`Booster::None`].
+    pub booster: Booster,
+}
+
+impl<'g> CtcDecoder<'g> {
+    /// A decoder over `graph` (checked for the blank self-loop) with `config` (checked). With a
+    /// word insertion penalty the decoder keeps a copy of the graph with the penalty added to
+    /// every arc that emits a word.
+    pub fn new(graph: &'g DecodingGraph, config: CtcConfig) -> Result<Self> {
+        config.validate()?;
+        check_topology(graph, config.blank)?;
+        let graph = if config.word_insertion_penalty != 0.0 {
+            let mut g = graph.clone();
+            for (w, &o) in g.weight.iter_mut().zip(&graph.olabel) {
+                if o != 0 {
+                    *w += config.word_insertion_penalty;
+                }
+            }
+            Cow::Owned(g)
+        } else {
+            Cow::Borrowed(graph)
+        };
+        Ok(Self {
+            graph,
+            config,
+            num_tokens: None,
+        })
+    }
+
+    /// Requires every score matrix to have `n` columns (the size of tokens.txt).
+    pub fn with_tokens(mut self, n: usize) -> Self {
+        self.num_tokens = Some(n);
+        self
+    }
+
+    /// The graph searched (with the word insertion penalty, when set).
+    pub fn graph(&self) -> &DecodingGraph {
+        &self.graph
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &CtcConfig {
+        &self.config
+    }
+
+    /// The search engine over the graph, with the blank as its silence label.
+    pub fn engine(&self) -> Result<Decoder<'_>> {
+        Ok(Decoder::new(&self.graph, self.config.search.clone())?
+            .with_silence(&[self.config.blank + 1]))
+    }
+
+    /// Checks an utterance's scores (width, normalisation) and applies the blank penalty.
+    pub fn prepare<'a>(&self, utt: &str, m: &'a ScoreMatrix) -> Result<Cow<'a, ScoreMatrix>> {
+        if let Some(n) = self.num_tokens {
+            check_width(utt, m, n)?;
+        }
+        if (self.config.blank as usize) >= m.cols() {
+            return Err(CtcError::Config(format!(
+                "utterance {utt}: blank column {} is beyond the {} score columns",
+                self.config.blank,
+                m.cols()
+            )));
+        }
+        check_normalised(utt, m, self.config.normalised_tol)?;
+        if self.config.blank_penalty == 0.0 {
+            return Ok(Cow::Borrowed(m));
+        }
+        let mut m = m.clone();
+        let b = self.config.blank as usize;
+        for t in 0..m.rows() {
+            m.row_mut(t)[b] -= self.config.blank_penalty;
+        }
+        Ok(Cow::Owned(m))
+    }
+
+    /// Decodes a batch of whole utterances (offline: one segment each, no endpointing), in
+    /// parallel on the current rayon pool, `chunk_rows` rows per step of partial hypotheses.
+    /// One result per input, in order.
+    pub fn decode_batch(
+        &self,
+        inputs: &[CtcInput<'_>],
+        chunk_rows: usize,
+    ) -> Vec<Result<UtteranceResult>> {
+        let engine = match self.engine() {
+            Ok(e) => e,
+            Err(e) => {
+                let msg = e.to_string();
+                return inputs
+                    .iter()
+                    .map(|_| Err(CtcError::Config(msg.clone())))
+                    .collect();
+            }
+        };
+        inputs
+            .par_iter()
+            .map(|i| {
+                let m = self.prepare(i.id, i.scores)?;
+                let mut s = Stream::new(i.id, i.booster.clone());
+                Ok(decode_utterance(&engine, &mut s, &m, chunk_rows, None)?)
+            })
+            .collect()
+    }
+
+    /// A streaming front end over this decoder; `endpoint` splits channels into segments.
+    pub fn streaming(&self, endpoint: Option<EndpointConfig>) -> Result<StreamingCtc<'_>> {
+        Ok(StreamingCtc {
+            dec: self,
+            engine: self.engine()?,
+            endpoint,
+            channels: HashMap::new(),
+        })
+    }
+}
+
+/// What one chunk of one channel produced.
+#[derive(Debug, Clone, Default)]
+pub struct ChunkResult {
+    /// The partial hypothesis of the open segment after the chunk (word ids).
+    pub partial: Vec<u32>,
+    /// Segments an endpoint finished during the chunk.
+    pub segments: Vec<SegmentResult>,
+}
+
+/// Streaming CTC decoding (001 §3.4): channels opened and closed by correlation id keep their
+/// decoder state between chunks; a batch of chunks from different channels advances together.
+pub struct StreamingCtc<'d> {
+    dec: &'d CtcDecoder<'d>,
+    engine: Decoder<'d>,
+    endpoint: Option<EndpointConfig>,
+    channels: HashMap<u64, Stream>,
+}
+
+impl<'d> StreamingCtc<'d> {
+    /// Opens channel `id` with its context.
+    pub fn open(&mut self, id: u64, booster: Booster) -> Result<()> {
+        if self.channels.contains_key(&id) {
+            return Err(CtcError::Channel(id, "already open".into()));
+        }
+        self.channels
+            .insert(id, Stream::new(format!("channel {id}"), booster));
+        Ok(())
+    }
+
+    /// Switches channel `id`'s context; it applies from the next chunk.
+    pub fn set_context(&mut self, id: u64, booster: Booster) -> Result<()> {
+        let s = self
+            .channels
+            .get_mut(&id)
+            .ok_or_else(|| CtcError::Channel(id, "not open".into()))?;
+        s.set_booster(booster);
+        Ok(())
+    }
+
+    /// Open channels.
+    pub fn num_open(&self) -> usize {
+        self.channels.len()
+    }
+
+    /// Advances each named channel by its chunk, channels in parallel; one result per chunk in
+    /// order. A channel named twice in one batch is an error.
+    pub fn push(&mut self, chunks: &[(u64, &ScoreMatrix)]) -> Result<Vec<ChunkResult>> {
+        // Take the channels out of the table for the parallel step; put them back on every path.
+        let mut ids = Vec::with_capacity(chunks.len());
+        let mut streams = Vec::with_capacity(chunks.len());
+        let mut prepared = Vec::with_capacity(chunks.len());
+        let mut failed = None;
+        for &(id, m) in chunks {
+            let Some(s) = self.channels.remove(&id) else {
+                failed = Some(CtcError::Channel(
+                    id,
+                    "not open (or named twice in one batch)".into(),
+                ));
+                break;
+            };
+            let p = self.dec.prepare(&s.id, m);
+            ids.push(id);
+            streams.push(s);
+            match p {
+                Ok(p) => prepared.push(p),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = failed {
+            self.channels.extend(ids.into_iter().zip(streams));
+            return Err(e);
+        }
+        let refs: Vec<&ScoreMatrix> = prepared.iter().map(|p| p.as_ref()).collect();
+        let out = self
+            .engine
+            .advance(&mut streams, &refs, self.endpoint.as_ref());
+        let mut results = Vec::with_capacity(out.len());
+        let mut err = None;
+        for ((id, s), r) in ids.into_iter().zip(streams).zip(out) {
+            match r {
+                Ok(segments) => results.push(ChunkResult {
+                    partial: if s.in_segment() {
+                        s.partial().words
+                    } else {
+                        Vec::new()
+                    },
+                    segments,
+                }),
+                Err(e) => {
+                    err.get_or_insert(e);
+                }
+            }
+            self.channels.insert(id, s);
+        }
+        match err {
+            Some(e) => Err(e.into()),
+            None => Ok(results),
+        }
+    }
+
+    /// Closes channel `id`: its open segment is finished (final lattice and best path).
+    pub fn close(&mut self, id: u64) -> Result<Option<SegmentResult>> {
+        let mut s = self
+            .channels
+            .remove(&id)
+            .ok_or_else(|| CtcError::Channel(id, "not open".into()))?;
+        if s.in_segment() && s.segment_rows() > 0 {
+            Ok(Some(self.engine.finish(&mut s)?))
+        } else {
+            Ok(None)
+        }
+    }
+}
