@@ -92,6 +92,14 @@ pub struct DecodeArgs {
     /// gt or list:NAME, built while decoding).
     #[arg(long, default_value = "set")]
     pub gboost_scope: String,
+    /// Word boosting (001 §3.3) while decoding: the distinct words of each utterance's list of
+    /// this kind (sequences, unigrams, gt, list:NAME) earn --word-boost-score each time they
+    /// are emitted (the single-state B applied on every word arc, never composed).
+    #[arg(long)]
+    pub word_boost: Option<String>,
+    /// Word-boosting bonus per word (positive = favoured; 001's rule: at most half the beam).
+    #[arg(long, default_value_t = 3.0, allow_hyphen_values = true)]
+    pub word_boost_score: f32,
     /// HCLG-boosting by composition (003 §3.1.4): compose the graph with the biasing FST of this
     /// static list (same names as --gboost) before decoding.
     #[arg(long)]
@@ -455,9 +463,51 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             o.build_s
         );
     }
-    let mut run = match &otf_boosters {
-        Some(o) => o.decode(&setup, &settings)?,
-        None => decode(&setup, &settings, &|_| Booster::None)?,
+    let word_boosters = match &a.word_boost {
+        Some(l) => {
+            let kind = ListKind::parse(l).ok_or_else(|| {
+                anyhow!("--word-boost '{l}': not a list kind (sequences, unigrams, gt, list:NAME)")
+            })?;
+            if otf_boosters.is_some() {
+                bail!("--word-boost and on-the-fly --gboost cannot be combined (one word booster per stream)");
+            }
+            let w = pipeline::WordBoosters::new(
+                &setup,
+                &kind,
+                a.word_boost_score,
+                settings.config.beam,
+            )?;
+            eprintln!(
+                "word boosting with list '{l}' (+{} per word): {} words applied, {} not in words.txt, tables built in {:.3} s",
+                a.word_boost_score, w.applied, w.oov, w.build_s
+            );
+            if w.over_half_beam {
+                eprintln!(
+                    "warning: a word boost of {} exceeds half the beam ({}): boosted words may crowd the beam out (001 §3.3)",
+                    a.word_boost_score, settings.config.beam
+                );
+            }
+            Some(w)
+        }
+        None => None,
+    };
+    let mut run = match (&otf_boosters, &word_boosters) {
+        (Some(o), _) => o.decode(&setup, &settings)?,
+        (None, Some(w)) => {
+            let index: std::collections::HashMap<&str, usize> = setup
+                .dataset
+                .utterances
+                .iter()
+                .enumerate()
+                .map(|(i, u)| (u.id.as_str(), i))
+                .collect();
+            let mut r = decode(&setup, &settings, &|u| {
+                w.boosters[index[u.id.as_str()]].clone()
+            })?;
+            r.decode_s += w.build_s;
+            r
+        }
+        (None, None) => decode(&setup, &settings, &|_| Booster::None)?,
     };
     // Per-utterance lists are compiled while decoding: their time counts in RTFx.
     run.decode_s += otf_boosters.as_ref().map_or(0.0, |o| o.context_s());
@@ -571,6 +621,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         let parts: Vec<&str> = [
             (a.gboost.is_some(), "g-boosting"),
             (a.hclg_bias.is_some(), "hclg-boosting"),
+            (a.word_boost.is_some(), "word-boosting"),
             (kind.is_some(), "lattice-biasing"),
         ]
         .iter()
@@ -640,6 +691,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             "gboost_mode": a.gboost_mode, "gboost_scope": a.gboost_scope,
             "gboost_report": otf_boosters.as_ref().map(|o| &o.report).or(setup.gboost.as_ref()),
             "hclg_bias": a.hclg_bias,
+            "word_boost": a.word_boost, "word_boost_score": a.word_boost_score,
             "hclg_bias_discount": a.hclg_bias_discount, "targets": targets_name, "outputs": out,
             "active_tokens": pipeline::active_tokens(&run),
             "ctc_realism": realism.as_ref().map(|r| json!({

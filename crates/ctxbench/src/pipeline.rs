@@ -252,6 +252,58 @@ impl OtfBoosters {
     }
 }
 
+/// Word boosting (001 §3.3) of every utterance: the distinct words of its list of `kind`, each
+/// with bonus `score` (positive = favoured), as the single-state B applied on the fly
+/// ([`ctc_wfst::ContextBoost::words`]).
+pub struct WordBoosters {
+    /// Per utterance, in dataset order.
+    pub boosters: Vec<Booster>,
+    /// Words applied, summed over utterances.
+    pub applied: usize,
+    /// Words not in the graph's words.txt (left out), summed over utterances.
+    pub oov: usize,
+    /// Whether the score exceeds half the beam (001's rule of thumb).
+    pub over_half_beam: bool,
+    /// Seconds spent building the tables (the lists arrive with their utterances: counted in RTFx).
+    pub build_s: f64,
+}
+
+impl WordBoosters {
+    /// The word tables of every utterance's list of `kind` with bonus `score`.
+    pub fn new(setup: &Setup, kind: &ListKind, score: f32, beam: f32) -> Result<Self> {
+        if let ListKind::Global(name) = kind {
+            if !setup.dataset.global_lists.contains_key(name) {
+                bail!("dataset {} has no global list '{name}'", setup.dataset.name);
+            }
+        }
+        let t = Instant::now();
+        let mut out = Self {
+            boosters: Vec::with_capacity(setup.dataset.utterances.len()),
+            applied: 0,
+            oov: 0,
+            over_half_beam: score.abs() > beam / 2.0,
+            build_s: 0.0,
+        };
+        for u in &setup.dataset.utterances {
+            let list = list_of(setup, u, kind);
+            let words: BTreeSet<&String> = list.phrases.iter().flatten().collect();
+            let entries: Vec<(String, f32)> =
+                words.into_iter().map(|w| (w.clone(), score)).collect();
+            let c = ctc_wfst::ContextBoost::words(
+                &setup.csr,
+                &setup.graph.symbols.words,
+                &entries,
+                beam,
+            )?;
+            out.applied += c.report.applied;
+            out.oov += c.report.oov.len();
+            out.boosters.push(c.booster);
+        }
+        out.build_s = t.elapsed().as_secs_f64();
+        Ok(out)
+    }
+}
+
 /// The boosters of on-the-fly G-boosting for every utterance of `setup` (prepared with
 /// [`SetupOptions::gboost_otf`]; `None` otherwise), one build per distinct list, in parallel on
 /// `threads`. A set list comes from the full set (`name` in the registry), as for static
