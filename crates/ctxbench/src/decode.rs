@@ -494,16 +494,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
     let mut run = match (&otf_boosters, &word_boosters) {
         (Some(o), _) => o.decode(&setup, &settings)?,
         (None, Some(w)) => {
-            let index: std::collections::HashMap<&str, usize> = setup
-                .dataset
-                .utterances
-                .iter()
-                .enumerate()
-                .map(|(i, u)| (u.id.as_str(), i))
-                .collect();
-            let mut r = decode(&setup, &settings, &|u| {
-                w.boosters[index[u.id.as_str()]].clone()
-            })?;
+            let mut r = pipeline::decode_indexed(&setup, &settings, &|i| w.boosters[i].clone())?;
             r.decode_s += w.build_s;
             r
         }

@@ -21,7 +21,8 @@ use ctx_graph::hmm::HmmTopology;
 use ctx_graph::phrase_arcs::PhraseArcFinder;
 use lattice_rescorer::{biased_best_path, prefix_biased_best_path, PhraseIds, PhraseReport};
 use rayon::prelude::*;
-use std::collections::BTreeSet;
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Instant;
 use wfst_search::{
@@ -229,16 +230,7 @@ pub struct OtfBoosters {
 impl OtfBoosters {
     /// Decodes the setup, each utterance with its booster.
     pub fn decode(&self, setup: &Setup, settings: &DecodeSettings) -> Result<DecodeRun> {
-        let index: std::collections::HashMap<&str, usize> = setup
-            .dataset
-            .utterances
-            .iter()
-            .enumerate()
-            .map(|(i, u)| (u.id.as_str(), i))
-            .collect();
-        decode(setup, settings, &|u| {
-            self.boosters[index[u.id.as_str()]].clone()
-        })
+        decode_indexed(setup, settings, &|i| self.boosters[i].clone())
     }
 
     /// Build seconds that count in RTFx: lists that arrive per utterance are compiled while
@@ -284,20 +276,29 @@ impl WordBoosters {
             over_half_beam: score.abs() > beam / 2.0,
             build_s: 0.0,
         };
+        // One table per distinct word set (a global list is the same for every utterance).
+        let mut built: BTreeMap<Vec<String>, ctc_wfst::ContextBoost> = BTreeMap::new();
         for u in &setup.dataset.utterances {
             let list = list_of(setup, u, kind);
             let words: BTreeSet<&String> = list.phrases.iter().flatten().collect();
-            let entries: Vec<(String, f32)> =
-                words.into_iter().map(|w| (w.clone(), score)).collect();
-            let c = ctc_wfst::ContextBoost::words(
-                &setup.csr,
-                &setup.graph.symbols.words,
-                &entries,
-                beam,
-            )?;
+            let words: Vec<String> = words.into_iter().cloned().collect();
+            let c = match built.entry(words) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    let entries: Vec<(String, f32)> =
+                        e.key().iter().map(|w| (w.clone(), score)).collect();
+                    let c = ctc_wfst::ContextBoost::words(
+                        &setup.csr,
+                        &setup.graph.symbols.words,
+                        &entries,
+                        beam,
+                    )?;
+                    e.insert(c)
+                }
+            };
             out.applied += c.report.applied;
             out.oov += c.report.oov.len();
-            out.boosters.push(c.booster);
+            out.boosters.push(c.booster.clone());
         }
         out.build_s = t.elapsed().as_secs_f64();
         Ok(out)
@@ -950,6 +951,23 @@ impl DecodeRun {
     pub fn rtfx(&self) -> f64 {
         self.audio_s / self.decode_s.max(1e-9)
     }
+}
+
+/// [`decode`] with each utterance's booster chosen by its index in the dataset (per-utterance
+/// booster tables built in dataset order).
+pub fn decode_indexed(
+    setup: &Setup,
+    settings: &DecodeSettings,
+    booster: &(dyn Fn(usize) -> Booster + Sync),
+) -> Result<DecodeRun> {
+    let index: std::collections::HashMap<&str, usize> = setup
+        .dataset
+        .utterances
+        .iter()
+        .enumerate()
+        .map(|(i, u)| (u.id.as_str(), i))
+        .collect();
+    decode(setup, settings, &|u| booster(index[u.id.as_str()]))
 }
 
 /// Decodes every utterance of the setup, `booster(u)` choosing each stream's booster.

@@ -4,7 +4,7 @@
 //! figure depends on, so build.rs hashes them into the code version results are keyed by.
 
 use crate::experiment::{Point, Value};
-use crate::pipeline::{self, decode, DecodeSettings, ListKind, Setup, SetupOptions, StaticBoost};
+use crate::pipeline::{self, DecodeSettings, ListKind, Setup, SetupOptions, StaticBoost};
 use crate::results::PointRecord;
 use crate::run::{setup_key, Plan, CODE_VERSION};
 use anyhow::{anyhow, bail, Result};
@@ -134,15 +134,7 @@ pub(crate) fn run_group(
     };
     let otf = otf_boosters(reg, first, st, settings.threads)?;
     let arcs = arc_boosters(first, st, settings.threads)?;
-    let index: std::collections::HashMap<&str, usize> = st
-        .dataset
-        .utterances
-        .iter()
-        .enumerate()
-        .map(|(i, u)| (u.id.as_str(), i))
-        .collect();
-    let run = decode(st, &settings, &|u| {
-        let i = index[u.id.as_str()];
+    let run = pipeline::decode_indexed(st, &settings, &|i| {
         let g = otf.as_ref().map(|o| o.boosters[i].clone());
         let a = arcs.as_ref().map(|a| a.boosters[i].clone());
         match (g, a) {
