@@ -1,5 +1,5 @@
 //! Computes `CTXBENCH_SOURCE_HASH`: an FNV-1a hash of every source file that can change a
-//! figure of `ctxbench run` (the library crates, `pipeline.rs`, `point.rs`, Cargo.lock). Results are
+//! figure of `ctxbench run` (the library crates, `pipeline.rs`, `methods/`, the kernels, Cargo.lock). Results are
 //! keyed by it, so a code change reruns the points while re-rendering tables does not.
 
 use std::path::{Path, PathBuf};
@@ -32,15 +32,24 @@ fn main() {
         "ctx-data",
         "wfst-search",
         "lattice-rescorer",
+        "ctc-wfst",
+        "ctx-cuda",
     ] {
         let dir = root.join("crates").join(c);
         println!("cargo:rerun-if-changed={}", dir.join("src").display());
         files(&dir.join("src"), &mut list);
         list.push(dir.join("Cargo.toml"));
     }
-    for f in ["src/pipeline.rs", "src/point.rs", "Cargo.toml"] {
+    for f in ["src/pipeline.rs", "Cargo.toml"] {
         list.push(here.join(f));
     }
+    println!(
+        "cargo:rerun-if-changed={}",
+        here.join("src/methods").display()
+    );
+    files(&here.join("src/methods"), &mut list);
+    println!("cargo:rerun-if-changed={}", root.join("kernels").display());
+    files(&root.join("kernels"), &mut list);
     list.push(root.join("Cargo.lock"));
     for f in &list {
         println!("cargo:rerun-if-changed={}", f.display());

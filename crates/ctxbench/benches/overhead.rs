@@ -71,6 +71,7 @@ fn decode_all(setup: &Setup, mats: &[ScoreMatrix], booster: &Booster, t0: Instan
         audio_s: setup.dataset.utterances.iter().map(|u| u.duration_s).sum(),
         decode_s: now(t0) - start,
         sim_s: 0.0,
+        check_s: 0.0,
         threads: 1,
         backend: "cpu".into(),
         device: String::new(),

@@ -93,13 +93,21 @@ pub struct DecodeArgs {
     #[arg(long, default_value = "set")]
     pub gboost_scope: String,
     /// Word boosting (001 §3.3) while decoding: the distinct words of each utterance's list of
-    /// this kind (sequences, unigrams, gt, list:NAME) earn --word-boost-score each time they
+    /// this kind (sequences, unigrams, gt, test-words, other-words, list:NAME) earn --word-boost-score each time they
     /// are emitted (the single-state B applied on every word arc, never composed).
     #[arg(long)]
     pub word_boost: Option<String>,
     /// Word-boosting bonus per word (positive = favoured; 001's rule: at most half the beam).
     #[arg(long, default_value_t = 3.0, allow_hyphen_values = true)]
     pub word_boost_score: f32,
+    /// CTC models: subtracted from the blank's log-probability on every frame (nats; positive
+    /// = fewer blanks, a cure for deletions).
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    pub blank_penalty: f32,
+    /// CTC models: added to the cost of every emitted word (graph units; negative = an
+    /// insertion bonus).
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    pub word_insertion_penalty: f32,
     /// HCLG-boosting by composition (003 §3.1.4): compose the graph with the biasing FST of this
     /// static list (same names as --gboost) before decoding.
     #[arg(long)]
@@ -426,6 +434,8 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         threads: a.threads,
         backend: a.backend,
         gpu_batch: a.gpu_batch,
+        blank_penalty: a.blank_penalty,
+        word_insertion_penalty: a.word_insertion_penalty,
     };
     eprintln!(
         "decoding {} utterances of {} ({} graph: {} states, {} arcs) with {} thread(s)",
@@ -466,7 +476,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
     let word_boosters = match &a.word_boost {
         Some(l) => {
             let kind = ListKind::parse(l).ok_or_else(|| {
-                anyhow!("--word-boost '{l}': not a list kind (sequences, unigrams, gt, list:NAME)")
+                anyhow!("--word-boost '{l}': not a list kind (sequences, unigrams, gt, test-words, other-words, list:NAME)")
             })?;
             if otf_boosters.is_some() {
                 bail!("--word-boost and on-the-fly --gboost cannot be combined (one word booster per stream)");
@@ -526,12 +536,17 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         eprintln!("backend {} on {}", run.backend, run.device);
     }
     println!(
-        "audio {:.1} s, decode {:.1} s (RTFx {:.1}, {:.0} frames/s), simulation {:.1} s, {} segments, lattice density {:.2} arcs/frame",
+        "audio {:.1} s, decode {:.1} s (RTFx {:.1}, {:.0} frames/s), simulation {:.1} s{}, {} segments, lattice density {:.2} arcs/frame",
         run.audio_s,
         run.decode_s,
         run.rtfx(),
         rows / run.decode_s.max(1e-9),
         run.sim_s,
+        if setup.ctc_blank.is_some() {
+            format!(", CTC input checks {:.2} s", run.check_s)
+        } else {
+            String::new()
+        },
         segments,
         pipeline::lattice_density(&run)
     );

@@ -14,76 +14,95 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// The parts a method is made of; each brings its own settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Component {
-    /// Decoder and dataset settings every method has.
-    Common,
-    /// G-boosting before decoding (003 §3.1.3).
-    GBoost,
-    /// HCLG ∘ biasing FST (003 §3.1.4).
-    Hclg,
-    /// Arc-index boosting of HCLG during the search (000 §4.2, Algorithm 1), per utterance.
-    Arcs,
-    /// Lattice ∘ biasing FST after decoding (003 §3.1.2).
-    Lattice,
-}
-
-impl Component {
-    fn name(self) -> &'static str {
-        match self {
-            Component::Common => "common",
-            Component::GBoost => "g-boosting",
-            Component::Hclg => "hclg-boosting",
-            Component::Arcs => "arc-boosting",
-            Component::Lattice => "lattice-biasing",
-        }
-    }
-}
-
-/// A method: `baseline` or a `+`-joined set of components, e.g. `g-boosting+lattice-biasing`.
+/// A method: `baseline` (the WFST family with no component) or a `+`-joined set of one
+/// family's components, e.g. `g-boosting+lattice-biasing` or `ctc-wfst+word-boosting`
+/// (DESIGN.md §8; the families and their components are in [`crate::methods`]).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Method(Vec<Component>);
+pub struct Method {
+    family: usize,
+    parts: Vec<&'static str>,
+}
 
 impl Method {
-    /// Parses a method name; the components are kept in a canonical order.
+    /// Parses a method name; the components are kept in their family's canonical order.
     pub fn parse(s: &str) -> Result<Self> {
         if s == "baseline" {
-            return Ok(Method(Vec::new()));
+            return Ok(Method {
+                family: 0,
+                parts: Vec::new(),
+            });
         }
-        let mut parts = Vec::new();
-        for p in s.split('+') {
-            let c = match p.trim() {
-                "g-boosting" => Component::GBoost,
-                "hclg-boosting" => Component::Hclg,
-                "arc-boosting" => Component::Arcs,
-                "lattice-biasing" => Component::Lattice,
-                other => bail!(
-                    "unknown method '{other}' (baseline, g-boosting, hclg-boosting, arc-boosting, lattice-biasing, or several joined with '+')"
-                ),
-            };
-            if parts.contains(&c) {
-                bail!("method '{s}' names {} twice", c.name());
+        let fams = crate::methods::families();
+        let known = || {
+            let mut names = vec!["baseline"];
+            for f in fams {
+                names.extend(f.components().iter().map(|c| c.name));
             }
-            parts.push(c);
+            names.join(", ")
+        };
+        let mut family = None;
+        let mut parts: Vec<(usize, &'static str)> = Vec::new();
+        for p in s.split('+') {
+            let p = p.trim();
+            let (fi, ci, name) = fams
+                .iter()
+                .enumerate()
+                .find_map(|(fi, f)| {
+                    f.components()
+                        .iter()
+                        .position(|c| c.name == p)
+                        .map(|ci| (fi, ci, f.components()[ci].name))
+                })
+                .ok_or_else(|| {
+                    anyhow!(
+                        "unknown method '{p}' ({}, or several of one family joined with '+')",
+                        known()
+                    )
+                })?;
+            match family {
+                None => family = Some(fi),
+                Some(f) if f != fi => bail!(
+                    "method '{s}' joins components of two families ({} and {})",
+                    fams[f].name(),
+                    fams[fi].name()
+                ),
+                Some(_) => {}
+            }
+            if parts.iter().any(|(_, n)| *n == name) {
+                bail!("method '{s}' names {name} twice");
+            }
+            parts.push((ci, name));
+        }
+        let family = family.expect("split yields at least one part");
+        if let Some(m) = fams[family].marker() {
+            if !parts.iter().any(|(_, n)| *n == m) {
+                bail!("method '{s}': components of the {m} family need '{m}' (write {m}+{s})");
+            }
         }
         parts.sort();
-        Ok(Method(parts))
+        Ok(Method {
+            family,
+            parts: parts.into_iter().map(|(_, n)| n).collect(),
+        })
     }
 
-    /// Whether the method includes a component.
-    pub fn has(&self, c: Component) -> bool {
-        c == Component::Common || self.0.contains(&c)
+    /// Whether the method includes a component (every method has `common`).
+    pub fn has(&self, component: &str) -> bool {
+        component == "common" || self.parts.contains(&component)
+    }
+
+    /// The family that runs it.
+    pub fn family(&self) -> &'static dyn crate::methods::Family {
+        crate::methods::families()[self.family]
     }
 }
 
 impl fmt::Display for Method {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.is_empty() {
+        if self.parts.is_empty() {
             return f.write_str("baseline");
         }
-        let names: Vec<&str> = self.0.iter().map(|c| c.name()).collect();
-        f.write_str(&names.join("+"))
+        f.write_str(&self.parts.join("+"))
     }
 }
 
@@ -193,16 +212,16 @@ pub struct SettingSpec {
     pub name: &'static str,
     /// Its type.
     pub ty: Type,
-    /// The method component that reads it.
-    pub component: Component,
+    /// The method component that reads it (`common`: every method).
+    pub component: &'static str,
     /// What it means.
     pub doc: &'static str,
 }
 
-const fn spec(
+pub const fn spec(
     name: &'static str,
     ty: Type,
-    component: Component,
+    component: &'static str,
     doc: &'static str,
 ) -> SettingSpec {
     SettingSpec {
@@ -213,151 +232,85 @@ const fn spec(
     }
 }
 
-/// Every setting, in the column order of points.csv.
-pub const SETTINGS: &[SettingSpec] = &[
+/// The settings every method has (the first columns of points.csv).
+pub const COMMON_SETTINGS: &[SettingSpec] = &[
     spec(
         "dataset",
         Type::Str,
-        Component::Common,
+        "common",
         "dataset name in datasets.toml",
     ),
-    spec("subset", Type::Str, Component::Common, "full or quick"),
+    spec("subset", Type::Str, "common", "full or quick"),
     spec(
         "backend",
         Type::Str,
-        Component::Common,
+        "common",
         "cpu, cuda (a GPU; the run stops without one) or shim (the CUDA kernels on the CPU)",
     ),
     spec(
         "graph",
         Type::Str,
-        Component::Common,
+        "common",
         "hclg, tlg-normal or tlg-compact",
     ),
-    spec(
-        "bpe_size",
-        Type::Int,
-        Component::Common,
-        "BPE pieces of TLG graphs",
-    ),
-    spec("beam", Type::Float, Component::Common, "search beam"),
+    spec("bpe_size", Type::Int, "common", "BPE pieces of TLG graphs"),
+    spec("beam", Type::Float, "common", "search beam"),
     spec(
         "max_active",
         Type::Int,
-        Component::Common,
+        "common",
         "max active tokens per frame",
     ),
-    spec(
-        "lattice_beam",
-        Type::Float,
-        Component::Common,
-        "lattice beam",
-    ),
+    spec("lattice_beam", Type::Float, "common", "lattice beam"),
     spec(
         "acoustic_scale",
         Type::Float,
-        Component::Common,
+        "common",
         "acoustic scale (default: the acoustic model's own)",
     ),
-    spec(
-        "chunk_s",
-        Type::Float,
-        Component::Common,
-        "online chunk in seconds",
-    ),
+    spec("chunk_s", Type::Float, "common", "online chunk in seconds"),
     spec(
         "endpointing",
         Type::Bool,
-        Component::Common,
+        "common",
         "split streams at Kaldi endpoints",
     ),
-    spec("threads", Type::Int, Component::Common, "decoding threads"),
+    spec("threads", Type::Int, "common", "decoding threads"),
     spec(
         "noise",
         Type::Float,
-        Component::Common,
+        "common",
         "acoustic noise override (calibration only)",
     ),
     spec(
         "limit",
         Type::Int,
-        Component::Common,
+        "common",
         "decode only the first N utterances",
     ),
     spec(
         "targets",
         Type::Str,
-        Component::Common,
+        "common",
         "global list whose words get precision/recall/F1 (default: rare when present)",
-    ),
-    spec(
-        "gboost_list",
-        Type::Str,
-        Component::GBoost,
-        "static list G is boosted towards (sequences, unigrams, gt or a global list)",
-    ),
-    spec(
-        "gboost_discount",
-        Type::Float,
-        Component::GBoost,
-        "G-boosting discount per boosted n-gram",
-    ),
-    spec(
-        "gboost_mode",
-        Type::Str,
-        Component::GBoost,
-        "static (HCLG compiled from the boosted G), on-the-fly (unboosted HCLG + the phrase-prefix \
-         automaton composed during the search) or on-the-fly-lm (+ the exact G_boosted − G)",
-    ),
-    spec(
-        "gboost_scope",
-        Type::Str,
-        Component::GBoost,
-        "set (one list for the whole set) or utterance (each utterance's own list: sequences, \
-         unigrams, gt or list:NAME; on-the-fly only)",
-    ),
-    spec(
-        "hclg_list",
-        Type::Str,
-        Component::Hclg,
-        "static list composed into HCLG",
-    ),
-    spec(
-        "hclg_discount",
-        Type::Float,
-        Component::Hclg,
-        "HCLG-boosting discount per word",
-    ),
-    spec(
-        "arcs_list",
-        Type::Str,
-        Component::Arcs,
-        "per-utterance list whose HCLG arcs (000 Algorithm 1) the search discounts: sequences, \
-         unigrams, gt or list:NAME",
-    ),
-    spec(
-        "arcs_discount",
-        Type::Float,
-        Component::Arcs,
-        "arc-boosting discount per boosted arc",
-    ),
-    spec(
-        "bias_list",
-        Type::Str,
-        Component::Lattice,
-        "lattice-biasing list: sequences, unigrams, gt or list:NAME",
-    ),
-    spec(
-        "discount",
-        Type::Float,
-        Component::Lattice,
-        "lattice-biasing discount per word",
     ),
 ];
 
+/// Every setting, in the column order of points.csv: the common ones, then each family's.
+pub fn settings() -> &'static [SettingSpec] {
+    static ALL: std::sync::LazyLock<Vec<SettingSpec>> = std::sync::LazyLock::new(|| {
+        let mut v = COMMON_SETTINGS.to_vec();
+        for f in crate::methods::families() {
+            v.extend_from_slice(f.settings());
+        }
+        v
+    });
+    &ALL
+}
+
 /// The spec of a setting.
 pub fn setting(name: &str) -> Option<&'static SettingSpec> {
-    SETTINGS.iter().find(|s| s.name == name)
+    settings().iter().find(|s| s.name == name)
 }
 
 /// Built-in defaults (a setting without one is unset unless given, e.g. `noise`).
@@ -380,11 +333,9 @@ fn defaults() -> Settings {
     put("chunk_s", Value::Float(0.5));
     put("endpointing", Value::Bool(true));
     put("threads", Value::Int(2));
-    put("gboost_discount", Value::Float(-2.0));
-    put("gboost_mode", Value::Str("static".into()));
-    put("gboost_scope", Value::Str("set".into()));
-    put("hclg_discount", Value::Float(-2.0));
-    put("discount", Value::Float(-2.0));
+    for f in crate::methods::families() {
+        f.defaults(&mut s);
+    }
     s
 }
 
@@ -602,7 +553,7 @@ impl Overrides {
 }
 
 fn known() -> String {
-    SETTINGS
+    settings()
         .iter()
         .map(|s| s.name)
         .collect::<Vec<_>>()
@@ -899,18 +850,15 @@ impl Experiment {
                 // settings it ignores.
                 s.retain(|k, _| setting(k).is_some_and(|sp| r.method.has(sp.component)));
                 let what = format!("{file}: row '{}' (method {})", r.row, r.method);
-                for (k, c) in [
-                    ("dataset", Component::Common),
-                    ("gboost_list", Component::GBoost),
-                    ("hclg_list", Component::Hclg),
-                    ("arcs_list", Component::Arcs),
-                    ("bias_list", Component::Lattice),
-                ] {
+                let required =
+                    std::iter::once(&("dataset", "common")).chain(r.method.family().required());
+                for &(k, c) in required {
                     if r.method.has(c) && !s.contains_key(k) {
                         bail!("{what}: '{k}' is not set");
                     }
                 }
                 check_values(&s, &what)?;
+                r.method.family().check(&s, &what)?;
                 out.push(Point {
                     row: r.row.clone(),
                     section: r.section.clone(),
@@ -940,13 +888,13 @@ fn check_method(m: &Method, key: &str, what: &str) -> Result<()> {
     if !m.has(spec.component) {
         bail!(
             "{what}: method {m} has no setting '{key}' (it belongs to {})",
-            spec.component.name()
+            spec.component
         );
     }
     Ok(())
 }
 
-/// Checks values that have a closed set of choices.
+/// Checks the common settings' values (a family checks its own).
 fn check_values(s: &Settings, what: &str) -> Result<()> {
     let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_string);
     if let Some(v) = str_of("subset") {
@@ -963,35 +911,6 @@ fn check_values(s: &Settings, what: &str) -> Result<()> {
     if let Some(v) = str_of("graph") {
         if ctx_graph::compile::GraphKind::parse(&v).is_none() {
             bail!("{what}: graph '{v}' (hclg, tlg-normal, tlg-compact)");
-        }
-    }
-    for k in ["bias_list", "arcs_list"] {
-        if let Some(v) = str_of(k) {
-            if crate::pipeline::ListKind::parse(&v).is_none() {
-                bail!("{what}: {k} '{v}' (sequences, unigrams, gt, list:NAME)");
-            }
-        }
-    }
-    let mode = str_of("gboost_mode");
-    if let Some(v) = &mode {
-        if !["static", "on-the-fly", "on-the-fly-lm"].contains(&v.as_str()) {
-            bail!("{what}: gboost_mode '{v}' (static, on-the-fly or on-the-fly-lm)");
-        }
-    }
-    if let Some(v) = str_of("gboost_scope") {
-        match v.as_str() {
-            "set" => {}
-            "utterance" => {
-                if !mode.as_deref().is_some_and(|m| m.starts_with("on-the-fly")) {
-                    bail!("{what}: gboost_scope 'utterance' needs gboost_mode 'on-the-fly' (a static graph has one list)");
-                }
-                if let Some(l) = str_of("gboost_list") {
-                    if crate::pipeline::ListKind::parse(&l).is_none() {
-                        bail!("{what}: gboost_list '{l}' per utterance (sequences, unigrams, gt, list:NAME)");
-                    }
-                }
-            }
-            _ => bail!("{what}: gboost_scope '{v}' (set or utterance)"),
         }
     }
     for k in ["threads", "max_active"] {
@@ -1149,9 +1068,19 @@ sweep = { discount = [-2, -3] }
     fn methods_parse_in_canonical_order() {
         let m = Method::parse("lattice-biasing+g-boosting").unwrap();
         assert_eq!(m.to_string(), "g-boosting+lattice-biasing");
-        assert!(m.has(Component::Lattice) && !m.has(Component::Hclg));
+        assert!(m.has("lattice-biasing") && !m.has("hclg-boosting"));
         assert!(Method::parse("lattice-biasing+lattice-biasing").is_err());
         assert_eq!(Method::parse("baseline").unwrap().to_string(), "baseline");
+        let c = Method::parse("word-boosting+ctc-wfst").unwrap();
+        assert_eq!(c.to_string(), "ctc-wfst+word-boosting");
+        assert_eq!(c.family().name(), "ctc-wfst");
+        assert_eq!(m.family().name(), "wfst");
+        let e = Method::parse("word-boosting").unwrap_err().to_string();
+        assert!(e.contains("write ctc-wfst+word-boosting"), "{e}");
+        let e = Method::parse("ctc-wfst+lattice-biasing")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("two families"), "{e}");
     }
 
     #[test]

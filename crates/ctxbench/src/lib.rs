@@ -7,7 +7,8 @@
 //! - [`kaldi_lattice`]: word lattices as a Kaldi text archive of CompactLattices.
 //! - [`experiment`]: experiment files and presets, the sweep grid.
 //! - [`run`]: `ctxbench run`/`merge`: resumable, shardable execution of the points.
-//! - [`point`]: decoding and scoring one group of points (what a figure depends on).
+//! - [`methods`]: the method families the runner reaches through one seam (what a figure
+//!   depends on): WFST decoding with its biasing methods, the CTC WFST decoder.
 //! - [`results`]: the results contract (point store, points.csv/.parquet).
 //! - [`table`], [`plot`]: the paper-layout tables (Markdown, LaTeX) and plots (PNG, SVG).
 //! - [`regress`]: `ctxbench regress` against results/baselines.
@@ -22,9 +23,9 @@ pub mod export;
 pub mod graph;
 pub mod kaldi_lattice;
 pub mod lm;
+pub mod methods;
 pub mod pipeline;
 pub mod plot;
-pub mod point;
 pub mod regress;
 pub mod results;
 pub mod run;

@@ -76,6 +76,9 @@ pub struct Setup {
     pub missing_scores: Vec<String>,
     /// A `files` dataset's entity classes (`None`: every class) and insertion rule.
     pub files_scoring: Option<(Option<BTreeSet<String>>, NeInsertions)>,
+    /// The blank's score column when the model is CTC: decoding then goes through
+    /// [`ctc_wfst::CtcDecoder`] (normalisation check, blank penalty, word insertion penalty).
+    pub ctc_blank: Option<u32>,
 }
 
 /// On-the-fly G-boosting (003 §3.1.3, "online"): the graph stays the unboosted HCLG, and each
@@ -278,8 +281,16 @@ impl WordBoosters {
         };
         // One table per distinct word set (a global list is the same for every utterance).
         let mut built: BTreeMap<Vec<String>, ctc_wfst::ContextBoost> = BTreeMap::new();
+        let shared = set_list(setup, kind);
         for u in &setup.dataset.utterances {
-            let list = list_of(setup, u, kind);
+            let own;
+            let list = match &shared {
+                Some(l) => l,
+                None => {
+                    own = list_of(setup, u, kind);
+                    &own
+                }
+            };
             let words: BTreeSet<&String> = list.phrases.iter().flatten().collect();
             let words: Vec<String> = words.into_iter().cloned().collect();
             let c = match built.entry(words) {
@@ -659,6 +670,8 @@ impl Setup {
             Acoustic::Ctc(sim) => sim.acoustic_scale as f32,
             Acoustic::Files { .. } => unreachable!("files datasets load in load_files"),
         };
+        let ctc_blank =
+            matches!(acoustic, Acoustic::Ctc(_)).then_some(ctx_graph::ctc::BLANK_LABEL - 1);
         Ok(Self {
             dataset,
             graph,
@@ -672,6 +685,7 @@ impl Setup {
             otf,
             missing_scores: Vec::new(),
             files_scoring: None,
+            ctc_blank,
         })
     }
 
@@ -805,6 +819,7 @@ impl Setup {
                     NeInsertions::Never
                 },
             )),
+            ctc_blank: blank,
         })
     }
 
@@ -913,6 +928,10 @@ pub struct DecodeSettings {
     pub backend: ctx_cuda::Backend,
     /// Streams per device batch (CUDA and shim backends).
     pub gpu_batch: usize,
+    /// CTC setups: subtracted from the blank's log-probability on every frame (nats).
+    pub blank_penalty: f32,
+    /// CTC setups: added to the cost of every word a path emits (graph units).
+    pub word_insertion_penalty: f32,
 }
 
 impl Default for DecodeSettings {
@@ -924,6 +943,8 @@ impl Default for DecodeSettings {
             threads: 2,
             backend: ctx_cuda::Backend::Cpu,
             gpu_batch: 256,
+            blank_penalty: 0.0,
+            word_insertion_penalty: 0.0,
         }
     }
 }
@@ -938,6 +959,10 @@ pub struct DecodeRun {
     pub decode_s: f64,
     /// Wall seconds spent simulating scores.
     pub sim_s: f64,
+    /// Wall seconds spent checking CTC inputs (every row a log-probability distribution) and
+    /// applying the blank penalty: input validation, kept out of `decode_s` and RTFx as a real
+    /// model's log-softmax is.
+    pub check_s: f64,
     /// Threads used.
     pub threads: usize,
     /// The backend that decoded (cpu, cuda, shim) and, for a device, its name.
@@ -979,14 +1004,51 @@ pub fn decode(
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(settings.threads.max(1))
         .build()?;
-    let dec = Decoder::new(&setup.csr, settings.config.clone())?.with_silence(&setup.silence);
+    // A CTC model decodes through ctc-wfst: its input checks, blank penalty and word
+    // insertion penalty (a graph copy only when that penalty is set).
+    let ctc = match setup.ctc_blank {
+        Some(blank) => Some(ctc_wfst::CtcDecoder::new(
+            &setup.csr,
+            ctc_wfst::CtcConfig {
+                search: settings.config.clone(),
+                blank,
+                blank_penalty: settings.blank_penalty,
+                word_insertion_penalty: settings.word_insertion_penalty,
+                ..ctc_wfst::CtcConfig::default()
+            },
+        )?),
+        None => {
+            if settings.blank_penalty != 0.0 || settings.word_insertion_penalty != 0.0 {
+                bail!(
+                    "dataset {}: blank and word insertion penalties are CTC settings; this is a {} graph",
+                    setup.dataset.name,
+                    setup.graph.kind.name()
+                );
+            }
+            None
+        }
+    };
+    let graph = ctc.as_ref().map_or(&setup.csr, |c| c.graph());
+    let dec = Decoder::new(graph, settings.config.clone())?.with_silence(&setup.silence);
+    let prepare = |u: &Utterance, m: ScoreMatrix| -> Result<ScoreMatrix> {
+        match &ctc {
+            Some(c) => {
+                let owned = match c.prepare(&u.id, &m)? {
+                    std::borrow::Cow::Owned(x) => Some(x),
+                    std::borrow::Cow::Borrowed(_) => None,
+                };
+                Ok(owned.unwrap_or(m))
+            }
+            None => Ok(m),
+        }
+    };
     let chunk_rows = ((settings.chunk_s / setup.frame_s).round() as usize).max(1);
     let endpoint = settings
         .endpointing
         .then(|| EndpointConfig::kaldi(setup.frame_s as f32));
     let utts = &setup.dataset.utterances;
     let mut results = Vec::with_capacity(utts.len());
-    let (mut decode_s, mut sim_s, mut audio_s) = (0.0, 0.0, 0.0);
+    let (mut decode_s, mut sim_s, mut check_s, mut audio_s) = (0.0, 0.0, 0.0, 0.0);
     let mut gpu = match ctx_cuda::open(settings.backend)? {
         ctx_cuda::Opened::Cpu => None,
         ctx_cuda::Opened::Device(dev) => Some(wfst_search::GpuDecoder::new(dec.clone(), dev)?),
@@ -1004,6 +1066,18 @@ pub fn decode(
                 .collect::<Result<_>>()
         })?;
         sim_s += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let mats: Vec<ScoreMatrix> = match &ctc {
+            None => mats,
+            Some(_) => pool.install(|| {
+                group
+                    .par_iter()
+                    .zip(mats)
+                    .map(|(u, m)| prepare(u, m))
+                    .collect::<Result<_>>()
+            })?,
+        };
+        check_s += t.elapsed().as_secs_f64();
         let t = Instant::now();
         let out: Vec<wfst_search::Result<UtteranceResult>> = match &mut gpu {
             Some(gpu) => {
@@ -1044,6 +1118,7 @@ pub fn decode(
         audio_s,
         decode_s,
         sim_s,
+        check_s,
         threads: settings.threads.max(1),
         backend,
         device,
@@ -1061,12 +1136,21 @@ pub enum ListKind {
     GroundTruth,
     /// A global list of the dataset for every utterance (ATC `rare`, Earnings `oracle`).
     Global(String),
+    /// Every distinct word of the references being decoded, for every utterance (001 Fig. 6's
+    /// "accurate" list).
+    TestWords,
+    /// As many words of the graph's vocabulary that never occur in those references, chosen by
+    /// a fixed hash order (001 Fig. 6's "inaccurate" list).
+    OtherWords,
 }
 
 impl ListKind {
-    /// Parses `sequences`, `unigrams`, `gt` or `list:NAME` (a global list).
+    /// Parses `sequences`, `unigrams`, `gt`, `test-words`, `other-words` or `list:NAME` (a
+    /// global list).
     pub fn parse(s: &str) -> Option<Self> {
         match s {
+            "test-words" => Some(Self::TestWords),
+            "other-words" => Some(Self::OtherWords),
             "sequences" => Some(Self::Sequences),
             "unigrams" => Some(Self::Unigrams),
             "gt" | "ground-truth" => Some(Self::GroundTruth),
@@ -1083,6 +1167,59 @@ fn entity_phrases(u: &Utterance) -> impl Iterator<Item = Vec<String>> + '_ {
     u.entities.iter().map(|(_, s, e)| u.words[*s..*e].to_vec())
 }
 
+/// The list of a set-wide kind (one list for every utterance: a global list, the test words,
+/// the other words); `None` for per-utterance kinds.
+pub fn set_list(setup: &Setup, kind: &ListKind) -> Option<BiasList> {
+    let test_words = || -> BTreeSet<&str> {
+        setup
+            .dataset
+            .utterances
+            .iter()
+            .flat_map(|u| u.words.iter().map(String::as_str))
+            .collect()
+    };
+    match kind {
+        ListKind::Global(name) => Some(
+            setup
+                .dataset
+                .global_lists
+                .get(name)
+                .cloned()
+                .unwrap_or_default(),
+        ),
+        ListKind::TestWords => Some(BiasList {
+            phrases: test_words()
+                .into_iter()
+                .map(|w| vec![w.to_string()])
+                .collect(),
+        }),
+        ListKind::OtherWords => {
+            let test = test_words();
+            let fnv = |w: &str| {
+                w.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                    (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+                })
+            };
+            let mut other: Vec<&str> = setup
+                .graph
+                .symbols
+                .words
+                .iter()
+                .map(|(_, w)| w)
+                .filter(|w| {
+                    !test.contains(w) && !w.starts_with('#') && !w.starts_with('<') && *w != "<eps>"
+                })
+                .collect();
+            other.sort_by_key(|w| (fnv(w), *w));
+            other.truncate(test.len());
+            Some(BiasList {
+                phrases: other.into_iter().map(|w| vec![w.to_string()]).collect(),
+            })
+        }
+        _ => None,
+    }
+}
+
 /// The biasing list of an utterance.
 pub fn list_of(setup: &Setup, u: &Utterance, kind: &ListKind) -> BiasList {
     match kind {
@@ -1095,12 +1232,9 @@ pub fn list_of(setup: &Setup, u: &Utterance, kind: &ListKind) -> BiasList {
         ListKind::GroundTruth => BiasList {
             phrases: entity_phrases(u).collect(),
         },
-        ListKind::Global(name) => setup
-            .dataset
-            .global_lists
-            .get(name)
-            .cloned()
-            .unwrap_or_default(),
+        ListKind::Global(_) | ListKind::TestWords | ListKind::OtherWords => {
+            set_list(setup, kind).unwrap_or_default()
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The results contract (DESIGN.md §8): one JSON file per finished point (the resumable store),
 //! `points.csv` / `points.parquet` (polars) with one row per point, and `run.json`.
 
-use crate::experiment::{Point, Type, Value, SETTINGS};
+use crate::experiment::{settings, Point, Type, Value};
 use anyhow::{anyhow, bail, Context, Result};
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -30,6 +30,9 @@ pub const MEASURES: &[&str] = &[
     "phrases_kept",
     "phrases_dropped",
     "boosted_arcs",
+    "active_tokens",
+    "boosted_words",
+    "boost_oov",
 ];
 
 /// Label columns that come first in points.csv.
@@ -147,7 +150,7 @@ pub fn frame(experiment: &str, rows: &[(&Point, &PointRecord)]) -> Result<DataFr
     cols.push(text_col("device", &|_, r| {
         (!r.device.is_empty()).then(|| r.device.clone())
     }));
-    for s in SETTINGS {
+    for s in settings() {
         if s.name == "dataset" || s.name == "backend" {
             continue;
         }

@@ -6,9 +6,8 @@
 //! output (the 1-best or a lattice-biased 1-best). A point's RTFx counts the shared decoding
 //! plus its own rescoring, as a run of that method alone would.
 
-use crate::experiment::{Experiment, Overrides, Point, Value};
-use crate::pipeline::{self, ListKind};
-use crate::point::{s, subset_of};
+use crate::experiment::{Experiment, Overrides, Point};
+use crate::methods::{s, subset_of, GroupContext};
 use crate::results::{self, PointRecord, Points, Store};
 use anyhow::{anyhow, bail, Context, Result};
 use ctx_data::dataset::{Dataset, Subset};
@@ -75,53 +74,6 @@ pub struct Plan {
     pub groups: Vec<Vec<usize>>,
 }
 
-/// What the graph and acoustic model of a point depend on.
-pub(crate) fn setup_key(p: &Point) -> String {
-    // On-the-fly G-boosting decodes the unboosted graph: its list is a decode setting.
-    let otf = s(p, "gboost_mode").starts_with("on-the-fly");
-    [
-        "dataset",
-        "subset",
-        "graph",
-        "bpe_size",
-        "noise",
-        "gboost_mode",
-        "gboost_list",
-        "gboost_discount",
-        "hclg_list",
-        "hclg_discount",
-        "limit",
-    ]
-    .iter()
-    .filter(|k| !(otf && k.starts_with("gboost_") && **k != "gboost_mode"))
-    .map(|k| format!("{k}={}", s(p, k)))
-    .collect::<Vec<_>>()
-    .join(";")
-}
-
-/// What decoding a point depends on (its setup and the decoder settings).
-fn decode_key(p: &Point) -> String {
-    let mut k = setup_key(p);
-    for x in [
-        "backend",
-        "beam",
-        "max_active",
-        "lattice_beam",
-        "acoustic_scale",
-        "chunk_s",
-        "endpointing",
-        "threads",
-        "gboost_scope",
-        "gboost_list",
-        "gboost_discount",
-        "arcs_list",
-        "arcs_discount",
-    ] {
-        k.push_str(&format!(";{x}={}", s(p, x)));
-    }
-    k
-}
-
 /// The version of a dataset: a hash of its registry entry and of everything loaded from it.
 fn dataset_version(reg: &Registry, ds: &Dataset) -> Result<String> {
     let base = ds.name.trim_end_matches("-quick");
@@ -180,14 +132,17 @@ impl Plan {
         let mut order: Vec<String> = Vec::new();
         let mut by_key: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         for (i, p) in points.iter().enumerate() {
-            let k = decode_key(p);
+            let k = p.method.family().decode_key(p);
             if !by_key.contains_key(&k) {
                 order.push(k.clone());
             }
             by_key.entry(k).or_default().push(i);
         }
         let mut groups: Vec<Vec<usize>> = order.iter().map(|k| by_key[k].clone()).collect();
-        groups.sort_by_key(|g| setup_key(&points[g[0]]));
+        groups.sort_by_key(|g| {
+            let p = &points[g[0]];
+            p.method.family().setup_key(p)
+        });
         Ok(Self {
             exp,
             points,
@@ -201,29 +156,7 @@ impl Plan {
 /// Checks the list names of every point on dataset `name` against the loaded data.
 fn check_lists(ds: &Dataset, full: &Dataset, points: &[Point], name: &str) -> Result<()> {
     for p in points.iter().filter(|p| s(p, "dataset") == name) {
-        if let Some(Value::Str(t)) = p.settings.get("targets") {
-            pipeline::targets(ds, Some(t))?;
-        }
-        let per_utt = s(p, "gboost_scope") == "utterance";
-        for k in ["gboost_list", "hclg_list"] {
-            if let Some(Value::Str(l)) = p.settings.get(k) {
-                if !(per_utt && k == "gboost_list") {
-                    pipeline::static_list(full, l).with_context(|| format!("'{k}'"))?;
-                }
-            }
-        }
-        for k in ["bias_list", "arcs_list", "gboost_list"] {
-            if k == "gboost_list" && !per_utt {
-                continue;
-            }
-            if let Some(Value::Str(l)) = p.settings.get(k) {
-                if let Some(ListKind::Global(n)) = ListKind::parse(l) {
-                    if !ds.global_lists.contains_key(&n) {
-                        bail!("{k} '{l}': dataset {name} has no global list '{n}'");
-                    }
-                }
-            }
-        }
+        p.method.family().check_lists(ds, full, p)?;
     }
     Ok(())
 }
@@ -284,7 +217,16 @@ pub fn run_plan(reg: &Registry, plan: &Plan, opts: &RunOptions) -> Result<RunRep
     for g in todo {
         let label = plan.points[g[0]].label();
         pb.set_message(label.clone());
-        let recs = crate::point::run_group(reg, plan, g, &mut setup, &opts.cache)
+        let first = &plan.points[g[0]];
+        let cx = GroupContext {
+            reg,
+            plan,
+            cache: &opts.cache,
+        };
+        let recs = first
+            .method
+            .family()
+            .run_group(&cx, g, &mut setup)
             .with_context(|| format!("{}: point '{label}'", plan.exp.id))?;
         for r in recs {
             let keep = opts.force || store.get(&r.key)?.is_none();

@@ -534,3 +534,76 @@ fn experiments_run_on_a_files_registry_like_the_builtin_dataset() {
         "atco2-sim-1h-files",
     );
 }
+
+#[test]
+fn the_ctc_family_runs_word_and_phrase_boosting_through_the_runner() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("experiments/ctc.toml");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let exp = |graph: &str, extra: &str| {
+        format!(
+            r#"
+title = "ctc"
+[settings]
+dataset = "atco2-sim-1h"
+subset = "quick"
+limit = 40
+threads = 1
+graph = "{graph}"
+endpointing = false
+[table]
+measures = ["wer", "ne_wer", "boosted_words"]
+[[rows]]
+row = "plain"
+method = "ctc-wfst"
+[[rows]]
+row = "words"
+method = "word-boosting+ctc-wfst"
+word_boost = "gt"
+word_boost_score = 5.0
+[[rows]]
+row = "phrases"
+method = "ctc-wfst+phrase-boosting"
+phrase_boost = "gt"
+phrase_boost_score = 4.0
+[[rows]]
+row = "bonus"
+method = "ctc-wfst"
+word_insertion_penalty = -3.0
+{extra}
+"#
+        )
+    };
+    std::fs::write(&p, exp("tlg-normal", "")).unwrap();
+    let out = d.path().join("results");
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let get = cell_of(&out.join("ctc/points.csv"));
+    let num = |row: &str, c: &str| -> f64 { get(row, c).parse().unwrap() };
+    assert_eq!(get("words", "method"), "ctc-wfst+word-boosting");
+    assert_eq!(get("plain", "word_boost_score"), "");
+    assert_eq!(get("words", "word_boost_score"), "5.0");
+    // Boosting each utterance's own callsign words or phrase repairs entity errors.
+    assert!(num("plain", "ne_wer") > 0.0);
+    assert!(num("words", "ne_wer") < num("plain", "ne_wer"));
+    assert!(num("phrases", "ne_wer") < num("plain", "ne_wer"));
+    assert!(num("words", "boosted_words") >= 1.0);
+    assert!(num("phrases", "phrases_kept") >= 20.0, "{}", get("phrases", "phrases_kept"));
+    // A word insertion bonus makes the search emit words it would not: the output changes.
+    assert_ne!(get("plain", "wer"), get("bonus", "wer"));
+    assert!(num("plain", "active_tokens") > 1.0);
+    // The CTC family decodes a TLG only; other families' settings are refused.
+    std::fs::write(&p, exp("hclg", "")).unwrap();
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("decodes a TLG"), "{}", stderr(&o));
+    let bad = "[[rows]]\nrow = \"x\"\nmethod = \"ctc-wfst\"\nbias_list = \"gt\"\n";
+    std::fs::write(&p, exp("tlg-normal", bad)).unwrap();
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("method ctc-wfst has no setting 'bias_list' (it belongs to lattice-biasing)"),
+        "{}",
+        stderr(&o)
+    );
+}

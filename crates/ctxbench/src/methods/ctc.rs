@@ -1,0 +1,282 @@
+//! The CTC WFST family (001): a CTC model's log-posteriors decoded with a TLG through
+//! `ctc-wfst` (input checks, blank penalty, word insertion penalty), with per-utterance word
+//! boosting (001 §3.3: the single-state B applied on every word arc, never composed) and phrase
+//! boosting (multi-word phrases with partial-match take-back). Methods: `ctc-wfst`,
+//! `ctc-wfst+word-boosting`, `ctc-wfst+phrase-boosting` and both.
+
+use super::{
+    base_measures, check_targets, decode_settings, key_of, load_setup, num, record, s, subset_of,
+    Component, Family, GroupContext, SetupCache, DECODE_KEYS, SETUP_KEYS,
+};
+use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
+use crate::pipeline::{self, ListKind, Setup, SetupOptions, WordBoosters};
+use crate::results::PointRecord;
+use anyhow::{anyhow, bail, Result};
+use ctx_data::dataset::Dataset;
+use ctx_graph::compile::GraphKind;
+use std::collections::BTreeMap;
+use std::time::Instant;
+use wfst_search::Booster;
+
+/// The CTC WFST family (see the module docs).
+pub struct CtcWfst;
+
+const COMPONENTS: &[Component] = &[
+    Component {
+        name: "ctc-wfst",
+        doc: "CTC log-posteriors decoded with a TLG (001)",
+    },
+    Component {
+        name: "word-boosting",
+        doc: "per-utterance word boosting as a single-state B applied on the fly (001 §3.3)",
+    },
+    Component {
+        name: "phrase-boosting",
+        doc: "per-utterance phrase boosting with partial-match take-back (beyond 001)",
+    },
+];
+
+const SETTINGS: &[SettingSpec] = &[
+    spec(
+        "blank_penalty",
+        Type::Float,
+        "ctc-wfst",
+        "subtracted from the blank's log-probability on every frame (nats; positive = fewer \
+         blanks, a cure for deletions)",
+    ),
+    spec(
+        "word_insertion_penalty",
+        Type::Float,
+        "ctc-wfst",
+        "added to the cost of every emitted word (graph units; negative = an insertion bonus)",
+    ),
+    spec(
+        "word_boost",
+        Type::Str,
+        "word-boosting",
+        "per-utterance word list whose distinct words are boosted: sequences, unigrams, gt, \
+         test-words, other-words or list:NAME",
+    ),
+    spec(
+        "word_boost_score",
+        Type::Float,
+        "word-boosting",
+        "bonus per boosted word (positive = favoured; 001's rule: at most half the beam)",
+    ),
+    spec(
+        "phrase_boost",
+        Type::Str,
+        "phrase-boosting",
+        "per-utterance phrase list: sequences, gt or list:NAME",
+    ),
+    spec(
+        "phrase_boost_score",
+        Type::Float,
+        "phrase-boosting",
+        "bonus per word of a phrase matched in order (taken back when the phrase breaks off)",
+    ),
+];
+
+impl Family for CtcWfst {
+    fn name(&self) -> &'static str {
+        "ctc-wfst"
+    }
+
+    fn marker(&self) -> Option<&'static str> {
+        Some("ctc-wfst")
+    }
+
+    fn components(&self) -> &'static [Component] {
+        COMPONENTS
+    }
+
+    fn settings(&self) -> &'static [SettingSpec] {
+        SETTINGS
+    }
+
+    fn defaults(&self, s: &mut Settings) {
+        s.insert("blank_penalty".into(), Value::Float(0.0));
+        s.insert("word_insertion_penalty".into(), Value::Float(0.0));
+        s.insert("word_boost_score".into(), Value::Float(3.0));
+        s.insert("phrase_boost_score".into(), Value::Float(3.0));
+    }
+
+    fn required(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("word_boost", "word-boosting"),
+            ("phrase_boost", "phrase-boosting"),
+        ]
+    }
+
+    fn check(&self, s: &Settings, what: &str) -> Result<()> {
+        let graph = s.get("graph").map(|v| v.to_string()).unwrap_or_default();
+        if !graph.starts_with("tlg-") {
+            bail!("{what}: graph '{graph}': the ctc-wfst family decodes a TLG (tlg-normal or tlg-compact)");
+        }
+        for k in ["word_boost", "phrase_boost"] {
+            if let Some(v) = s.get(k).and_then(Value::as_str) {
+                if ListKind::parse(v).is_none() {
+                    bail!("{what}: {k} '{v}' (sequences, unigrams, gt, test-words, other-words, list:NAME)");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
+        check_targets(ds, p)?;
+        for k in ["word_boost", "phrase_boost"] {
+            if let Some(Some(ListKind::Global(n))) = p
+                .settings
+                .get(k)
+                .and_then(Value::as_str)
+                .map(ListKind::parse)
+            {
+                if !ds.global_lists.contains_key(&n) {
+                    bail!(
+                        "{k} 'list:{n}': dataset {} has no global list '{n}'",
+                        ds.name
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn setup_key(&self, p: &Point) -> String {
+        key_of("ctc-wfst", p, SETUP_KEYS, &[])
+    }
+
+    fn decode_key(&self, p: &Point) -> String {
+        let setup = self.setup_key(p);
+        let settings: Vec<&str> = SETTINGS.iter().map(|s| s.name).collect();
+        setup + &key_of("", p, DECODE_KEYS, &settings)
+    }
+
+    fn run_group(
+        &self,
+        cx: &GroupContext<'_>,
+        group: &[usize],
+        setup: &mut SetupCache,
+    ) -> Result<Vec<PointRecord>> {
+        let plan = cx.plan;
+        let first = &plan.points[group[0]];
+        pipeline::reset_peak_mem();
+        let kind = GraphKind::parse(&s(first, "graph")).ok_or_else(|| anyhow!("bad graph"))?;
+        let opts = SetupOptions {
+            kind,
+            bpe_size: num(first, "bpe_size", ctx_data::graphs::DEFAULT_BPE_SIZE as f64) as usize,
+            noise: first.settings.get("noise").and_then(Value::as_f64),
+            ..SetupOptions::hclg(subset_of(first), cx.cache)
+        };
+        let st = load_setup(cx, first, self.setup_key(first), &opts, setup)?;
+        if st.ctc_blank.is_none() {
+            bail!(
+                "dataset {}: the ctc-wfst family needs a CTC model (a files dataset with model = \"ctc\", or a simulated TLG)",
+                st.dataset.name
+            );
+        }
+        let mut settings = decode_settings(first, st)?;
+        settings.blank_penalty = num(first, "blank_penalty", 0.0) as f32;
+        settings.word_insertion_penalty = num(first, "word_insertion_penalty", 0.0) as f32;
+        let words = match first.settings.get("word_boost").and_then(Value::as_str) {
+            Some(l) => {
+                let kind = ListKind::parse(l).ok_or_else(|| anyhow!("bad word_boost '{l}'"))?;
+                let score = num(first, "word_boost_score", 3.0) as f32;
+                Some(WordBoosters::new(st, &kind, score, settings.config.beam)?)
+            }
+            None => None,
+        };
+        let phrases = match first.settings.get("phrase_boost").and_then(Value::as_str) {
+            Some(l) => {
+                let kind = ListKind::parse(l).ok_or_else(|| anyhow!("bad phrase_boost '{l}'"))?;
+                let score = num(first, "phrase_boost_score", 3.0) as f32;
+                Some(PhraseBoosters::new(st, &kind, score)?)
+            }
+            None => None,
+        };
+        let run = pipeline::decode_indexed(st, &settings, &|i| {
+            let w = words.as_ref().map(|b| b.boosters[i].clone());
+            let p = phrases.as_ref().map(|b| b.boosters[i].clone());
+            match (w, p) {
+                (None, None) => Booster::None,
+                (Some(b), None) | (None, Some(b)) => b,
+                (Some(w), Some(p)) => Booster::Stack(vec![w, p]),
+            }
+        })?;
+        // Lists arrive with their utterances: building them counts in RTFx.
+        let context_s =
+            words.as_ref().map_or(0.0, |w| w.build_s) + phrases.as_ref().map_or(0.0, |p| p.build_s);
+        let lattice = (
+            pipeline::lattice_density(&run),
+            pipeline::oracle_wer(st, &run),
+        );
+        let n = st.dataset.utterances.len() as f64;
+        let mut out = Vec::new();
+        for &i in group {
+            let p = &plan.points[i];
+            let targets = pipeline::targets(
+                &st.dataset,
+                p.settings.get("targets").and_then(Value::as_str),
+            )?;
+            let o = pipeline::output(st, &run, None, targets.as_ref().map(|(_, t)| t))?;
+            let mut m: BTreeMap<String, f64> = base_measures(st, &run, &o, context_s, lattice);
+            m.insert("active_tokens".into(), pipeline::active_tokens(&run));
+            if words.is_some() || phrases.is_some() {
+                m.insert("context_s".into(), context_s);
+            }
+            if let Some(w) = &words {
+                m.insert("boosted_words".into(), w.applied as f64 / n);
+                m.insert("boost_oov".into(), w.oov as f64 / n);
+            }
+            if let Some(ph) = &phrases {
+                m.insert("phrases_kept".into(), ph.applied as f64);
+                m.insert("phrases_dropped".into(), ph.oov as f64);
+            }
+            out.push(record(plan, i, m, &run.device));
+        }
+        Ok(out)
+    }
+}
+
+/// Phrase boosting of every utterance: its list of a kind as a phrase automaton (one build per
+/// distinct list).
+struct PhraseBoosters {
+    boosters: Vec<Booster>,
+    applied: usize,
+    oov: usize,
+    build_s: f64,
+}
+
+impl PhraseBoosters {
+    fn new(st: &Setup, kind: &ListKind, score: f32) -> Result<Self> {
+        let t = Instant::now();
+        let shared = pipeline::set_list(st, kind);
+        let mut built: BTreeMap<Vec<Vec<String>>, ctc_wfst::ContextBoost> = BTreeMap::new();
+        let mut out = Self {
+            boosters: Vec::with_capacity(st.dataset.utterances.len()),
+            applied: 0,
+            oov: 0,
+            build_s: 0.0,
+        };
+        for u in &st.dataset.utterances {
+            let list = match &shared {
+                Some(l) => l.phrases.clone(),
+                None => pipeline::list_of(st, u, kind).phrases,
+            };
+            let c = match built.entry(list) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    let c =
+                        ctc_wfst::ContextBoost::phrases(&st.graph.symbols.words, e.key(), score)?;
+                    e.insert(c)
+                }
+            };
+            out.applied += c.report.applied;
+            out.oov += c.report.oov.len();
+            out.boosters.push(c.booster.clone());
+        }
+        out.build_s = t.elapsed().as_secs_f64();
+        Ok(out)
+    }
+}

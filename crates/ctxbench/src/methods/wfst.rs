@@ -1,0 +1,378 @@
+//! The WFST family: decoding an HCLG (hybrid) or TLG (CTC) graph with the project's biasing
+//! methods as components — G-boosting (003 §3.1.3, static or on the fly), HCLG-boosting by
+//! composition (003 §3.1.4), arc boosting during the search (000 §4.2, Algorithm 1) and
+//! lattice biasing after it (003 §3.1.2). `baseline` is this family with no component.
+//!
+//! A group shares one decode; each point rescores its own output (the 1-best, or a
+//! lattice-biased 1-best) and counts the shared decode plus its own rescoring in RTFx, as a run
+//! of that method alone would.
+
+use super::{
+    base_measures, check_targets, decode_settings, key_of, load_setup, num, record, s, subset_of,
+    Component, Family, GroupContext, SetupCache, DECODE_KEYS, SETUP_KEYS,
+};
+use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
+use crate::pipeline::{self, ListKind, Setup, SetupOptions, StaticBoost};
+use crate::results::PointRecord;
+use anyhow::{anyhow, bail, Context, Result};
+use ctx_data::dataset::Dataset;
+use ctx_data::registry::Registry;
+use ctx_graph::compile::GraphKind;
+use std::path::Path;
+use wfst_search::Booster;
+
+/// The WFST family (see the module docs).
+pub struct Wfst;
+
+const COMPONENTS: &[Component] = &[
+    Component {
+        name: "g-boosting",
+        doc: "G-boosting before decoding (003 §3.1.3)",
+    },
+    Component {
+        name: "hclg-boosting",
+        doc: "HCLG ∘ biasing FST (003 §3.1.4)",
+    },
+    Component {
+        name: "arc-boosting",
+        doc: "arc-index boosting of HCLG during the search (000 §4.2, Algorithm 1), per utterance",
+    },
+    Component {
+        name: "lattice-biasing",
+        doc: "lattice ∘ biasing FST after decoding (003 §3.1.2)",
+    },
+];
+
+/// The family's settings, in points.csv column order.
+const SETTINGS: &[SettingSpec] = &[
+    spec(
+        "gboost_list",
+        Type::Str,
+        "g-boosting",
+        "static list G is boosted towards (sequences, unigrams, gt or a global list)",
+    ),
+    spec(
+        "gboost_discount",
+        Type::Float,
+        "g-boosting",
+        "G-boosting discount per boosted n-gram",
+    ),
+    spec(
+        "gboost_mode",
+        Type::Str,
+        "g-boosting",
+        "static (HCLG compiled from the boosted G), on-the-fly (unboosted HCLG + the phrase-prefix \
+         automaton composed during the search) or on-the-fly-lm (+ the exact G_boosted − G)",
+    ),
+    spec(
+        "gboost_scope",
+        Type::Str,
+        "g-boosting",
+        "set (one list for the whole set) or utterance (each utterance's own list: sequences, \
+         unigrams, gt or list:NAME; on-the-fly only)",
+    ),
+    spec(
+        "hclg_list",
+        Type::Str,
+        "hclg-boosting",
+        "static list composed into HCLG",
+    ),
+    spec(
+        "hclg_discount",
+        Type::Float,
+        "hclg-boosting",
+        "HCLG-boosting discount per word",
+    ),
+    spec(
+        "arcs_list",
+        Type::Str,
+        "arc-boosting",
+        "per-utterance list whose HCLG arcs (000 Algorithm 1) the search discounts: sequences, \
+         unigrams, gt or list:NAME",
+    ),
+    spec(
+        "arcs_discount",
+        Type::Float,
+        "arc-boosting",
+        "arc-boosting discount per boosted arc",
+    ),
+    spec(
+        "bias_list",
+        Type::Str,
+        "lattice-biasing",
+        "lattice-biasing list: sequences, unigrams, gt or list:NAME",
+    ),
+    spec(
+        "discount",
+        Type::Float,
+        "lattice-biasing",
+        "lattice-biasing discount per word",
+    ),
+];
+
+impl Family for Wfst {
+    fn name(&self) -> &'static str {
+        "wfst"
+    }
+
+    fn marker(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn components(&self) -> &'static [Component] {
+        COMPONENTS
+    }
+
+    fn settings(&self) -> &'static [SettingSpec] {
+        SETTINGS
+    }
+
+    fn defaults(&self, s: &mut Settings) {
+        s.insert("gboost_discount".into(), Value::Float(-2.0));
+        s.insert("gboost_mode".into(), Value::Str("static".into()));
+        s.insert("gboost_scope".into(), Value::Str("set".into()));
+        s.insert("hclg_discount".into(), Value::Float(-2.0));
+        s.insert("discount".into(), Value::Float(-2.0));
+    }
+
+    fn required(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("gboost_list", "g-boosting"),
+            ("hclg_list", "hclg-boosting"),
+            ("arcs_list", "arc-boosting"),
+            ("bias_list", "lattice-biasing"),
+        ]
+    }
+
+    fn check(&self, s: &Settings, what: &str) -> Result<()> {
+        let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_string);
+        for k in ["bias_list", "arcs_list"] {
+            if let Some(v) = str_of(k) {
+                if crate::pipeline::ListKind::parse(&v).is_none() {
+                    bail!("{what}: {k} '{v}' (sequences, unigrams, gt, list:NAME)");
+                }
+            }
+        }
+        let mode = str_of("gboost_mode");
+        if let Some(v) = &mode {
+            if !["static", "on-the-fly", "on-the-fly-lm"].contains(&v.as_str()) {
+                bail!("{what}: gboost_mode '{v}' (static, on-the-fly or on-the-fly-lm)");
+            }
+        }
+        if let Some(v) = str_of("gboost_scope") {
+            match v.as_str() {
+                "set" => {}
+                "utterance" => {
+                    if !mode.as_deref().is_some_and(|m| m.starts_with("on-the-fly")) {
+                        bail!("{what}: gboost_scope 'utterance' needs gboost_mode 'on-the-fly' (a static graph has one list)");
+                    }
+                    if let Some(l) = str_of("gboost_list") {
+                        if crate::pipeline::ListKind::parse(&l).is_none() {
+                            bail!("{what}: gboost_list '{l}' per utterance (sequences, unigrams, gt, list:NAME)");
+                        }
+                    }
+                }
+                _ => bail!("{what}: gboost_scope '{v}' (set or utterance)"),
+            }
+        }
+        Ok(())
+    }
+
+    fn check_lists(&self, ds: &Dataset, full: &Dataset, p: &Point) -> Result<()> {
+        check_targets(ds, p)?;
+        let per_utt = s(p, "gboost_scope") == "utterance";
+        for k in ["gboost_list", "hclg_list"] {
+            if let Some(Value::Str(l)) = p.settings.get(k) {
+                if !(per_utt && k == "gboost_list") {
+                    pipeline::static_list(full, l).with_context(|| format!("'{k}'"))?;
+                }
+            }
+        }
+        for k in ["bias_list", "arcs_list", "gboost_list"] {
+            if k == "gboost_list" && !per_utt {
+                continue;
+            }
+            if let Some(Value::Str(l)) = p.settings.get(k) {
+                if let Some(ListKind::Global(n)) = ListKind::parse(l) {
+                    if !ds.global_lists.contains_key(&n) {
+                        bail!("{k} '{l}': dataset {} has no global list '{n}'", ds.name);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn setup_key(&self, p: &Point) -> String {
+        // On-the-fly G-boosting decodes the unboosted graph: its list is a decode setting.
+        let otf = s(p, "gboost_mode").starts_with("on-the-fly");
+        let boosts: &[&str] = if otf {
+            &["gboost_mode", "hclg_list", "hclg_discount"]
+        } else {
+            &[
+                "gboost_mode",
+                "gboost_list",
+                "gboost_discount",
+                "hclg_list",
+                "hclg_discount",
+            ]
+        };
+        key_of("wfst", p, SETUP_KEYS, boosts)
+    }
+
+    fn decode_key(&self, p: &Point) -> String {
+        let setup = self.setup_key(p);
+        let decode = key_of(
+            "",
+            p,
+            DECODE_KEYS,
+            &[
+                "gboost_scope",
+                "gboost_list",
+                "gboost_discount",
+                "arcs_list",
+                "arcs_discount",
+            ],
+        );
+        setup + &decode
+    }
+
+    fn run_group(
+        &self,
+        cx: &GroupContext<'_>,
+        group: &[usize],
+        setup: &mut SetupCache,
+    ) -> Result<Vec<PointRecord>> {
+        let plan = cx.plan;
+        let first = &plan.points[group[0]];
+        pipeline::reset_peak_mem();
+        let st = load_setup(
+            cx,
+            first,
+            self.setup_key(first),
+            &setup_options(first, cx.cache)?,
+            setup,
+        )?;
+        let settings = decode_settings(first, st)?;
+        let otf = otf_boosters(cx.reg, first, st, settings.threads)?;
+        let arcs = arc_boosters(first, st, settings.threads)?;
+        let run = pipeline::decode_indexed(st, &settings, &|i| {
+            let g = otf.as_ref().map(|o| o.boosters[i].clone());
+            let a = arcs.as_ref().map(|a| a.boosters[i].clone());
+            match (g, a) {
+                (None, None) => Booster::None,
+                (Some(b), None) | (None, Some(b)) => b,
+                (Some(g), Some(a)) => Booster::Stack(vec![g, a]),
+            }
+        })?;
+        // Lists that arrive per utterance are compiled while decoding: their time counts.
+        let context_s =
+            otf.as_ref().map_or(0.0, |o| o.context_s()) + arcs.as_ref().map_or(0.0, |a| a.build_s);
+        let lattice = (
+            pipeline::lattice_density(&run),
+            pipeline::oracle_wer(st, &run),
+        );
+        let mut out = Vec::new();
+        for &i in group {
+            let p = &plan.points[i];
+            let targets = pipeline::targets(
+                &st.dataset,
+                p.settings.get("targets").and_then(Value::as_str),
+            )?;
+            let bias = match p.settings.get("bias_list") {
+                Some(l) => Some((
+                    ListKind::parse(&l.to_string()).ok_or_else(|| anyhow!("bad bias_list"))?,
+                    num(p, "discount", -2.0) as f32,
+                )),
+                None => None,
+            };
+            let o = pipeline::output(
+                st,
+                &run,
+                bias.as_ref().map(|(k, d)| (k, *d)),
+                targets.as_ref().map(|(_, t)| t),
+            )?;
+            let mut m = base_measures(st, &run, &o, context_s + o.rescore_s, lattice);
+            let mut put = |k: &str, v: Option<f64>| {
+                if let Some(v) = v {
+                    m.insert(k.to_string(), v);
+                }
+            };
+            let built = otf.as_ref().map(|o| o.build_s).into_iter();
+            let built: Vec<f64> = built.chain(arcs.as_ref().map(|a| a.build_s)).collect();
+            put("context_s", (!built.is_empty()).then(|| built.iter().sum()));
+            put(
+                "boosted_arcs",
+                arcs.as_ref()
+                    .map(|a| a.arcs as f64 / st.dataset.utterances.len() as f64),
+            );
+            let gboost = otf.as_ref().map(|o| &o.report).or(st.gboost.as_ref());
+            let arc_report = arcs.as_ref().map(|a| &a.report);
+            let (kept, dropped) = match (o.report.as_ref().or(arc_report), gboost, &st.hclg_phrases)
+            {
+                (Some(r), _, _) => (Some(r.kept), Some(r.dropped)),
+                (None, Some(g), _) => (Some(g.kept), Some(g.dropped)),
+                (None, None, Some(h)) => (Some(h.kept), Some(h.dropped)),
+                _ => (None, None),
+            };
+            put("phrases_kept", kept.map(|x| x as f64));
+            put("phrases_dropped", dropped.map(|x| x as f64));
+            out.push(record(plan, i, m, &run.device));
+        }
+        Ok(out)
+    }
+}
+
+fn setup_options<'a>(p: &Point, cache: &'a Path) -> Result<SetupOptions<'a>> {
+    let boost = |list: &str, d: &str| {
+        p.settings.get(list).map(|l| StaticBoost {
+            list: l.to_string(),
+            discount: p.settings.get(d).and_then(Value::as_f64).unwrap_or(-2.0) as f32,
+        })
+    };
+    let otf = s(p, "gboost_mode").starts_with("on-the-fly");
+    Ok(SetupOptions {
+        subset: subset_of(p),
+        kind: GraphKind::parse(&s(p, "graph")).ok_or_else(|| anyhow!("bad graph"))?,
+        bpe_size: p
+            .settings
+            .get("bpe_size")
+            .and_then(Value::as_f64)
+            .unwrap_or(ctx_data::graphs::DEFAULT_BPE_SIZE as f64) as usize,
+        cache,
+        noise: p.settings.get("noise").and_then(Value::as_f64),
+        gboost: boost("gboost_list", "gboost_discount").filter(|_| !otf),
+        hclg_bias: boost("hclg_list", "hclg_discount"),
+        gboost_otf: otf,
+    })
+}
+
+/// The per-utterance boosters of a point with on-the-fly G-boosting (see
+/// [`pipeline::otf_boosters`]); `None` for other points.
+fn otf_boosters(
+    reg: &Registry,
+    p: &Point,
+    st: &Setup,
+    threads: usize,
+) -> Result<Option<pipeline::OtfBoosters>> {
+    if st.otf.is_none() {
+        return Ok(None);
+    }
+    let req = pipeline::OtfRequest {
+        list: s(p, "gboost_list"),
+        exact: s(p, "gboost_mode") == "on-the-fly-lm",
+        discount: num(p, "gboost_discount", -2.0) as f32,
+        per_utterance: s(p, "gboost_scope") == "utterance",
+    };
+    pipeline::otf_boosters(reg, &s(p, "dataset"), st, subset_of(p), &req, threads)
+}
+
+/// The per-utterance arc boosters of a point with arc-boosting; `None` for other points.
+fn arc_boosters(p: &Point, st: &Setup, threads: usize) -> Result<Option<pipeline::ArcBoosters>> {
+    let Some(l) = p.settings.get("arcs_list") else {
+        return Ok(None);
+    };
+    let kind = ListKind::parse(&l.to_string()).ok_or_else(|| anyhow!("bad arcs_list '{l}'"))?;
+    let discount = num(p, "arcs_discount", -2.0) as f32;
+    pipeline::ArcBoosters::new(st, &kind, discount, threads).map(Some)
+}
