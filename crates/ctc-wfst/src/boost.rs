@@ -14,7 +14,7 @@
 use crate::error::Result;
 use ctx_core::symbols::SymbolTable;
 use ctx_graph::csr::DecodingGraph;
-use wfst_search::{Booster, PhraseAutomaton, WordBooster};
+use wfst_search::{Booster, PhraseAutomaton, WordArcIndex, WordBooster};
 
 /// What became of a context's entries.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -46,6 +46,17 @@ impl ContextBoost {
         entries: &[(String, f32)],
         beam: f32,
     ) -> Result<Self> {
+        Self::words_indexed(&WordArcIndex::new(g), words, entries, beam)
+    }
+
+    /// [`Self::words`] over a graph's word-arc index built once ([`WordArcIndex::new`]): many
+    /// per-utterance tables over one graph then cost their own words' arcs each.
+    pub fn words_indexed(
+        index: &WordArcIndex,
+        words: &SymbolTable,
+        entries: &[(String, f32)],
+        beam: f32,
+    ) -> Result<Self> {
         let mut report = BoostReport::default();
         let mut table = Vec::new();
         for (w, score) in entries {
@@ -63,7 +74,7 @@ impl ContextBoost {
         let booster = if table.is_empty() {
             Booster::None
         } else {
-            Booster::Words(WordBooster::new(g, table)?)
+            Booster::Words(WordBooster::with_index(index, table)?)
         };
         Ok(Self { booster, report })
     }

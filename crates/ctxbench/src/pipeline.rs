@@ -279,7 +279,9 @@ impl WordBoosters {
             over_half_beam: score.abs() > beam / 2.0,
             build_s: 0.0,
         };
-        // One table per distinct word set (a global list is the same for every utterance).
+        // One table per distinct word set (a global list is the same for every utterance),
+        // each over the graph's word-arc index (built once here, its time counted).
+        let index = wfst_search::WordArcIndex::new(&setup.csr);
         let mut built: BTreeMap<Vec<String>, ctc_wfst::ContextBoost> = BTreeMap::new();
         let shared = set_list(setup, kind);
         for u in &setup.dataset.utterances {
@@ -298,8 +300,8 @@ impl WordBoosters {
                 Entry::Vacant(e) => {
                     let entries: Vec<(String, f32)> =
                         e.key().iter().map(|w| (w.clone(), score)).collect();
-                    let c = ctc_wfst::ContextBoost::words(
-                        &setup.csr,
+                    let c = ctc_wfst::ContextBoost::words_indexed(
+                        &index,
                         &setup.graph.symbols.words,
                         &entries,
                         beam,

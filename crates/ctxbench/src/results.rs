@@ -33,6 +33,12 @@ pub const MEASURES: &[&str] = &[
     "active_tokens",
     "boosted_words",
     "boost_oov",
+    "latency_compute_ms",
+    "latency_queue_ms",
+    "latency_total_ms",
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "batch_mean",
 ];
 
 /// Label columns that come first in points.csv.

@@ -588,7 +588,11 @@ word_insertion_penalty = -3.0
     assert!(num("words", "ne_wer") < num("plain", "ne_wer"));
     assert!(num("phrases", "ne_wer") < num("plain", "ne_wer"));
     assert!(num("words", "boosted_words") >= 1.0);
-    assert!(num("phrases", "phrases_kept") >= 20.0, "{}", get("phrases", "phrases_kept"));
+    assert!(
+        num("phrases", "phrases_kept") >= 20.0,
+        "{}",
+        get("phrases", "phrases_kept")
+    );
     // A word insertion bonus makes the search emit words it would not: the output changes.
     assert_ne!(get("plain", "wer"), get("bonus", "wer"));
     assert!(num("plain", "active_tokens") > 1.0);
@@ -602,7 +606,8 @@ word_insertion_penalty = -3.0
     let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
     assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("method ctc-wfst has no setting 'bias_list' (it belongs to lattice-biasing)"),
+        stderr(&o)
+            .contains("method ctc-wfst has no setting 'bias_list' (it belongs to lattice-biasing)"),
         "{}",
         stderr(&o)
     );

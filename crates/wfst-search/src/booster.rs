@@ -114,6 +114,64 @@ impl ArcSetBooster {
     }
 }
 
+/// For each word id of a graph, the states with an arc that outputs it, flagged emitting or ε:
+/// built once per graph (one pass over the arcs) so that a [`WordBooster`] costs its own words'
+/// arcs instead of a scan of the whole graph.
+#[derive(Debug, Clone, Default)]
+pub struct WordArcIndex {
+    /// Entries of word w: `entries[offsets[w]..offsets[w + 1]]`.
+    offsets: Vec<u32>,
+    /// (state, EMITTING or EPSILON), one per distinct pair, by word then state.
+    entries: Vec<(u32, u8)>,
+    num_states: usize,
+}
+
+impl WordArcIndex {
+    /// Indexes every arc of `g` with a non-ε output label.
+    pub fn new(g: &DecodingGraph) -> Self {
+        let n = g.num_states();
+        let num_e = g.num_emitting();
+        let mut pairs: Vec<(u32, u32, u8)> = Vec::new();
+        for s in 0..n as u32 {
+            for a in g.emitting(s).chain(g.non_emitting(s)) {
+                let w = g.olabel[a];
+                if w != 0 {
+                    pairs.push((w, s, if a < num_e { EMITTING } else { EPSILON }));
+                }
+            }
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        let max_w = pairs.last().map_or(0, |p| p.0) as usize;
+        let mut offsets = vec![0u32; max_w + 2];
+        for p in &pairs {
+            offsets[p.0 as usize + 1] += 1;
+        }
+        for i in 1..offsets.len() {
+            offsets[i] += offsets[i - 1];
+        }
+        Self {
+            offsets,
+            entries: pairs.into_iter().map(|(_, s, f)| (s, f)).collect(),
+            num_states: n,
+        }
+    }
+
+    /// The (state, flag) pairs of word `w` (empty for a word no arc outputs).
+    pub fn states_of(&self, w: u32) -> &[(u32, u8)] {
+        let w = w as usize;
+        if w + 1 >= self.offsets.len() {
+            return &[];
+        }
+        &self.entries[self.offsets[w] as usize..self.offsets[w + 1] as usize]
+    }
+
+    /// States of the indexed graph.
+    pub fn num_states(&self) -> usize {
+        self.num_states
+    }
+}
+
 /// Word boosting (001 §3.3, Fig. 4–5): a cost added to every arc whose output label is one of
 /// the listed words — the single-state acceptor B of 001 applied on the fly, without composing
 /// or copying the graph. The cost is in the graph's units (−log, like arc weights): a negative
@@ -132,8 +190,18 @@ pub struct WordBooster {
 
 impl WordBooster {
     /// Builds the table for graph `g` from (word id, cost) entries; a word given twice keeps its
-    /// last cost. Word 0 (ε) and non-finite costs are errors.
+    /// last cost. Word 0 (ε) and non-finite costs are errors. Scans the graph once; many tables
+    /// over one graph share a [`WordArcIndex`] through [`Self::with_index`].
     pub fn new(g: &DecodingGraph, entries: impl IntoIterator<Item = (u32, f32)>) -> Result<Self> {
+        Self::with_index(&WordArcIndex::new(g), entries)
+    }
+
+    /// [`Self::new`] with the graph's word-arc index built beforehand: the cost is the boosted
+    /// words' arcs, not a scan of every arc (per-utterance tables at decoding speed).
+    pub fn with_index(
+        index: &WordArcIndex,
+        entries: impl IntoIterator<Item = (u32, f32)>,
+    ) -> Result<Self> {
         let mut map = std::collections::BTreeMap::new();
         for (w, c) in entries {
             if w == 0 {
@@ -150,15 +218,11 @@ impl WordBooster {
         }
         let words: Vec<u32> = map.keys().copied().collect();
         let bonus: Vec<f32> = map.values().copied().collect();
-        let n = g.num_states();
+        let n = index.num_states;
         let mut states = vec![0u8; n];
-        let num_e = g.num_emitting();
-        for s in 0..n as u32 {
-            for a in g.emitting(s).chain(g.non_emitting(s)) {
-                let w = g.olabel[a];
-                if w != 0 && words.binary_search(&w).is_ok() {
-                    states[s as usize] |= if a < num_e { EMITTING } else { EPSILON };
-                }
+        for &w in &words {
+            for &(s, flag) in index.states_of(w) {
+                states[s as usize] |= flag;
             }
         }
         Ok(Self {

@@ -51,6 +51,20 @@ const SETTINGS: &[SettingSpec] = &[
         "added to the cost of every emitted word (graph units; negative = an insertion bonus)",
     ),
     spec(
+        "streams",
+        Type::Int,
+        "ctc-wfst",
+        "streaming under constant arrivals (001 §4.2): this many clients send chunk_s chunks at \
+         real-time pace to a batching server; latency per chunk is measured (unset: offline \
+         batches)",
+    ),
+    spec(
+        "max_batch",
+        Type::Int,
+        "ctc-wfst",
+        "streaming: at most this many chunks per server batch",
+    ),
+    spec(
         "word_boost",
         Type::Str,
         "word-boosting",
@@ -99,6 +113,7 @@ impl Family for CtcWfst {
         s.insert("word_insertion_penalty".into(), Value::Float(0.0));
         s.insert("word_boost_score".into(), Value::Float(3.0));
         s.insert("phrase_boost_score".into(), Value::Float(3.0));
+        s.insert("max_batch".into(), Value::Int(256));
     }
 
     fn required(&self) -> &'static [(&'static str, &'static str)] {
@@ -112,6 +127,11 @@ impl Family for CtcWfst {
         let graph = s.get("graph").map(|v| v.to_string()).unwrap_or_default();
         if !graph.starts_with("tlg-") {
             bail!("{what}: graph '{graph}': the ctc-wfst family decodes a TLG (tlg-normal or tlg-compact)");
+        }
+        for k in ["streams", "max_batch"] {
+            if s.get(k) == Some(&Value::Int(0)) {
+                bail!("{what}: '{k}' must be at least 1");
+            }
         }
         for k in ["word_boost", "phrase_boost"] {
             if let Some(v) = s.get(k).and_then(Value::as_str) {
@@ -195,7 +215,7 @@ impl Family for CtcWfst {
             }
             None => None,
         };
-        let run = pipeline::decode_indexed(st, &settings, &|i| {
+        let booster = |i: usize| {
             let w = words.as_ref().map(|b| b.boosters[i].clone());
             let p = phrases.as_ref().map(|b| b.boosters[i].clone());
             match (w, p) {
@@ -203,7 +223,11 @@ impl Family for CtcWfst {
                 (Some(b), None) | (None, Some(b)) => b,
                 (Some(w), Some(p)) => Booster::Stack(vec![w, p]),
             }
-        })?;
+        };
+        if let Some(n) = first.settings.get("streams").and_then(Value::as_f64) {
+            return streaming(cx, group, st, &settings, n as usize, &booster);
+        }
+        let run = pipeline::decode_indexed(st, &settings, &booster)?;
         // Lists arrive with their utterances: building them counts in RTFx.
         let context_s =
             words.as_ref().map_or(0.0, |w| w.build_s) + phrases.as_ref().map_or(0.0, |p| p.build_s);
@@ -278,5 +302,148 @@ impl PhraseBoosters {
         }
         out.build_s = t.elapsed().as_secs_f64();
         Ok(out)
+    }
+}
+
+/// The streaming rows (001 Table 4): the load simulation of [`super::load`] over a
+/// [`ctc_wfst::StreamingCtc`] server; WER from each utterance's first decode.
+fn streaming(
+    cx: &GroupContext<'_>,
+    group: &[usize],
+    st: &Setup,
+    settings: &pipeline::DecodeSettings,
+    streams: usize,
+    booster: &(dyn Fn(usize) -> Booster + Sync),
+) -> Result<Vec<PointRecord>> {
+    let plan = cx.plan;
+    let first = &plan.points[group[0]];
+    let blank = st.ctc_blank.ok_or_else(|| anyhow!("not a CTC model"))?;
+    let dec = ctc_wfst::CtcDecoder::new(
+        &st.csr,
+        ctc_wfst::CtcConfig {
+            search: settings.config.clone(),
+            blank,
+            blank_penalty: settings.blank_penalty,
+            word_insertion_penalty: settings.word_insertion_penalty,
+            ..ctc_wfst::CtcConfig::default()
+        },
+    )?;
+    let endpoint = settings
+        .endpointing
+        .then(|| wfst_search::EndpointConfig::kaldi(st.frame_s as f32));
+    let mut server = CtcServer {
+        s: dec.streaming(endpoint)?,
+        words: std::collections::HashMap::new(),
+        booster,
+    };
+    let cfg = super::load::LoadConfig {
+        streams,
+        chunk_s: settings.chunk_s,
+        frame_s: st.frame_s,
+        max_batch: num(first, "max_batch", 256.0) as usize,
+        seed: 0x5eed,
+    };
+    let utts = &st.dataset.utterances;
+    let durations: Vec<f64> = utts.iter().map(|u| u.duration_s).collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(settings.threads.max(1))
+        .build()?;
+    let r = pool.install(|| {
+        super::load::simulate(&cfg, &durations, &|i| st.scores(&utts[i]), &mut server)
+    })?;
+    let hyps: Vec<Vec<String>> = r.words.iter().map(|w| st.words(w)).collect();
+    let total = r.total_ms();
+    let mut out = Vec::new();
+    for &i in group {
+        let p = &plan.points[i];
+        let targets = pipeline::targets(
+            &st.dataset,
+            p.settings.get("targets").and_then(Value::as_str),
+        )?;
+        let t = st.score(&hyps, targets.as_ref().map(|(_, t)| t))?;
+        let mut m = BTreeMap::new();
+        let mut put = |k: &str, v: Option<f64>| {
+            if let Some(v) = v {
+                m.insert(k.to_string(), v);
+            }
+        };
+        put("wer", t.all.rate());
+        put("ne_wer", t.ne.rate());
+        put("u_wer", t.unbiased.rate());
+        put("ne_acc", t.ne_acc());
+        put("precision", t.targets.precision());
+        put("recall", t.targets.recall());
+        put("f1", t.targets.f1());
+        put("audio_s", Some(r.audio_s));
+        put("decode_s", Some(r.compute_s));
+        put("rtfx", Some(r.rtfx_held()));
+        put("peak_mem_mb", pipeline::peak_mem_mb());
+        put("utterances", Some(utts.len() as f64));
+        put("graph_states", Some(st.csr.num_states() as f64));
+        put("graph_arcs", Some(st.csr.num_arcs() as f64));
+        put(
+            "latency_compute_ms",
+            Some(super::load::LoadReport::mean(&r.compute_ms)),
+        );
+        put(
+            "latency_queue_ms",
+            Some(super::load::LoadReport::mean(&r.queue_ms)),
+        );
+        put(
+            "latency_total_ms",
+            Some(super::load::LoadReport::mean(&total)),
+        );
+        put(
+            "latency_p50_ms",
+            Some(super::load::LoadReport::quantile(&total, 0.5)),
+        );
+        put(
+            "latency_p99_ms",
+            Some(super::load::LoadReport::quantile(&total, 0.99)),
+        );
+        put(
+            "batch_mean",
+            Some(r.queue_ms.len() as f64 / r.batches.max(1) as f64),
+        );
+        out.push(record(plan, i, m, ""));
+    }
+    Ok(out)
+}
+
+/// [`ctc_wfst::StreamingCtc`] as the load simulation's server: words collected per channel.
+struct CtcServer<'d, 'b> {
+    s: ctc_wfst::StreamingCtc<'d>,
+    words: std::collections::HashMap<u64, Vec<u32>>,
+    booster: &'b (dyn Fn(usize) -> Booster + Sync),
+}
+
+impl super::load::ChunkServer for CtcServer<'_, '_> {
+    fn open(&mut self, id: u64, utt: usize) -> Result<()> {
+        self.s.open(id, (self.booster)(utt))?;
+        self.words.insert(id, Vec::new());
+        Ok(())
+    }
+
+    fn push(&mut self, chunks: &[(u64, &ctx_core::scores::ScoreMatrix)]) -> Result<()> {
+        let out = self.s.push(chunks)?;
+        for ((id, _), r) in chunks.iter().zip(out) {
+            let w = self
+                .words
+                .get_mut(id)
+                .ok_or_else(|| anyhow!("channel {id}"))?;
+            for seg in r.segments {
+                w.extend(seg.best.words);
+            }
+        }
+        Ok(())
+    }
+
+    fn close(&mut self, id: u64) -> Result<Vec<u32>> {
+        let last = self.s.close(id)?;
+        let mut w = self.words.remove(&id).unwrap_or_default();
+        if let Some(seg) = last {
+            w.extend(seg.best.words);
+        }
+        Ok(w)
     }
 }

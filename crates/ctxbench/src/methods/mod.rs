@@ -11,6 +11,7 @@
 //! - [`ctc`]: the CTC WFST decoder with word and phrase boosting (001).
 
 pub mod ctc;
+pub mod load;
 pub mod wfst;
 
 use crate::experiment::{Point, SettingSpec, Settings, Value};
