@@ -7,7 +7,7 @@ CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/release/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv gpu-bundle chen18-table2 all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats
+.PHONY: nvrtc-venv gpu-bundle chen18-table2 all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers
 
 all: build
 
@@ -118,3 +118,12 @@ peer-kenlm: lm-earnings22
 	test -x .venv-peers/bin/python || python3 -m venv .venv-peers
 	.venv-peers/bin/pip install -q kenlm
 	.venv-peers/bin/python scripts/kenlm_check.py results/lm-earnings22/lm.arpa.gz results/lm-earnings22/test.txt
+
+## 001's CPU comparison: ctxbench's CTC WFST decoder against flashlight-text (LexiconDecoder +
+## KenLM) and pyctcdecode (hotwords) on identical exported inputs, one core each (PyPI, in
+## .venv-peers); results/peers-ctc/. Comparison only; nothing else depends on it.
+peers-ctc: build
+	scripts/peers_ctc.sh
+
+## Every peer comparison.
+peers: peer-kenlm peers-ctc

@@ -170,3 +170,21 @@ fn ark_errors_name_the_utterance() {
     std::fs::write(&p, "u1 [ 1 ]\nu1 [ 2 ]\n").unwrap();
     assert!(read_ark(&p).unwrap_err().to_string().contains("twice"));
 }
+
+#[test]
+fn all_finite_finds_every_kind_of_non_finite_value_at_any_position() {
+    use ctx_core::scores::all_finite;
+    let mut v: Vec<f32> = (0..200).map(|i| -(i as f32) * 0.37).collect();
+    v[7] = f32::MAX;
+    v[8] = f32::MIN;
+    v[9] = f32::MIN_POSITIVE / 4.0; // subnormal: finite
+    assert!(all_finite(&v));
+    assert!(all_finite(&[]));
+    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        for pos in [0, 63, 64, 130, 199] {
+            let mut w = v.clone();
+            w[pos] = bad;
+            assert!(!all_finite(&w), "{bad} at {pos}");
+        }
+    }
+}

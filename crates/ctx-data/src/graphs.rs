@@ -66,6 +66,74 @@ fn estimate_lm(reg: &Registry, name: &str, ds: &Dataset) -> Result<ArpaLm, DataE
     Ok(lm)
 }
 
+/// The LM and lexicon a dataset's graph of `kind` is compiled from: for HCLG the CMUdict/G2P
+/// pronunciations of the LM's words, for TLG their BPE pieces (the model trained on the LM text
+/// with `bpe_size` pieces). What a peer decoder needs to decode the same task (`ctxbench export`).
+pub fn dataset_lexicon(
+    reg: &Registry,
+    name: &str,
+    kind: GraphKind,
+    bpe_size: usize,
+) -> Result<(ArpaLm, Lexicon), DataError> {
+    let ds = Dataset::load(reg, name, Subset::Full)?;
+    let lm = estimate_lm(reg, name, &ds)?;
+    let (lexicon, _, _) = graph_lexicon(reg, &ds, &lm, kind, bpe_size)?;
+    Ok((lm, lexicon))
+}
+
+/// The lexicon, units and silence options of a graph of `kind` over the words of `lm`.
+fn graph_lexicon(
+    reg: &Registry,
+    ds: &Dataset,
+    lm: &ArpaLm,
+    kind: GraphKind,
+    bpe_size: usize,
+) -> Result<(Lexicon, Vec<String>, Option<SilenceOptions>), DataError> {
+    let words: Vec<&str> = lm
+        .vocab()
+        .iter()
+        .map(String::as_str)
+        .filter(|w| !w.starts_with('<') && !w.starts_with('#'))
+        .collect();
+    Ok(match kind {
+        GraphKind::Hclg => {
+            let pron = shipped_pronouncer(reg)?;
+            let mut lex = Lexicon::new();
+            for w in &words {
+                if let Ok((prons, _)) = pron.pronounce(w) {
+                    for phones in prons {
+                        lex.push(LexiconEntry {
+                            word: w.to_string(),
+                            prob: 1.0,
+                            phones,
+                        });
+                    }
+                }
+            }
+            let mut units = vec!["SIL".to_string()];
+            units.extend(CMU_PHONES.iter().map(|s| s.to_string()));
+            let sil = SilenceOptions {
+                unit: "SIL".into(),
+                prob: 0.5,
+            };
+            (lex, units, Some(sil))
+        }
+        GraphKind::Tlg(_) => {
+            let bpe =
+                Bpe::train(&ds.lm_text, bpe_size).map_err(|e| DataError::Invalid(e.to_string()))?;
+            let mut lex = Lexicon::new();
+            for w in &words {
+                lex.push(LexiconEntry {
+                    word: w.to_string(),
+                    prob: 1.0,
+                    phones: bpe.encode_word(w),
+                });
+            }
+            (lex, bpe.pieces().to_vec(), None)
+        }
+    })
+}
+
 /// Builds (or loads from `cache_dir`) the decoding graph of a dataset.
 pub fn dataset_graph(
     reg: &Registry,
@@ -149,49 +217,7 @@ pub fn dataset_graph_with(
     let t = Instant::now();
     let lm = estimate_lm(reg, name, &ds)?;
     let lm_seconds = t.elapsed().as_secs_f64();
-    let words: Vec<&str> = lm
-        .vocab()
-        .iter()
-        .map(String::as_str)
-        .filter(|w| !w.starts_with('<') && !w.starts_with('#'))
-        .collect();
-    let (lexicon, units, silence) = match kind {
-        GraphKind::Hclg => {
-            let pron = shipped_pronouncer(reg)?;
-            let mut lex = Lexicon::new();
-            for w in &words {
-                if let Ok((prons, _)) = pron.pronounce(w) {
-                    for phones in prons {
-                        lex.push(LexiconEntry {
-                            word: w.to_string(),
-                            prob: 1.0,
-                            phones,
-                        });
-                    }
-                }
-            }
-            let mut units = vec!["SIL".to_string()];
-            units.extend(CMU_PHONES.iter().map(|s| s.to_string()));
-            let sil = SilenceOptions {
-                unit: "SIL".into(),
-                prob: 0.5,
-            };
-            (lex, units, Some(sil))
-        }
-        GraphKind::Tlg(_) => {
-            let bpe =
-                Bpe::train(&ds.lm_text, bpe_size).map_err(|e| DataError::Invalid(e.to_string()))?;
-            let mut lex = Lexicon::new();
-            for w in &words {
-                lex.push(LexiconEntry {
-                    word: w.to_string(),
-                    prob: 1.0,
-                    phones: bpe.encode_word(w),
-                });
-            }
-            (lex, bpe.pieces().to_vec(), None)
-        }
-    };
+    let (lexicon, units, silence) = graph_lexicon(reg, &ds, &lm, kind, bpe_size)?;
     let inputs = GraphInputs {
         lexicon: &lexicon,
         units: &units,

@@ -497,6 +497,11 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
                     a.word_boost_score, settings.config.beam
                 );
             }
+            if a.kind == "tlg-compact" && a.files.scores.is_none() {
+                eprintln!(
+                    "warning: the compact CTC topology does not enforce CTC's repeat rule: a boosted word may be read again on every frame its token is held (tlg-normal does not; README, 001 Fig. 6)"
+                );
+            }
             Some(w)
         }
         None => None,

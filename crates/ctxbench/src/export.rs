@@ -43,6 +43,10 @@ pub struct ExportArgs {
     /// HCLG only: write transition-id input labels and a final.mdl (Kaldi's convention).
     #[arg(long)]
     pub transition_ids: bool,
+    /// Also write the graph's LM (`lm/G.arpa`) and lexicon (`lm/lexicon.txt`: a word and its
+    /// phones or BPE pieces per line), what a peer decoder needs for the same task.
+    #[arg(long)]
+    pub with_lm: bool,
     /// Output folder.
     #[arg(long)]
     pub out: PathBuf,
@@ -309,6 +313,14 @@ pub fn run_export(a: &ExportArgs) -> Result<PathBuf> {
             )?;
         }
         entry.push_str(" }\n");
+    }
+    if a.with_lm {
+        let (lm, lexicon) = ctx_data::graphs::dataset_lexicon(&reg, &a.dataset, kind, a.bpe_size)?;
+        let dir = out.join("lm");
+        std::fs::create_dir_all(&dir)?;
+        lm.write(&dir.join("G.arpa"))?;
+        lexicon.write(&dir.join("lexicon.txt"), false)?;
+        entry.push_str("lm = \"lm/G.arpa\"\n");
     }
     writeln!(
         entry,

@@ -23,6 +23,33 @@ pub enum LmCommand {
         #[arg(long)]
         text: PathBuf,
     },
+    /// Build NGPU-LM arrays from an ARPA (004) and time batched full-vocabulary queries against
+    /// per-token back-off queries: states, arcs, bytes per n-gram, queries per second.
+    Arrays(ArraysArgs),
+}
+
+/// Settings of `ctxbench lm arrays`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ArraysArgs {
+    /// The ARPA model (plain or gzip).
+    #[arg(long)]
+    pub lm: PathBuf,
+    /// The model's labels: one per line, or `label id` lines (tokens.txt; `<eps>`, `<blk>` and
+    /// `#k` are skipped). Default: the LM's own vocabulary.
+    #[arg(long)]
+    pub labels: Option<PathBuf>,
+    /// States per batched query (B).
+    #[arg(long, default_value_t = 32)]
+    pub batch: usize,
+    /// Batched steps to time (each advances B states over the whole vocabulary).
+    #[arg(long, default_value_t = 200)]
+    pub steps: usize,
+    /// Threads for the batched queries.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Write the figures as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }
 
 /// Settings of `ctxbench lm train`.
@@ -87,6 +114,7 @@ fn peak_rss_mb() -> Option<f64> {
 /// Runs an `lm` subcommand, printing a summary.
 pub fn run_lm(cmd: &LmCommand) -> Result<()> {
     match cmd {
+        LmCommand::Arrays(a) => run_arrays(a)?,
         LmCommand::Train(a) => {
             let mut sentences = read_sentences(&a.text, a.lowercase)?;
             if let (Some(size), Some(out)) = (a.bpe_size, &a.bpe_out) {
@@ -153,6 +181,134 @@ pub fn run_lm(cmd: &LmCommand) -> Result<()> {
                 10f64.powf(-total / tokens.max(1) as f64)
             );
         }
+    }
+    Ok(())
+}
+
+/// The labels of `--labels` (see [`ArraysArgs::labels`]).
+fn read_labels(path: &Path) -> Result<Vec<String>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.as_slice() {
+            [] => {}
+            [l] | [l, _] => {
+                if *l == "<eps>" || *l == "<blk>" || (l.starts_with('#') && l.len() > 1) {
+                    continue;
+                }
+                out.push(l.to_string());
+            }
+            _ => bail!(
+                "{} line {}: expected `label` or `label id`",
+                path.display(),
+                n + 1
+            ),
+        }
+    }
+    Ok(out)
+}
+
+/// `ctxbench lm arrays`.
+fn run_arrays(a: &ArraysArgs) -> Result<()> {
+    if a.batch == 0 || a.steps == 0 {
+        bail!("--batch and --steps must be at least 1");
+    }
+    let lm = ArpaLm::read(&a.lm)?;
+    let labels = match &a.labels {
+        Some(p) => read_labels(p)?,
+        None => ngpu_lm::NgramLm::labels_of(&lm),
+    };
+    let t0 = Instant::now();
+    let (arr, rep) = ngpu_lm::NgramLm::from_arpa(&lm, &labels)
+        .with_context(|| format!("building arrays from {}", a.lm.display()))?;
+    let build_s = t0.elapsed().as_secs_f64();
+    let v = arr.vocab_size();
+    println!(
+        "{}: order {}, {} n-grams -> {} states, {} arcs ({} prefix states added, {} labels missing), {:.1} MB, {:.1} bytes per n-gram, built in {build_s:.2} s",
+        a.lm.display(),
+        arr.order(),
+        rep.ngrams,
+        rep.states,
+        rep.arcs,
+        rep.added_prefixes,
+        rep.missing_labels,
+        rep.bytes as f64 / 1e6,
+        rep.bytes_per_ngram()
+    );
+    // Batched: B states advanced over V labels per step, each row then moving to a seeded random
+    // label's next state (a walk through the LM, like decoding).
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(a.threads.max(1))
+        .build()?;
+    let mut rng = ctx_data::rng::Rng::new(0x1a77);
+    let mut states = vec![arr.bos_state(); a.batch];
+    let (mut scores, mut next) = (vec![0f32; a.batch * v], vec![0u32; a.batch * v]);
+    let mut batched_s = 0.0;
+    let mut checksum = 0.0f64;
+    for _ in 0..a.steps {
+        let t = Instant::now();
+        pool.install(|| arr.advance(&states, &mut scores, &mut next))?;
+        batched_s += t.elapsed().as_secs_f64();
+        for (b, s) in states.iter_mut().enumerate() {
+            let l = rng.below(v);
+            checksum += scores[b * v + l] as f64;
+            *s = next[b * v + l];
+        }
+    }
+    let batched_qps = (a.steps * a.batch * v) as f64 / batched_s.max(1e-12);
+    // Per token: the ARPA back-off query for every label of a few rows (hash lookups per level,
+    // what a CPU LM without full-vocabulary queries does).
+    let ids: Vec<Option<u32>> = labels.iter().map(|l| lm.word_id(l)).collect();
+    let rows = a.steps.min(20);
+    let mut hist: Vec<u32> = lm.word_id(ctx_core::arpa::BOS).into_iter().collect();
+    let t = Instant::now();
+    let mut per_token_n = 0usize;
+    for _ in 0..rows {
+        for id in ids.iter().flatten() {
+            checksum += lm.log10_prob(&hist, *id).unwrap_or(0.0) as f64;
+            per_token_n += 1;
+        }
+        if let Some(id) = ids[rng.below(v)] {
+            hist.push(id);
+        }
+    }
+    let per_token_s = t.elapsed().as_secs_f64();
+    let per_token_qps = per_token_n as f64 / per_token_s.max(1e-12);
+    println!(
+        "batched full-vocabulary queries: B {} x V {v}, {} steps, {} thread(s): {:.3} s, {:.1} M label scores/s; per-token back-off queries: {:.1} M/s; ratio {:.1}x (checksum {checksum:.3})",
+        a.batch,
+        a.steps,
+        a.threads,
+        batched_s,
+        batched_qps / 1e6,
+        per_token_qps / 1e6,
+        batched_qps / per_token_qps
+    );
+    if let Some(p) = &a.json {
+        let j = serde_json::json!({
+            "lm": a.lm.display().to_string(),
+            "order": arr.order(),
+            "vocab": v,
+            "ngrams": rep.ngrams,
+            "states": rep.states,
+            "arcs": rep.arcs,
+            "added_prefixes": rep.added_prefixes,
+            "missing_labels": rep.missing_labels,
+            "bytes": rep.bytes,
+            "bytes_per_ngram": rep.bytes_per_ngram(),
+            "build_s": build_s,
+            "batch": a.batch,
+            "steps": a.steps,
+            "threads": a.threads,
+            "batched_s": batched_s,
+            "batched_label_scores_per_s": batched_qps,
+            "per_token_queries_per_s": per_token_qps,
+        });
+        ctx_core::io::write_atomic(p, |w| {
+            w.write_all(serde_json::to_string_pretty(&j).expect("json").as_bytes())
+        })?;
     }
     Ok(())
 }

@@ -39,6 +39,7 @@ pub const MEASURES: &[&str] = &[
     "latency_p50_ms",
     "latency_p99_ms",
     "batch_mean",
+    "repeats",
 ];
 
 /// Label columns that come first in points.csv.

@@ -104,7 +104,18 @@ impl<'g> Decoder<'g> {
 
     /// Checks a chunk: wide enough for the graph, finite.
     pub(crate) fn check_scores(&self, utt: &str, m: &ScoreMatrix, row0: usize) -> Result<()> {
-        if m.rows() > 0 && m.cols() < self.max_ilabel as usize {
+        self.check_rows(utt, m, 0..m.rows(), row0)
+    }
+
+    /// Checks rows `rows` of `m` (stream row `row0` is the first of them).
+    fn check_rows(
+        &self,
+        utt: &str,
+        m: &ScoreMatrix,
+        rows: std::ops::Range<usize>,
+        row0: usize,
+    ) -> Result<()> {
+        if !rows.is_empty() && m.cols() < self.max_ilabel as usize {
             return Err(DecodeError::ScoreWidth {
                 utt: utt.to_string(),
                 cols: m.cols(),
@@ -112,11 +123,15 @@ impl<'g> Decoder<'g> {
                 needed_label: self.max_ilabel,
             });
         }
-        for t in 0..m.rows() {
+        let cols = m.cols();
+        if ctx_core::scores::all_finite(&m.data()[rows.start * cols..rows.end * cols]) {
+            return Ok(());
+        }
+        for t in rows.clone() {
             if let Some((c, &v)) = m.row(t).iter().enumerate().find(|(_, v)| !v.is_finite()) {
                 return Err(DecodeError::NonFinite {
                     utt: utt.to_string(),
-                    frame: row0 + t,
+                    frame: row0 + t - rows.start,
                     col: c,
                     value: v,
                 });
@@ -133,16 +148,27 @@ impl<'g> Decoder<'g> {
         chunk: &ScoreMatrix,
         endpoint: Option<&EndpointConfig>,
     ) -> Result<Vec<SegmentResult>> {
-        self.check_scores(&stream.id, chunk, stream.rows_total() as usize)?;
+        self.feed_rows(stream, chunk, 0..chunk.rows(), endpoint)
+    }
+
+    /// [`Self::feed`] of rows `rows` of `m` (a chunk of a whole utterance, without copying it).
+    pub fn feed_rows(
+        &self,
+        stream: &mut Stream,
+        m: &ScoreMatrix,
+        rows: std::ops::Range<usize>,
+        endpoint: Option<&EndpointConfig>,
+    ) -> Result<Vec<SegmentResult>> {
+        self.check_rows(&stream.id, m, rows.clone(), stream.rows_total() as usize)?;
         stream
             .booster()
             .validate(self.graph.num_arcs(), self.graph.num_states())?;
         let mut done = Vec::new();
-        for t in 0..chunk.rows() {
+        for t in rows {
             if !stream.in_segment() {
                 stream.begin_segment(self)?;
             }
-            stream.step_row(self, chunk.row(t))?;
+            stream.step_row(self, m.row(t))?;
             if let Some(ep) = endpoint {
                 let (trailing, has_words) = stream.trailing_facts();
                 if ep.detected(stream.segment_rows(), trailing, has_words, || {
@@ -285,8 +311,7 @@ pub fn decode_utterance(
     let mut t = 0;
     while t < scores.rows() {
         let end = (t + chunk_rows).min(scores.rows());
-        let chunk = scores.slice_rows(t..end);
-        segments.extend(dec.feed(stream, &chunk, endpoint)?);
+        segments.extend(dec.feed_rows(stream, scores, t..end, endpoint)?);
         if stream.in_segment() {
             let p: Partial = stream.partial();
             if partials.last().map(|(_, w)| w) != Some(&p.words) {

@@ -5,8 +5,9 @@
 //! `ctc-wfst+word-boosting`, `ctc-wfst+phrase-boosting` and both.
 
 use super::{
-    base_measures, check_targets, decode_settings, key_of, load_setup, num, record, s, subset_of,
-    Component, Family, GroupContext, SetupCache, DECODE_KEYS, SETUP_KEYS,
+    accuracy_measures, base_measures, check_targets, decode_settings, excess_repeats, key_of,
+    load_setup, num, record, s, subset_of, Component, Family, GroupContext, SetupCache,
+    DECODE_KEYS, SETUP_KEYS,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
 use crate::pipeline::{self, ListKind, Setup, SetupOptions, WordBoosters};
@@ -246,6 +247,10 @@ impl Family for CtcWfst {
             let o = pipeline::output(st, &run, None, targets.as_ref().map(|(_, t)| t))?;
             let mut m: BTreeMap<String, f64> = base_measures(st, &run, &o, context_s, lattice);
             m.insert("active_tokens".into(), pipeline::active_tokens(&run));
+            m.insert(
+                "repeats".into(),
+                excess_repeats(&st.dataset.utterances, &o.hyps),
+            );
             if words.is_some() || phrases.is_some() {
                 m.insert("context_s".into(), context_s);
             }
@@ -361,19 +366,16 @@ fn streaming(
             p.settings.get("targets").and_then(Value::as_str),
         )?;
         let t = st.score(&hyps, targets.as_ref().map(|(_, t)| t))?;
-        let mut m = BTreeMap::new();
+        let mut m = accuracy_measures(&t);
+        m.insert(
+            "repeats".into(),
+            excess_repeats(&st.dataset.utterances, &hyps),
+        );
         let mut put = |k: &str, v: Option<f64>| {
             if let Some(v) = v {
                 m.insert(k.to_string(), v);
             }
         };
-        put("wer", t.all.rate());
-        put("ne_wer", t.ne.rate());
-        put("u_wer", t.unbiased.rate());
-        put("ne_acc", t.ne_acc());
-        put("precision", t.targets.precision());
-        put("recall", t.targets.recall());
-        put("f1", t.targets.f1());
         put("audio_s", Some(r.audio_s));
         put("decode_s", Some(r.compute_s));
         put("rtfx", Some(r.rtfx_held()));

@@ -19,7 +19,8 @@ use crate::pipeline::{self, DecodeRun, DecodeSettings, Output, Setup, SetupOptio
 use crate::results::PointRecord;
 use crate::run::{Plan, CODE_VERSION};
 use anyhow::{anyhow, bail, Result};
-use ctx_data::dataset::{Dataset, Subset};
+use ctx_core::metrics::score::ScoreTotals;
+use ctx_data::dataset::{Dataset, Subset, Utterance};
 use ctx_data::registry::Registry;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -180,6 +181,40 @@ pub(crate) fn decode_settings(first: &Point, st: &Setup) -> Result<DecodeSetting
     })
 }
 
+/// What scoring measured: WER, NE-WER, U-WER, NE-A and the target words' precision, recall
+/// and F1 (those a dataset defines).
+pub(crate) fn accuracy_measures(t: &ScoreTotals) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    for (k, v) in [
+        ("wer", t.all.rate()),
+        ("ne_wer", t.ne.rate()),
+        ("u_wer", t.unbiased.rate()),
+        ("ne_acc", t.ne_acc()),
+        ("precision", t.targets.precision()),
+        ("recall", t.targets.recall()),
+        ("f1", t.targets.f1()),
+    ] {
+        if let Some(v) = v {
+            m.insert(k.to_string(), v);
+        }
+    }
+    m
+}
+
+/// Excess adjacent repeats: hypothesis word pairs `w w` beyond those of the references, per
+/// 100 reference words (the unit of WER). A topology without CTC's repeat rule (compact T)
+/// lets a held token read as a word again on every frame; word boosting rewards each copy.
+pub(crate) fn excess_repeats(utts: &[Utterance], hyps: &[Vec<String>]) -> f64 {
+    let pairs = |w: &[String]| w.windows(2).filter(|p| p[0] == p[1]).count() as f64;
+    let (mut hyp, mut refs, mut words) = (0.0, 0.0, 0usize);
+    for (u, h) in utts.iter().zip(hyps) {
+        hyp += pairs(h);
+        refs += pairs(&u.words);
+        words += u.words.len();
+    }
+    100.0 * (hyp - refs) / words.max(1) as f64
+}
+
 /// The measures every point has: accuracy of its output, speed of the decode plus
 /// `extra_s` (its contexts and rescoring), memory, graph and lattice figures.
 pub(crate) fn base_measures(
@@ -189,20 +224,12 @@ pub(crate) fn base_measures(
     extra_s: f64,
     lattice: (f64, Option<f64>),
 ) -> BTreeMap<String, f64> {
-    let mut m = BTreeMap::new();
+    let mut m = accuracy_measures(&o.totals);
     let mut put = |k: &str, v: Option<f64>| {
         if let Some(v) = v {
             m.insert(k.to_string(), v);
         }
     };
-    let t = &o.totals;
-    put("wer", t.all.rate());
-    put("ne_wer", t.ne.rate());
-    put("u_wer", t.unbiased.rate());
-    put("ne_acc", t.ne_acc());
-    put("precision", t.targets.precision());
-    put("recall", t.targets.recall());
-    put("f1", t.targets.f1());
     let decode_s = run.decode_s + extra_s;
     put("audio_s", Some(run.audio_s));
     put("decode_s", Some(decode_s));
@@ -245,4 +272,32 @@ pub(crate) fn check_targets(ds: &Dataset, p: &Point) -> Result<()> {
         pipeline::targets(ds, Some(t))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn utt(words: &str) -> Utterance {
+        Utterance {
+            id: "u".into(),
+            doc: None,
+            words: words.split_whitespace().map(String::from).collect(),
+            duration_s: 1.0,
+            entities: Vec::new(),
+            callsign: None,
+        }
+    }
+
+    #[test]
+    fn excess_repeats_counts_hypothesis_pairs_beyond_the_references() {
+        let utts = [utt("two two zero one"), utt("delta descend")];
+        let hyp = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        // References hold one pair ("two two"); the hypotheses three ("two two two", "delta delta").
+        let hyps = [hyp("two two two zero one"), hyp("delta delta descend")];
+        assert!((excess_repeats(&utts, &hyps) - 100.0 * 2.0 / 6.0).abs() < 1e-9);
+        // Losing the reference's own pair counts negative.
+        let hyps = [hyp("two zero one"), hyp("delta descend")];
+        assert!((excess_repeats(&utts, &hyps) + 100.0 / 6.0).abs() < 1e-9);
+    }
 }

@@ -1,0 +1,17 @@
+//! NGPU-LM (Bataev et al., 004; NeMo's `NGramGPULanguageModel`): a back-off n-gram LM stored as
+//! flat arrays so that a batch of LM states can be advanced over the whole vocabulary at once.
+//!
+//! - [`arrays`]: ARPA -> arrays (arcs sorted by (state, label), per-state arc ranges, back-off
+//!   target and weight, final weight; the unigram state holds every label), natural-log weights.
+//! - [`query`]: batched full-vocabulary queries `advance(states) -> (scores[B, V], next[B, V])`,
+//!   the sparse variant for K candidate labels per row, and final weights, on the CPU (rayon).
+//!
+//! Labels are the model's output units (BPE pieces or words) numbered 0..V; the ARPA's `<s>`
+//! starts a sequence ([`NgramLm::bos_state`]) and its `</s>` is each state's final weight.
+
+pub mod arrays;
+pub mod error;
+pub mod query;
+
+pub use arrays::{ArraysReport, NgramLm, MAX_ORDER};
+pub use error::{NgpuError, Result};

@@ -1,0 +1,166 @@
+//! Batched queries on the arrays (004 Algorithm 1), CPU reference.
+//!
+//! - [`NgramLm::advance`]: for each of B states, ln p(l | state) and the next state for every
+//!   label l: the state's arcs first, then its back-off's (plus the back-off weight), down to the
+//!   unigram state, which fills every label still unset. At most `order` levels per row.
+//! - [`NgramLm::advance_sparse`]: the same for K candidate labels per row (binary search in each
+//!   level's label-sorted arc range), what beam search and fusion over a large V need.
+//! - [`NgramLm::final_weights`]: ln p(`</s>` | state), precomputed.
+//!
+//! Rows are independent and run in parallel (rayon). Costs are summed in one fixed order
+//! (back-off weights from the highest level down, then the arc weight), the order the CUDA
+//! kernels follow, so both backends give the same bits.
+
+use crate::arrays::NgramLm;
+use crate::error::{NgpuError, Result};
+use rayon::prelude::*;
+
+impl NgramLm {
+    fn check_states(&self, states: &[u32]) -> Result<()> {
+        let n = self.num_states() as u32;
+        if let Some((i, s)) = states.iter().enumerate().find(|(_, s)| **s >= n) {
+            return Err(NgpuError::Query(format!(
+                "row {i}: state {s} is out of range (the LM has {n} states)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// One row of [`Self::advance`]: fills `scores` and `next` (length V) for `state`.
+    pub fn advance_row(&self, state: u32, scores: &mut [f32], next: &mut [u32]) {
+        // NaN marks "not found yet": arc weights are never NaN (checked when building).
+        scores.fill(f32::NAN);
+        let mut s = state as usize;
+        let mut acc = 0.0f32;
+        while s != 0 {
+            let (a, b) = (self.arc_start[s] as usize, self.arc_start[s + 1] as usize);
+            for i in a..b {
+                let l = self.arc_label[i] as usize;
+                if scores[l].is_nan() {
+                    scores[l] = acc + self.arc_weight[i];
+                    next[l] = self.arc_to[i];
+                }
+            }
+            acc += self.backoff_weight[s];
+            s = self.backoff_to[s] as usize;
+        }
+        // The unigram state: arc index = label, every label present.
+        let v = self.vocab;
+        let (w, to) = (&self.arc_weight[..v], &self.arc_to[..v]);
+        for l in 0..v {
+            if scores[l].is_nan() {
+                scores[l] = acc + w[l];
+                next[l] = to[l];
+            }
+        }
+    }
+
+    /// For each state of `states` (B), ln p(l | state) into `scores[b * V + l]` and the next state
+    /// into `next[b * V + l]`, every label l.
+    pub fn advance(&self, states: &[u32], scores: &mut [f32], next: &mut [u32]) -> Result<()> {
+        let v = self.vocab;
+        self.check_states(states)?;
+        if scores.len() != states.len() * v || next.len() != states.len() * v {
+            return Err(NgpuError::Query(format!(
+                "advance: {} states need {} scores and next states, got {} and {}",
+                states.len(),
+                states.len() * v,
+                scores.len(),
+                next.len()
+            )));
+        }
+        scores
+            .par_chunks_mut(v)
+            .zip(next.par_chunks_mut(v))
+            .zip(states.par_iter())
+            .for_each(|((sc, nx), &s)| self.advance_row(s, sc, nx));
+        Ok(())
+    }
+
+    /// ln p(`label` | `state`) and the next state: one query, following back-offs.
+    pub fn score(&self, state: u32, label: u32) -> (f32, u32) {
+        let mut s = state as usize;
+        let mut acc = 0.0f32;
+        while s != 0 {
+            let (a, b) = (self.arc_start[s] as usize, self.arc_start[s + 1] as usize);
+            if let Ok(k) = self.arc_label[a..b].binary_search(&label) {
+                return (acc + self.arc_weight[a + k], self.arc_to[a + k]);
+            }
+            acc += self.backoff_weight[s];
+            s = self.backoff_to[s] as usize;
+        }
+        let l = label as usize;
+        (acc + self.arc_weight[l], self.arc_to[l])
+    }
+
+    /// For each row b, the K labels `labels[b * K ..][..K]`: their scores and next states into
+    /// `scores[b * K + k]`, `next[b * K + k]`.
+    pub fn advance_sparse(
+        &self,
+        states: &[u32],
+        labels: &[u32],
+        scores: &mut [f32],
+        next: &mut [u32],
+    ) -> Result<()> {
+        self.check_states(states)?;
+        let b = states.len();
+        if b == 0 {
+            return Ok(());
+        }
+        if !labels.len().is_multiple_of(b)
+            || scores.len() != labels.len()
+            || next.len() != labels.len()
+        {
+            return Err(NgpuError::Query(format!(
+                "advance_sparse: {b} states, {} labels, {} scores, {} next states (labels must be B × K, outputs as many)",
+                labels.len(),
+                scores.len(),
+                next.len()
+            )));
+        }
+        if let Some(l) = labels.iter().find(|l| **l as usize >= self.vocab) {
+            return Err(NgpuError::Query(format!(
+                "advance_sparse: label {l} is out of range (V = {})",
+                self.vocab
+            )));
+        }
+        let k = labels.len() / b;
+        if k == 0 {
+            return Ok(());
+        }
+        scores
+            .par_chunks_mut(k)
+            .zip(next.par_chunks_mut(k))
+            .zip(labels.par_chunks(k))
+            .zip(states.par_iter())
+            .for_each(|(((sc, nx), ls), &s)| {
+                for j in 0..k {
+                    let (w, t) = self.score(s, ls[j]);
+                    sc[j] = w;
+                    nx[j] = t;
+                }
+            });
+        Ok(())
+    }
+
+    /// ln p(`</s>` | state) for each state into `out`.
+    pub fn final_weights(&self, states: &[u32], out: &mut [f32]) -> Result<()> {
+        self.check_states(states)?;
+        if out.len() != states.len() {
+            return Err(NgpuError::Query(format!(
+                "final_weights: {} states, {} outputs",
+                states.len(),
+                out.len()
+            )));
+        }
+        for (o, &s) in out.iter_mut().zip(states) {
+            *o = self.final_weight[s as usize];
+        }
+        Ok(())
+    }
+
+    /// ln p(`</s>` | state).
+    pub fn final_weight(&self, state: u32) -> f32 {
+        self.final_weight[state as usize]
+    }
+}
