@@ -7,7 +7,7 @@ CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/release/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv gpu-bundle chen18-table2 all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers
+.PHONY: nvrtc-venv gpu-bundle chen18-table2 all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm
 
 all: build
 
@@ -126,4 +126,18 @@ peers-ctc: build
 	scripts/peers_ctc.sh
 
 ## Every peer comparison.
-peers: peer-kenlm peers-ctc
+peers: peer-kenlm peers-ctc peer-ngpu-lm
+
+## 004's query speed: NGPU-LM arrays (batched full-vocabulary queries) against per-token back-off
+## queries, ours and KenLM's Python module (.venv-peers), on the Earnings-22 trigram of
+## lm-earnings22; results/peers-ngpu-lm/. Comparison only; nothing else depends on it.
+peer-ngpu-lm: lm-earnings22
+	test -x .venv-peers/bin/python || python3 -m venv .venv-peers
+	.venv-peers/bin/python -c "import kenlm" 2>/dev/null || .venv-peers/bin/pip install -q kenlm
+	@mkdir -p results/peers-ngpu-lm
+	$(BIN) lm arrays --lm results/lm-earnings22/lm.arpa.gz --json results/peers-ngpu-lm/arrays.json \
+		> results/peers-ngpu-lm/arrays.txt.tmp
+	.venv-peers/bin/python scripts/kenlm_query_peer.py results/lm-earnings22/lm.arpa.gz \
+		>> results/peers-ngpu-lm/arrays.txt.tmp
+	mv results/peers-ngpu-lm/arrays.txt.tmp results/peers-ngpu-lm/arrays.txt
+	cat results/peers-ngpu-lm/arrays.txt

@@ -7,6 +7,7 @@ compared with ctxbench's by `make peer-kenlm`. Usage: kenlm_query_peer.py LM.arp
 """
 
 import argparse
+import gzip
 import random
 import sys
 import time
@@ -29,7 +30,8 @@ def main():
                 labels.append(f[0])
     else:
         labels = []
-        with open(a.lm, encoding="utf-8") as fh:
+        opener = gzip.open if a.lm.endswith(".gz") else open
+        with opener(a.lm, "rt", encoding="utf-8") as fh:
             in1 = False
             for line in fh:
                 if line.startswith("\\1-grams:"):
