@@ -481,7 +481,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             if otf_boosters.is_some() {
                 bail!("--word-boost and on-the-fly --gboost cannot be combined (one word booster per stream)");
             }
-            let w = pipeline::WordBoosters::new(
+            let w = pipeline::ContextBoosters::words(
                 &setup,
                 &kind,
                 a.word_boost_score,
@@ -491,7 +491,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
                 "word boosting with list '{l}' (+{} per word): {} words applied, {} not in words.txt, tables built in {:.3} s",
                 a.word_boost_score, w.applied, w.oov, w.build_s
             );
-            if w.over_half_beam {
+            if a.word_boost_score.abs() > settings.config.beam / 2.0 {
                 eprintln!(
                     "warning: a word boost of {} exceeds half the beam ({}): boosted words may crowd the beam out (001 §3.3)",
                     a.word_boost_score, settings.config.beam

@@ -247,25 +247,69 @@ impl OtfBoosters {
     }
 }
 
-/// Word boosting (001 §3.3) of every utterance: the distinct words of its list of `kind`, each
-/// with bonus `score` (positive = favoured), as the single-state B applied on the fly
-/// ([`ctc_wfst::ContextBoost::words`]).
-pub struct WordBoosters {
+/// Per-utterance boosting (001 §3.3 and phrase boosting) of every utterance of a setup: one
+/// [`ctc_wfst::ContextBoost`] per distinct list (a global list is built once for all), its
+/// booster shared by the utterances with that list.
+pub struct ContextBoosters {
     /// Per utterance, in dataset order.
     pub boosters: Vec<Booster>,
-    /// Words applied, summed over utterances.
+    /// Words (or phrases) applied, summed over utterances.
     pub applied: usize,
-    /// Words not in the graph's words.txt (left out), summed over utterances.
+    /// Words (or phrases) not in the graph's words.txt (left out), summed over utterances.
     pub oov: usize,
-    /// Whether the score exceeds half the beam (001's rule of thumb).
-    pub over_half_beam: bool,
     /// Seconds spent building the tables (the lists arrive with their utterances: counted in RTFx).
     pub build_s: f64,
 }
 
-impl WordBoosters {
-    /// The word tables of every utterance's list of `kind` with bonus `score`.
-    pub fn new(setup: &Setup, kind: &ListKind, score: f32, beam: f32) -> Result<Self> {
+impl ContextBoosters {
+    /// Word boosting: the distinct words of each utterance's list of `kind`, each with bonus
+    /// `score` (positive = favoured), as the single-state B applied on the fly
+    /// ([`ctc_wfst::ContextBoost::words_indexed`], over the graph's word-arc index, built once
+    /// here and its time counted).
+    pub fn words(setup: &Setup, kind: &ListKind, score: f32, beam: f32) -> Result<Self> {
+        let t = Instant::now();
+        let index = wfst_search::WordArcIndex::new(&setup.csr);
+        let words_of = |l: &BiasList| -> Vec<String> {
+            let set: BTreeSet<&String> = l.phrases.iter().flatten().collect();
+            set.into_iter().cloned().collect()
+        };
+        let mut out = Self::per_list(setup, kind, words_of, |words| {
+            let entries: Vec<(String, f32)> = words.iter().map(|w| (w.clone(), score)).collect();
+            Ok(ctc_wfst::ContextBoost::words_indexed(
+                &index,
+                &setup.graph.symbols.words,
+                &entries,
+                beam,
+            )?)
+        })?;
+        out.build_s = t.elapsed().as_secs_f64();
+        Ok(out)
+    }
+
+    /// Phrase boosting: each utterance's list of `kind` as a phrase automaton, `score` per word
+    /// matched in order ([`ctc_wfst::ContextBoost::phrases`]).
+    pub fn phrases(setup: &Setup, kind: &ListKind, score: f32) -> Result<Self> {
+        Self::per_list(
+            setup,
+            kind,
+            |l| l.phrases.clone(),
+            |phrases| {
+                Ok(ctc_wfst::ContextBoost::phrases(
+                    &setup.graph.symbols.words,
+                    phrases,
+                    score,
+                )?)
+            },
+        )
+    }
+
+    /// One `make(key(list))` per distinct key over the utterances' lists of `kind`.
+    fn per_list<K: Ord>(
+        setup: &Setup,
+        kind: &ListKind,
+        key: impl Fn(&BiasList) -> K,
+        mut make: impl FnMut(&K) -> Result<ctc_wfst::ContextBoost>,
+    ) -> Result<Self> {
         if let ListKind::Global(name) = kind {
             if !setup.dataset.global_lists.contains_key(name) {
                 bail!("dataset {} has no global list '{name}'", setup.dataset.name);
@@ -276,42 +320,29 @@ impl WordBoosters {
             boosters: Vec::with_capacity(setup.dataset.utterances.len()),
             applied: 0,
             oov: 0,
-            over_half_beam: score.abs() > beam / 2.0,
             build_s: 0.0,
         };
-        // One table per distinct word set (a global list is the same for every utterance),
-        // each over the graph's word-arc index (built once here, its time counted).
-        let index = wfst_search::WordArcIndex::new(&setup.csr);
-        let mut built: BTreeMap<Vec<String>, ctc_wfst::ContextBoost> = BTreeMap::new();
-        let shared = set_list(setup, kind);
-        for u in &setup.dataset.utterances {
-            let own;
-            let list = match &shared {
-                Some(l) => l,
-                None => {
-                    own = list_of(setup, u, kind);
-                    &own
-                }
-            };
-            let words: BTreeSet<&String> = list.phrases.iter().flatten().collect();
-            let words: Vec<String> = words.into_iter().cloned().collect();
-            let c = match built.entry(words) {
-                Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => {
-                    let entries: Vec<(String, f32)> =
-                        e.key().iter().map(|w| (w.clone(), score)).collect();
-                    let c = ctc_wfst::ContextBoost::words_indexed(
-                        &index,
-                        &setup.graph.symbols.words,
-                        &entries,
-                        beam,
-                    )?;
-                    e.insert(c)
-                }
-            };
-            out.applied += c.report.applied;
-            out.oov += c.report.oov.len();
-            out.boosters.push(c.booster.clone());
+        let utts = &setup.dataset.utterances;
+        if let Some(l) = set_list(setup, kind) {
+            // One list for every utterance: built once.
+            let c = make(&key(&l))?;
+            out.applied = c.report.applied * utts.len();
+            out.oov = c.report.oov.len() * utts.len();
+            out.boosters = vec![c.booster; utts.len()];
+        } else {
+            let mut built: BTreeMap<K, ctc_wfst::ContextBoost> = BTreeMap::new();
+            for u in utts {
+                let c = match built.entry(key(&list_of(setup, u, kind))) {
+                    Entry::Occupied(e) => e.into_mut(),
+                    Entry::Vacant(e) => {
+                        let c = make(e.key())?;
+                        e.insert(c)
+                    }
+                };
+                out.applied += c.report.applied;
+                out.oov += c.report.oov.len();
+                out.boosters.push(c.booster.clone());
+            }
         }
         out.build_s = t.elapsed().as_secs_f64();
         Ok(out)

@@ -10,13 +10,12 @@ use super::{
     DECODE_KEYS, SETUP_KEYS,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
-use crate::pipeline::{self, ListKind, Setup, SetupOptions, WordBoosters};
+use crate::pipeline::{self, ContextBoosters, ListKind, Setup, SetupOptions};
 use crate::results::PointRecord;
 use anyhow::{anyhow, bail, Result};
 use ctx_data::dataset::Dataset;
 use ctx_graph::compile::GraphKind;
 use std::collections::BTreeMap;
-use std::time::Instant;
 use wfst_search::Booster;
 
 /// The CTC WFST family (see the module docs).
@@ -204,7 +203,12 @@ impl Family for CtcWfst {
             Some(l) => {
                 let kind = ListKind::parse(l).ok_or_else(|| anyhow!("bad word_boost '{l}'"))?;
                 let score = num(first, "word_boost_score", 3.0) as f32;
-                Some(WordBoosters::new(st, &kind, score, settings.config.beam)?)
+                Some(ContextBoosters::words(
+                    st,
+                    &kind,
+                    score,
+                    settings.config.beam,
+                )?)
             }
             None => None,
         };
@@ -212,7 +216,7 @@ impl Family for CtcWfst {
             Some(l) => {
                 let kind = ListKind::parse(l).ok_or_else(|| anyhow!("bad phrase_boost '{l}'"))?;
                 let score = num(first, "phrase_boost_score", 3.0) as f32;
-                Some(PhraseBoosters::new(st, &kind, score)?)
+                Some(ContextBoosters::phrases(st, &kind, score)?)
             }
             None => None,
         };
@@ -264,48 +268,6 @@ impl Family for CtcWfst {
             }
             out.push(record(plan, i, m, &run.device));
         }
-        Ok(out)
-    }
-}
-
-/// Phrase boosting of every utterance: its list of a kind as a phrase automaton (one build per
-/// distinct list).
-struct PhraseBoosters {
-    boosters: Vec<Booster>,
-    applied: usize,
-    oov: usize,
-    build_s: f64,
-}
-
-impl PhraseBoosters {
-    fn new(st: &Setup, kind: &ListKind, score: f32) -> Result<Self> {
-        let t = Instant::now();
-        let shared = pipeline::set_list(st, kind);
-        let mut built: BTreeMap<Vec<Vec<String>>, ctc_wfst::ContextBoost> = BTreeMap::new();
-        let mut out = Self {
-            boosters: Vec::with_capacity(st.dataset.utterances.len()),
-            applied: 0,
-            oov: 0,
-            build_s: 0.0,
-        };
-        for u in &st.dataset.utterances {
-            let list = match &shared {
-                Some(l) => l.phrases.clone(),
-                None => pipeline::list_of(st, u, kind).phrases,
-            };
-            let c = match built.entry(list) {
-                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::btree_map::Entry::Vacant(e) => {
-                    let c =
-                        ctc_wfst::ContextBoost::phrases(&st.graph.symbols.words, e.key(), score)?;
-                    e.insert(c)
-                }
-            };
-            out.applied += c.report.applied;
-            out.oov += c.report.oov.len();
-            out.boosters.push(c.booster.clone());
-        }
-        out.build_s = t.elapsed().as_secs_f64();
         Ok(out)
     }
 }
