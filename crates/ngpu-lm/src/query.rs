@@ -26,7 +26,9 @@ impl NgramLm {
         Ok(())
     }
 
-    /// One row of [`Self::advance`]: fills `scores` and `next` (length V) for `state`.
+    /// One row of [`Self::advance`]: fills `scores` and `next` (length V) for `state`. Unchecked
+    /// (the inner loop of the batched query): panics on a state out of range or buffers shorter
+    /// than V; [`Self::advance`] checks and returns errors instead.
     pub fn advance_row(&self, state: u32, scores: &mut [f32], next: &mut [u32]) {
         // NaN marks "not found yet": arc weights are never NaN (checked when building).
         scores.fill(f32::NAN);
@@ -77,7 +79,8 @@ impl NgramLm {
         Ok(())
     }
 
-    /// ln p(`label` | `state`) and the next state: one query, following back-offs.
+    /// ln p(`label` | `state`) and the next state: one query, following back-offs. Unchecked:
+    /// panics on a state or label out of range ([`Self::advance_sparse`] checks).
     pub fn score(&self, state: u32, label: u32) -> (f32, u32) {
         let mut s = state as usize;
         let mut acc = 0.0f32;
