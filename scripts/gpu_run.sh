@@ -41,4 +41,13 @@ done
 "$B/ctxbench" throughput --backend cpu --threads 1 --streams 1,16,128 --csv "$OUT/throughput.csv" >> "$OUT/throughput.log" 2>&1
 "$B/ctxbench" throughput --backend cpu --threads 2 --streams 128 --csv "$OUT/throughput.csv" >> "$OUT/throughput.log" 2>&1
 "$B/ctxbench" throughput --backend cuda --streams 1,16,128,512,2048 --csv "$OUT/throughput.csv" >> "$OUT/throughput.log" 2>&1
+# NGPU-LM batched full-vocabulary queries (004): the Earnings-22 trigram, CPU then GPU.
+if [ -f gpu-bundle/lm.arpa.gz ]; then
+    for bs in 32 256 2048; do
+        "$B/ctxbench" lm arrays --lm gpu-bundle/lm.arpa.gz --backend cuda --batch "$bs" --steps 50 \
+            --json "$OUT/ngpu-lm-cuda-b$bs.json" >> "$OUT/ngpu-lm.txt" 2>&1
+    done
+    "$B/ctxbench" lm arrays --lm gpu-bundle/lm.arpa.gz --backend cpu --threads 16 --batch 256 --steps 20 \
+        >> "$OUT/ngpu-lm.txt" 2>&1
+fi
 echo done >> "$OUT/device.txt"

@@ -47,6 +47,10 @@ pub struct ArraysArgs {
     /// Threads for the batched queries.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Where the batched queries run: `cpu` (rayon), `cuda` (the kernels of kernels/ngpu_lm.cu
+    /// on a GPU; timings include the copies of states and results), `auto` or `shim`.
+    #[arg(long, default_value = "cpu")]
+    pub backend: ctx_cuda::Backend,
     /// Write the figures as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -245,11 +249,22 @@ fn run_arrays(a: &ArraysArgs) -> Result<()> {
     let mut rng = ctx_data::rng::Rng::new(0x1a77);
     let mut states = vec![arr.bos_state(); a.batch];
     let (mut scores, mut next) = (vec![0f32; a.batch * v], vec![0u32; a.batch * v]);
+    let (mut device, device_name) = match ctx_cuda::open(a.backend)? {
+        ctx_cuda::Opened::Cpu => (None, "cpu".to_string()),
+        ctx_cuda::Opened::Device(d) => {
+            let dl = ngpu_lm::DeviceLm::new(&arr, d)?;
+            let name = dl.device_name();
+            (Some(dl), name)
+        }
+    };
     let mut batched_s = 0.0;
     let mut checksum = 0.0f64;
     for _ in 0..a.steps {
         let t = Instant::now();
-        pool.install(|| arr.advance(&states, &mut scores, &mut next))?;
+        match device.as_mut() {
+            Some(d) => d.advance(&states, &mut scores, &mut next)?,
+            None => pool.install(|| arr.advance(&states, &mut scores, &mut next))?,
+        }
         batched_s += t.elapsed().as_secs_f64();
         for (b, s) in states.iter_mut().enumerate() {
             let l = rng.below(v);
@@ -277,7 +292,7 @@ fn run_arrays(a: &ArraysArgs) -> Result<()> {
     let per_token_s = t.elapsed().as_secs_f64();
     let per_token_qps = per_token_n as f64 / per_token_s.max(1e-12);
     println!(
-        "batched full-vocabulary queries: B {} x V {v}, {} steps, {} thread(s): {:.3} s, {:.1} M label scores/s; per-token back-off queries: {:.1} M/s; ratio {:.1}x (checksum {checksum:.3})",
+        "batched full-vocabulary queries on {device_name}: B {} x V {v}, {} steps, {} thread(s): {:.3} s, {:.1} M label scores/s; per-token back-off queries: {:.1} M/s; ratio {:.1}x (checksum {checksum:.3})",
         a.batch,
         a.steps,
         a.threads,
@@ -302,6 +317,7 @@ fn run_arrays(a: &ArraysArgs) -> Result<()> {
             "batch": a.batch,
             "steps": a.steps,
             "threads": a.threads,
+            "device": device_name,
             "batched_s": batched_s,
             "batched_label_scores_per_s": batched_qps,
             "per_token_queries_per_s": per_token_qps,

@@ -36,6 +36,9 @@ pub enum NgpuError {
     /// An invalid setting (fusion weight, ...).
     #[error("{0}")]
     Invalid(String),
+    /// The device (a GPU, or the CPU shim of its kernels) failed.
+    #[error("NGPU-LM device: {0}")]
+    Device(String),
 }
 
 /// Results of this crate.

@@ -5,13 +5,17 @@
 //!   target and weight, final weight; the unigram state holds every label), natural-log weights.
 //! - [`query`]: batched full-vocabulary queries `advance(states) -> (scores[B, V], next[B, V])`,
 //!   the sparse variant for K candidate labels per row, and final weights, on the CPU (rayon).
+//! - [`cuda`]: the same queries as the kernels of `kernels/ngpu_lm.cu` on a device (a GPU, or
+//!   the CPU shim in tests), equal to the CPU's bit for bit.
 //!
 //! Labels are the model's output units (BPE pieces or words) numbered 0..V; the ARPA's `<s>`
 //! starts a sequence ([`NgramLm::bos_state`]) and its `</s>` is each state's final weight.
 
 pub mod arrays;
+pub mod cuda;
 pub mod error;
 pub mod query;
 
 pub use arrays::{ArraysReport, NgramLm, MAX_ORDER};
+pub use cuda::DeviceLm;
 pub use error::{NgpuError, Result};

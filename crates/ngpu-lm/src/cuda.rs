@@ -1,0 +1,306 @@
+//! NGPU-LM queries on a device (DESIGN.md §10): the arrays uploaded once, and the kernels of
+//! `kernels/ngpu_lm.cu` (one thread per output cell, back-off chain walked per label) launched
+//! for a batch of states. The device is a GPU or the CPU shim that runs the same kernels as C++;
+//! results equal [`NgramLm`]'s CPU queries bit for bit (same summation order, no FMA).
+
+use crate::arrays::NgramLm;
+use crate::error::{NgpuError, Result};
+use ctx_cuda::device::{as_bytes, as_bytes_mut};
+use ctx_cuda::{CudaError, DevPtr, Device, Pod};
+
+/// `struct NgpuQuery` of kernels/ngpu_lm.cu (pointers as u64, then four u32: no padding).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct QueryParams {
+    arc_start: u64,
+    arc_label: u64,
+    arc_weight: u64,
+    arc_to: u64,
+    backoff_to: u64,
+    backoff_weight: u64,
+    final_weight: u64,
+    states: u64,
+    labels: u64,
+    scores: u64,
+    next: u64,
+    vocab: u32,
+    rows: u32,
+    k: u32,
+    pad: u32,
+}
+
+impl QueryParams {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: repr(C), eleven u64 then four u32: no padding.
+        unsafe {
+            std::slice::from_raw_parts(
+                (self as *const Self).cast::<u8>(),
+                std::mem::size_of::<Self>(),
+            )
+        }
+    }
+}
+
+impl From<CudaError> for NgpuError {
+    fn from(e: CudaError) -> Self {
+        NgpuError::Device(e.to_string())
+    }
+}
+
+fn upload_new<T: Pod>(dev: &mut dyn Device, v: &[T], what: &str) -> Result<DevPtr> {
+    let p = dev.alloc(std::mem::size_of_val(v).max(4), 0, what)?;
+    dev.upload(p, 0, as_bytes(v))?;
+    Ok(p)
+}
+
+/// Batch buffers, grown on demand.
+#[derive(Default)]
+struct Batch {
+    states: Option<DevPtr>,
+    labels: Option<DevPtr>,
+    scores: Option<DevPtr>,
+    next: Option<DevPtr>,
+}
+
+/// An [`NgramLm`] on a device: the batched queries of [`NgramLm::advance`],
+/// [`NgramLm::advance_sparse`] and [`NgramLm::final_weights`] run as kernels.
+pub struct DeviceLm {
+    dev: Box<dyn Device>,
+    lm: [DevPtr; 7],
+    vocab: usize,
+    states: u32,
+    batch: Batch,
+    block: u32,
+}
+
+impl std::fmt::Debug for DeviceLm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceLm({}, V = {})", self.dev.name(), self.vocab)
+    }
+}
+
+impl DeviceLm {
+    /// Uploads `lm`'s arrays to `dev` (once; queries then copy only states and results).
+    pub fn new(lm: &NgramLm, mut dev: Box<dyn Device>) -> Result<Self> {
+        let d = dev.as_mut();
+        let arrays = [
+            upload_new(d, &lm.arc_start, "the LM's arc offsets")?,
+            upload_new(d, &lm.arc_label, "the LM's arc labels")?,
+            upload_new(d, &lm.arc_weight, "the LM's arc weights")?,
+            upload_new(d, &lm.arc_to, "the LM's arc destinations")?,
+            upload_new(d, &lm.backoff_to, "the LM's back-off targets")?,
+            upload_new(d, &lm.backoff_weight, "the LM's back-off weights")?,
+            upload_new(d, &lm.final_weight, "the LM's final weights")?,
+        ];
+        Ok(Self {
+            dev,
+            lm: arrays,
+            vocab: lm.vocab,
+            states: lm.num_states() as u32,
+            batch: Batch::default(),
+            block: 256,
+        })
+    }
+
+    /// The device's name ("cpu-shim" for the shim).
+    pub fn device_name(&self) -> String {
+        self.dev.name()
+    }
+
+    fn ensure(
+        dev: &mut dyn Device,
+        slot: &mut Option<DevPtr>,
+        bytes: usize,
+        what: &str,
+    ) -> Result<DevPtr> {
+        match *slot {
+            Some(p) if p.bytes >= bytes => Ok(p),
+            old => {
+                if let Some(p) = old {
+                    dev.free(p);
+                }
+                let p = dev.alloc(bytes.max(4), 0, what)?;
+                *slot = Some(p);
+                Ok(p)
+            }
+        }
+    }
+
+    fn check_states(&self, states: &[u32]) -> Result<()> {
+        if let Some((i, s)) = states.iter().enumerate().find(|(_, s)| **s >= self.states) {
+            return Err(NgpuError::Query(format!(
+                "row {i}: state {s} is out of range (the LM has {} states)",
+                self.states
+            )));
+        }
+        if states.len() > u32::MAX as usize / 2 {
+            return Err(NgpuError::Query(format!(
+                "{} rows in one batch",
+                states.len()
+            )));
+        }
+        Ok(())
+    }
+
+    fn params(&self, rows: usize, k: usize) -> QueryParams {
+        let addr = |p: Option<DevPtr>| p.map_or(0, |p| p.addr);
+        QueryParams {
+            arc_start: self.lm[0].addr,
+            arc_label: self.lm[1].addr,
+            arc_weight: self.lm[2].addr,
+            arc_to: self.lm[3].addr,
+            backoff_to: self.lm[4].addr,
+            backoff_weight: self.lm[5].addr,
+            final_weight: self.lm[6].addr,
+            states: addr(self.batch.states),
+            labels: addr(self.batch.labels),
+            scores: addr(self.batch.scores),
+            next: addr(self.batch.next),
+            vocab: self.vocab as u32,
+            rows: rows as u32,
+            k: k as u32,
+            pad: 0,
+        }
+    }
+
+    /// Uploads the states and sizes the outputs for `cells` cells.
+    fn stage(&mut self, states: &[u32], cells: usize) -> Result<()> {
+        let d = self.dev.as_mut();
+        let p = Self::ensure(
+            d,
+            &mut self.batch.states,
+            states.len() * 4,
+            "the query's states",
+        )?;
+        d.upload(p, 0, as_bytes(states))?;
+        Self::ensure(d, &mut self.batch.scores, cells * 4, "the query's scores")?;
+        Self::ensure(
+            d,
+            &mut self.batch.next,
+            cells * 4,
+            "the query's next states",
+        )?;
+        Ok(())
+    }
+
+    fn fetch(&mut self, scores: &mut [f32], next: Option<&mut [u32]>) -> Result<()> {
+        let d = self.dev.as_mut();
+        d.download(self.batch.scores.unwrap(), 0, as_bytes_mut(scores))?;
+        if let Some(next) = next {
+            d.download(self.batch.next.unwrap(), 0, as_bytes_mut(next))?;
+        }
+        Ok(())
+    }
+
+    /// Blocks per row for `cells` cells of a row (at most 64: threads stride beyond).
+    fn blocks(&self, cells: usize) -> u32 {
+        (cells.div_ceil(self.block as usize)).clamp(1, 64) as u32
+    }
+
+    /// [`NgramLm::advance`] on the device: `scores[b * V + l]`, `next[b * V + l]`.
+    pub fn advance(&mut self, states: &[u32], scores: &mut [f32], next: &mut [u32]) -> Result<()> {
+        let v = self.vocab;
+        self.check_states(states)?;
+        if scores.len() != states.len() * v || next.len() != states.len() * v {
+            return Err(NgpuError::Query(format!(
+                "advance: {} states need {} scores and next states, got {} and {}",
+                states.len(),
+                states.len() * v,
+                scores.len(),
+                next.len()
+            )));
+        }
+        if states.is_empty() {
+            return Ok(());
+        }
+        self.stage(states, states.len() * v)?;
+        let p = self.params(states.len(), 0);
+        let grid = (self.blocks(v), states.len() as u32);
+        self.dev
+            .launch("ngpu_advance", grid, self.block, p.bytes())?;
+        self.fetch(scores, Some(next))
+    }
+
+    /// [`NgramLm::advance_sparse`] on the device: K labels per row.
+    pub fn advance_sparse(
+        &mut self,
+        states: &[u32],
+        labels: &[u32],
+        scores: &mut [f32],
+        next: &mut [u32],
+    ) -> Result<()> {
+        self.check_states(states)?;
+        let b = states.len();
+        if b == 0 {
+            return Ok(());
+        }
+        if !labels.len().is_multiple_of(b)
+            || scores.len() != labels.len()
+            || next.len() != labels.len()
+        {
+            return Err(NgpuError::Query(format!(
+                "advance_sparse: {b} states, {} labels, {} scores, {} next states (labels must be B × K, outputs as many)",
+                labels.len(),
+                scores.len(),
+                next.len()
+            )));
+        }
+        if let Some(l) = labels.iter().find(|l| **l as usize >= self.vocab) {
+            return Err(NgpuError::Query(format!(
+                "advance_sparse: label {l} is out of range (V = {})",
+                self.vocab
+            )));
+        }
+        let k = labels.len() / b;
+        if k == 0 {
+            return Ok(());
+        }
+        self.stage(states, labels.len())?;
+        let d = self.dev.as_mut();
+        let lp = Self::ensure(
+            d,
+            &mut self.batch.labels,
+            labels.len() * 4,
+            "the query's labels",
+        )?;
+        d.upload(lp, 0, as_bytes(labels))?;
+        let p = self.params(b, k);
+        let grid = (self.blocks(k), b as u32);
+        self.dev
+            .launch("ngpu_sparse", grid, self.block, p.bytes())?;
+        self.fetch(scores, Some(next))
+    }
+
+    /// [`NgramLm::final_weights`] on the device.
+    pub fn final_weights(&mut self, states: &[u32], out: &mut [f32]) -> Result<()> {
+        self.check_states(states)?;
+        if out.len() != states.len() {
+            return Err(NgpuError::Query(format!(
+                "final_weights: {} states, {} outputs",
+                states.len(),
+                out.len()
+            )));
+        }
+        if states.is_empty() {
+            return Ok(());
+        }
+        self.stage(states, states.len())?;
+        let p = self.params(states.len(), 0);
+        let grid = (self.blocks(states.len()), 1);
+        self.dev.launch("ngpu_final", grid, self.block, p.bytes())?;
+        self.fetch(out, None)
+    }
+}
+
+impl Drop for DeviceLm {
+    fn drop(&mut self) {
+        let d = self.dev.as_mut();
+        for p in self.lm {
+            d.free(p);
+        }
+        let b = &self.batch;
+        for p in [b.states, b.labels, b.scores, b.next].into_iter().flatten() {
+            d.free(p);
+        }
+    }
+}

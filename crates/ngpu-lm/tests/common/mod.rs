@@ -1,0 +1,67 @@
+//! Random ARPA LMs for the tests.
+
+use ctx_core::arpa::ArpaLm;
+use ctx_data::rng::Rng;
+
+/// A random LM over `v` words: n-grams of every order up to `order`, each extending a listed
+/// (n−1)-gram (`pruned` = false) or drawn freely so that prefixes are often missing.
+pub fn random_lm(seed: u64, v: usize, order: usize, pruned: bool) -> ArpaLm {
+    let mut rng = Rng::new(seed);
+    let mut words: Vec<String> = vec!["<s>".into(), "</s>".into(), "<unk>".into()];
+    words.extend((0..v).map(|i| format!("w{i}")));
+    let w = |rng: &mut Rng, min: f64| -> f32 { (min * rng.uniform()) as f32 };
+    let mut orders: Vec<Vec<(Vec<String>, f32, f32)>> = Vec::new();
+    orders.push(
+        words
+            .iter()
+            .map(|x| {
+                let p = if x == "<s>" { -99.0 } else { w(&mut rng, -3.0) };
+                let bo = if x == "</s>" { 0.0 } else { w(&mut rng, -1.0) };
+                (vec![x.clone()], p, bo)
+            })
+            .collect(),
+    );
+    let mut listed: std::collections::HashSet<Vec<String>> =
+        orders[0].iter().map(|e| e.0.clone()).collect();
+    for n in 2..=order {
+        let mut entries = Vec::new();
+        for _ in 0..(6 * v) {
+            let ng: Vec<String> = if pruned {
+                (0..n)
+                    .map(|i| {
+                        if i == 0 && rng.chance(0.3) {
+                            "<s>".to_string()
+                        } else {
+                            words[3 + rng.below(v)].clone()
+                        }
+                    })
+                    .collect()
+            } else {
+                let prev: Vec<&(Vec<String>, f32, f32)> = orders[n - 2]
+                    .iter()
+                    .filter(|e| e.0.last().unwrap() != "</s>")
+                    .collect();
+                let base = &prev[rng.below(prev.len())].0;
+                let mut g = base.clone();
+                g.push(words[3 + rng.below(v)].clone());
+                g
+            };
+            let mut ng = ng;
+            if rng.chance(0.15) {
+                *ng.last_mut().unwrap() = "</s>".into();
+            }
+            if ng[1..].iter().any(|x| x == "<s>") || listed.contains(&ng) {
+                continue;
+            }
+            listed.insert(ng.clone());
+            let bo = if n < order && ng.last().unwrap() != "</s>" {
+                w(&mut rng, -1.0)
+            } else {
+                0.0
+            };
+            entries.push((ng, w(&mut rng, -2.5), bo));
+        }
+        orders.push(entries);
+    }
+    ArpaLm::from_entries(orders).unwrap()
+}

@@ -1,0 +1,134 @@
+//! The kernels of `kernels/ngpu_lm.cu` on the CPU shim device give exactly the CPU queries'
+//! scores (same bits) and next states, for full-vocabulary, sparse and final-weight queries on
+//! random LMs, pruned and not; bad batches are errors. Where a GPU answers (the GPU bundle's run)
+//! every check runs on it too, checking the device's own arithmetic.
+
+mod common;
+
+use common::random_lm;
+use ctx_cuda::cuda::CudaDevice;
+use ctx_cuda::shim::ShimDevice;
+use ctx_cuda::Device;
+use ctx_data::rng::Rng;
+use ngpu_lm::{DeviceLm, NgramLm};
+
+/// The shim, and the GPU when one answers (said once on stderr when none does).
+fn devices() -> Vec<Box<dyn Device>> {
+    let mut v: Vec<Box<dyn Device>> = vec![Box::new(ShimDevice::new())];
+    match CudaDevice::open() {
+        Ok(d) => v.push(Box::new(d)),
+        Err(e) => {
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| eprintln!("GPU parity SKIPPED (shim only): {e}"));
+        }
+    }
+    v
+}
+
+/// Random reachable states: walks from `<s>` along random labels.
+fn walk_states(arr: &NgramLm, rng: &mut Rng, n: usize) -> Vec<u32> {
+    let v = arr.vocab_size();
+    let mut out = vec![arr.bos_state(), arr.unigram_state()];
+    let mut s = arr.bos_state();
+    while out.len() < n {
+        let (_, t) = arr.score(s, rng.below(v) as u32);
+        s = if rng.chance(0.1) { arr.bos_state() } else { t };
+        out.push(s);
+    }
+    out
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn device_queries_equal_cpu_queries_bit_for_bit() {
+    let mut rng = Rng::new(11);
+    for (i, (order, pruned)) in [(2, false), (3, true), (4, false), (5, true), (6, true)]
+        .into_iter()
+        .enumerate()
+    {
+        let lm = random_lm(100 + i as u64, 9 + 3 * i, order, pruned);
+        let (arr, _, _) = NgramLm::from_arpa_words(&lm).unwrap();
+        for d in devices() {
+            let mut dev = DeviceLm::new(&arr, d).unwrap();
+            let v = arr.vocab_size();
+            let states = walk_states(&arr, &mut rng, 37);
+            let b = states.len();
+
+            let (mut cs, mut cn) = (vec![0f32; b * v], vec![0u32; b * v]);
+            arr.advance(&states, &mut cs, &mut cn).unwrap();
+            let (mut gs, mut gn) = (vec![1f32; b * v], vec![7u32; b * v]);
+            dev.advance(&states, &mut gs, &mut gn).unwrap();
+            assert_eq!(
+                bits(&cs),
+                bits(&gs),
+                "order {order}: full-vocabulary scores"
+            );
+            assert_eq!(cn, gn, "order {order}: next states");
+
+            let k = 5;
+            let labels: Vec<u32> = (0..b * k).map(|_| rng.below(v) as u32).collect();
+            let (mut cs, mut cn) = (vec![0f32; b * k], vec![0u32; b * k]);
+            arr.advance_sparse(&states, &labels, &mut cs, &mut cn)
+                .unwrap();
+            let (mut gs, mut gn) = (vec![1f32; b * k], vec![7u32; b * k]);
+            dev.advance_sparse(&states, &labels, &mut gs, &mut gn)
+                .unwrap();
+            assert_eq!(bits(&cs), bits(&gs), "order {order}: sparse scores");
+            assert_eq!(cn, gn, "order {order}: sparse next states");
+
+            let (mut cf, mut gf) = (vec![0f32; b], vec![1f32; b]);
+            arr.final_weights(&states, &mut cf).unwrap();
+            dev.final_weights(&states, &mut gf).unwrap();
+            assert_eq!(bits(&cf), bits(&gf), "order {order}: final weights");
+
+            // A smaller batch after a larger one reuses the buffers and still answers exactly.
+            let few = &states[3..5];
+            let (mut cs, mut cn) = (vec![0f32; 2 * v], vec![0u32; 2 * v]);
+            arr.advance(few, &mut cs, &mut cn).unwrap();
+            let (mut gs, mut gn) = (vec![0f32; 2 * v], vec![0u32; 2 * v]);
+            dev.advance(few, &mut gs, &mut gn).unwrap();
+            assert_eq!((bits(&cs), cn), (bits(&gs), gn));
+        }
+    }
+}
+
+#[test]
+fn a_vocabulary_wider_than_the_grid_is_covered() {
+    // V beyond 64 blocks × 256 threads: threads must stride over the rest of the row.
+    let lm = random_lm(7, 17_000, 2, false);
+    let (arr, _, _) = NgramLm::from_arpa_words(&lm).unwrap();
+    let v = arr.vocab_size();
+    assert!(v > 64 * 256);
+    let states = [arr.bos_state(), 5, arr.unigram_state()];
+    let (mut cs, mut cn) = (vec![0f32; 3 * v], vec![0u32; 3 * v]);
+    arr.advance(&states, &mut cs, &mut cn).unwrap();
+    for d in devices() {
+        let mut dev = DeviceLm::new(&arr, d).unwrap();
+        let (mut gs, mut gn) = (vec![f32::NAN; 3 * v], vec![0u32; 3 * v]);
+        dev.advance(&states, &mut gs, &mut gn).unwrap();
+        assert_eq!(bits(&cs), bits(&gs), "{}", dev.device_name());
+        assert_eq!(cn, gn);
+    }
+}
+
+#[test]
+fn bad_device_queries_are_errors() {
+    let lm = random_lm(4, 5, 3, false);
+    let (arr, _, _) = NgramLm::from_arpa_words(&lm).unwrap();
+    let mut dev = DeviceLm::new(&arr, Box::new(ShimDevice::new())).unwrap();
+    let v = arr.vocab_size();
+    let big = arr.num_states() as u32;
+    let (mut s, mut n) = (vec![0f32; v], vec![0u32; v]);
+    let e = dev.advance(&[big], &mut s, &mut n).unwrap_err();
+    assert!(e.to_string().contains("out of range"), "{e}");
+    assert!(dev.advance(&[0, 0], &mut s, &mut n).is_err());
+    let (mut s1, mut n1) = (vec![0f32; 1], vec![0u32; 1]);
+    assert!(dev
+        .advance_sparse(&[0], &[v as u32], &mut s1, &mut n1)
+        .is_err());
+    let mut f = vec![0f32; 2];
+    assert!(dev.final_weights(&[0], &mut f).is_err());
+}
