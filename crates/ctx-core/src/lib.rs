@@ -10,11 +10,13 @@
 //! - [`metrics`] — WER, NE-WER, U-WER, NE-A, per-class WER, P/R/F1, fstalign-style normalisation.
 //! - [`transition`] — Kaldi transition models (`final.mdl`): transition-id → pdf-id.
 //! - [`timing`] — RTFx.
+//! - [`e2e`] — step interfaces of transducer and attention encoder-decoder models.
 //! - [`io`] — gzip-transparent reading and atomic writing.
 
 pub mod arpa;
 pub mod bias;
 pub mod corpus;
+pub mod e2e;
 pub mod error;
 pub mod io;
 pub mod lexicon;

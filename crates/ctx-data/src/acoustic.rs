@@ -382,6 +382,45 @@ impl CtcSim {
         best.map(|(_, v)| v.iter().collect())
     }
 
+    /// What the model hears of an utterance: its noise level σ_u (first draw of `rng`) and the
+    /// piece ids of the reference words, each word replaced by the known word nearest in spelling
+    /// with probability `confusion`·σ_u/noise. Shared by every simulated end-to-end model.
+    pub(crate) fn heard_tokens(
+        &self,
+        rng: &mut Rng,
+        utt: &str,
+        words: &[String],
+    ) -> Result<(f64, Vec<u32>), SimError> {
+        let sigma = self.knobs.noise * (self.knobs.noise_spread * rng.normal()).exp();
+        let p_conf = (self.knobs.confusion * sigma / self.knobs.noise.max(1e-9)).min(1.0);
+        let mut tokens: Vec<u32> = Vec::new();
+        for w in words {
+            // A confusion event: the model hears a similar known word.
+            let heard = match rng.chance(p_conf).then(|| self.nearest_word(w)).flatten() {
+                Some(v) => v,
+                None => w.clone(),
+            };
+            for p in self.bpe.encode_word(&heard) {
+                let id = self.bpe.id(&p).ok_or_else(|| SimError::Utterance {
+                    utt: utt.to_string(),
+                    message: format!("piece '{p}' of '{heard}' is not in the BPE model"),
+                })?;
+                tokens.push(id);
+            }
+        }
+        Ok((sigma, tokens))
+    }
+
+    /// The knobs.
+    pub fn knobs(&self) -> &CtcAcousticSpec {
+        &self.knobs
+    }
+
+    /// Per piece (index = id − 1), the pieces near it in spelling (index, normalised distance).
+    pub(crate) fn near(&self) -> &[Vec<(usize, f64)>] {
+        &self.near
+    }
+
     /// Score columns: blank + pieces.
     pub fn num_tokens(&self) -> usize {
         self.bpe.len() + 1
@@ -400,23 +439,7 @@ impl CtcSim {
         duration_s: f64,
     ) -> Result<(ScoreMatrix, Vec<u32>), SimError> {
         let mut rng = Rng::for_key(self.knobs.seed, utt);
-        let sigma = self.knobs.noise * (self.knobs.noise_spread * rng.normal()).exp();
-        let p_conf = (self.knobs.confusion * sigma / self.knobs.noise.max(1e-9)).min(1.0);
-        let mut tokens: Vec<u32> = Vec::new();
-        for w in words {
-            // A confusion event: the model hears a similar known word.
-            let heard = match rng.chance(p_conf).then(|| self.nearest_word(w)).flatten() {
-                Some(v) => v,
-                None => w.clone(),
-            };
-            for p in self.bpe.encode_word(&heard) {
-                let id = self.bpe.id(&p).ok_or_else(|| SimError::Utterance {
-                    utt: utt.to_string(),
-                    message: format!("piece '{p}' of '{heard}' is not in the BPE model"),
-                })?;
-                tokens.push(id);
-            }
-        }
+        let (sigma, tokens) = self.heard_tokens(&mut rng, utt, words)?;
         let spans: Vec<usize> = tokens
             .iter()
             .map(|_| 1 + rng.chance(0.3) as usize)

@@ -1,12 +1,14 @@
 //! `ctx-data`: the data side of ctxbench (DESIGN.md §1, §5, §6).
 //!
 //! - [`kneser_ney`] — word or token n-gram LMs by interpolated modified Kneser-Ney, written as ARPA.
+//! - [`acoustic`], [`e2e`] — simulated hybrid, CTC, transducer (RNN-T, TDT) and AED models.
 //! - [`pronounce`] — pronunciations: CMUdict, compounds, spelled codes, letter-to-sound rules.
 
 pub mod acoustic;
 pub mod atc;
 pub mod bpe;
 pub mod dataset;
+pub mod e2e;
 pub mod earnings;
 pub mod graphs;
 pub mod kneser_ney;

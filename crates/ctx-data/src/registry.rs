@@ -174,6 +174,15 @@ pub enum DatasetSpec {
         /// Simulated acoustics (CTC model).
         #[serde(default)]
         acoustic_ctc: Option<CtcAcousticSpec>,
+        /// Simulated RNN-T (`crate::e2e`).
+        #[serde(default)]
+        acoustic_rnnt: Option<CtcAcousticSpec>,
+        /// Simulated TDT.
+        #[serde(default)]
+        acoustic_tdt: Option<CtcAcousticSpec>,
+        /// Simulated attention encoder-decoder.
+        #[serde(default)]
+        acoustic_aed: Option<CtcAcousticSpec>,
         /// Licence of the source.
         licence: String,
         /// One line on what it is.
@@ -219,6 +228,15 @@ pub enum DatasetSpec {
         /// Simulated acoustics (CTC model).
         #[serde(default)]
         acoustic_ctc: Option<CtcAcousticSpec>,
+        /// Simulated RNN-T (`crate::e2e`).
+        #[serde(default)]
+        acoustic_rnnt: Option<CtcAcousticSpec>,
+        /// Simulated TDT.
+        #[serde(default)]
+        acoustic_tdt: Option<CtcAcousticSpec>,
+        /// Simulated attention encoder-decoder.
+        #[serde(default)]
+        acoustic_aed: Option<CtcAcousticSpec>,
         /// Licence of the resources.
         licence: String,
         /// One line on what it is.
@@ -277,6 +295,34 @@ impl DatasetSpec {
         match self {
             DatasetSpec::Earnings { acoustic_ctc, .. }
             | DatasetSpec::AtcSim { acoustic_ctc, .. } => acoustic_ctc.as_ref(),
+            DatasetSpec::LmText { .. } | DatasetSpec::Files(_) => None,
+        }
+    }
+
+    /// Knobs of the simulated end-to-end model of `kind` (`[<dataset>.acoustic_ctc]`,
+    /// `acoustic_rnnt`, `acoustic_tdt`, `acoustic_aed`); `None` when not calibrated.
+    pub fn acoustic_e2e(&self, kind: crate::e2e::E2eKind) -> Option<&CtcAcousticSpec> {
+        use crate::e2e::E2eKind;
+        match self {
+            DatasetSpec::Earnings {
+                acoustic_ctc,
+                acoustic_rnnt,
+                acoustic_tdt,
+                acoustic_aed,
+                ..
+            }
+            | DatasetSpec::AtcSim {
+                acoustic_ctc,
+                acoustic_rnnt,
+                acoustic_tdt,
+                acoustic_aed,
+                ..
+            } => match kind {
+                E2eKind::Ctc => acoustic_ctc.as_ref(),
+                E2eKind::Rnnt => acoustic_rnnt.as_ref(),
+                E2eKind::Tdt => acoustic_tdt.as_ref(),
+                E2eKind::Aed => acoustic_aed.as_ref(),
+            },
             DatasetSpec::LmText { .. } | DatasetSpec::Files(_) => None,
         }
     }

@@ -53,6 +53,8 @@ pub struct NgramLm {
     pub(crate) final_weight: Vec<f32>,
     /// The state after `<s>` (state 0 when the ARPA has no `<s>`).
     pub(crate) bos: u32,
+    /// [`NgramLm::score_upper_bound`], computed once.
+    pub(crate) upper: f32,
 }
 
 /// What building the arrays found: sizes, memory and what the vocabulary mapping did.
@@ -314,6 +316,11 @@ impl NgramLm {
             backoff_weight,
             final_weight,
             bos,
+            upper: 0.0,
+        };
+        let lm_arrays = NgramLm {
+            upper: lm_arrays.compute_upper_bound(),
+            ..lm_arrays
         };
         let report = ArraysReport {
             ngrams,
@@ -324,6 +331,23 @@ impl NgramLm {
             bytes: lm_arrays.bytes(),
         };
         Ok((lm_arrays, report))
+    }
+
+    /// An upper bound of every query's score: the largest arc weight plus `order − 1` times the
+    /// largest positive back-off weight (a back-off chain has at most `order − 1` steps). Exact
+    /// candidate pruning in fusion uses it ([`crate::fusion`]).
+    pub fn score_upper_bound(&self) -> f32 {
+        self.upper
+    }
+
+    fn compute_upper_bound(&self) -> f32 {
+        let arc = self
+            .arc_weight
+            .iter()
+            .copied()
+            .fold(f32::NEG_INFINITY, f32::max);
+        let bo = self.backoff_weight.iter().copied().fold(0.0f32, f32::max);
+        arc + (self.order.saturating_sub(1)) as f32 * bo
     }
 
     /// Bytes of the arrays (what a device copy takes).

@@ -1,0 +1,378 @@
+//! Simulated transducer (RNN-T, TDT) and attention encoder-decoder models (DESIGN.md §5; 004),
+//! built on the CTC simulator's pieces, near-spelling sets and word confusions, and seen by the
+//! decoders only through [`ctx_core::e2e`]. Like every simulator here they see only the
+//! reference words of an utterance, are seeded by utterance id, and have their knobs in
+//! datasets.toml, one table per model kind (`[<dataset>.acoustic_rnnt]`, `acoustic_tdt`,
+//! `acoustic_aed`), calibrated once per dataset and kind.
+//!
+//! **What the model hears**: the reference pieces with word confusions
+//! ([`CtcSim`]'s rule: with probability `confusion`·σ_u/noise a word is heard as the known word
+//! nearest in spelling), `R` pieces in all.
+//!
+//! **Transducer** (80 ms frames, as FastConformer's 8× subsampling): piece `r` is aligned to frame
+//! `a_r` (spread evenly, several pieces may share a frame) and is *due* on frames
+//! `a_r .. a_r + span_r + LATE` (span 1 or 2, LATE = 2). The prediction state is the index `p` of
+//! the next piece the model expects; the joint at (t, p) looks at the first piece `r ≥ p` still
+//! due or ahead (a piece whose window has passed is dropped: a deletion). With `L = ln V`, `M`
+//! the margin and z standard normal:
+//! - piece `r` due at `t`: piece `L + M − 2·late + σ_u z`, blank `L + M − 5 + σ_u z`, each piece
+//!   near it in spelling `L + M − 1 − M·d + σ_u z` (late = frames past its span);
+//! - nothing due: blank `L + M + σ_u z`; the next piece leaks `L + M − 3 + σ_u z` on the frame
+//!   before it is due;
+//! - every other column 0; then log-softmax. Emitting any label from (t, p) moves to `r + 1`.
+//!
+//! The noise of (t, r) is drawn from a generator keyed by (utterance, t, r), so the joint is a
+//! function, as a network's is: greedy and beam search see the same values.
+//!
+//! **TDT** adds a duration head over {0, 1, 2, 3, 4} frames: the right duration (after a due
+//! piece, the frames to the next piece's frame; after blank, the frames to the next due frame,
+//! at least 1) at logit 4, the others at −|d − d*|, all plus σ_u z.
+//!
+//! **AED**: the decoder state is the index `r` of the next reference piece; per step piece `r`
+//! at `L + M + σ_u z`, its near pieces at `L + M − 1 − M·d + σ_u z`, the piece after it at
+//! `L + M − 4 + σ_u z` (skipping one: a deletion), end of sequence at `L + M − 6 + σ_u z`; after
+//! the last piece end of sequence at `L + M + σ_u z` and the last piece again at
+//! `L + M − 4 + σ_u z` (a repetition). Emitting the piece after `r` moves to `r + 2`, any other
+//! label to `r + 1` (at most `R`).
+
+use crate::acoustic::{CtcSim, SimError};
+use crate::bpe::Bpe;
+use crate::registry::CtcAcousticSpec;
+use crate::rng::Rng;
+use ctx_core::e2e::{Aed, Transducer};
+
+/// The end-to-end model kinds of 004 (CTC included, for the knobs and the runner).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum E2eKind {
+    /// CTC (the simulator of [`CtcSim`]).
+    Ctc,
+    /// RNN transducer.
+    Rnnt,
+    /// Token-and-duration transducer.
+    Tdt,
+    /// Attention encoder-decoder.
+    Aed,
+}
+
+impl E2eKind {
+    /// Every kind, in table order.
+    pub const ALL: [E2eKind; 4] = [E2eKind::Rnnt, E2eKind::Tdt, E2eKind::Aed, E2eKind::Ctc];
+
+    /// The name used in configs and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            E2eKind::Ctc => "ctc",
+            E2eKind::Rnnt => "rnnt",
+            E2eKind::Tdt => "tdt",
+            E2eKind::Aed => "aed",
+        }
+    }
+
+    /// The kind of a name (`rnn-t` and `transducer` are read as `rnnt`).
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "ctc" => E2eKind::Ctc,
+            "rnnt" | "rnn-t" | "transducer" => E2eKind::Rnnt,
+            "tdt" => E2eKind::Tdt,
+            "aed" => E2eKind::Aed,
+            _ => return None,
+        })
+    }
+}
+
+/// Frames a due piece stays available after its span.
+const LATE: u32 = 2;
+/// The TDT durations.
+const TDT_DURATIONS: [u32; 5] = [0, 1, 2, 3, 4];
+
+/// Key of the (utterance, t, r) noise generator.
+fn cell_rng(seed: u64, t: usize, r: usize) -> Rng {
+    let mut k = Rng::new(seed ^ (t as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let a = k.next_u64();
+    Rng::new(a ^ (r as u64).wrapping_mul(0xd1b5_4a32_d192_ed03))
+}
+
+/// In-place log-softmax.
+fn log_softmax(row: &mut [f32]) {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let lse = max + row.iter().map(|x| (x - max).exp()).sum::<f32>().ln();
+    for x in row.iter_mut() {
+        *x -= lse;
+    }
+}
+
+/// A simulated transducer: RNN-T, or TDT with [`TransducerSim::tdt`].
+#[derive(Debug, Clone)]
+pub struct TransducerSim {
+    base: CtcSim,
+    tdt: bool,
+    /// Encoder frame shift in seconds (0.08).
+    pub frame_s: f64,
+}
+
+impl TransducerSim {
+    /// An RNN-T (`tdt` false) or TDT simulator over a BPE model's pieces.
+    pub fn new(knobs: CtcAcousticSpec, bpe: Bpe, tdt: bool) -> Self {
+        Self {
+            base: CtcSim::new(knobs, bpe),
+            tdt,
+            frame_s: 0.08,
+        }
+    }
+
+    /// The words the model may confuse a word with (see [`CtcSim::with_vocabulary`]).
+    pub fn with_vocabulary<'a>(mut self, words: impl IntoIterator<Item = &'a str>) -> Self {
+        self.base = self.base.with_vocabulary(words);
+        self
+    }
+
+    /// The BPE model whose pieces the labels are.
+    pub fn bpe(&self) -> &Bpe {
+        self.base.bpe()
+    }
+
+    /// The model's view of one utterance.
+    pub fn simulate(
+        &self,
+        utt: &str,
+        words: &[String],
+        duration_s: f64,
+    ) -> Result<TransducerUtt<'_>, SimError> {
+        let knobs = self.base.knobs();
+        let mut rng = Rng::for_key(knobs.seed ^ 0x7472_616e_7364, utt);
+        let (sigma, tokens) = self.base.heard_tokens(&mut rng, utt, words)?;
+        let frames = ((duration_s / self.frame_s).round() as usize).max(1);
+        let slot = frames as f64 / (tokens.len() + 1) as f64;
+        let mut start = Vec::with_capacity(tokens.len());
+        let mut end = Vec::with_capacity(tokens.len());
+        for i in 0..tokens.len() {
+            let a = (((i + 1) as f64 * slot) as usize).min(frames - 1) as u32;
+            let span = 1 + rng.chance(0.3) as u32;
+            start.push(a);
+            end.push(a + span);
+        }
+        Ok(TransducerUtt {
+            sim: self,
+            frames,
+            tokens,
+            start,
+            end,
+            sigma,
+            seed: rng.next_u64(),
+        })
+    }
+}
+
+/// One utterance as a simulated transducer sees it (implements [`Transducer`]).
+#[derive(Debug, Clone)]
+pub struct TransducerUtt<'a> {
+    sim: &'a TransducerSim,
+    frames: usize,
+    tokens: Vec<u32>,
+    start: Vec<u32>,
+    end: Vec<u32>,
+    sigma: f64,
+    seed: u64,
+}
+
+impl TransducerUtt<'_> {
+    /// The piece ids the model heard (after word confusions).
+    pub fn heard(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// The first piece `r ≥ p` whose window has not passed at frame `t` (`R` when none).
+    fn due(&self, t: usize, p: u32) -> usize {
+        let mut r = p as usize;
+        while r < self.tokens.len() && t as u32 >= self.end[r] + LATE {
+            r += 1;
+        }
+        r
+    }
+}
+
+impl Transducer for TransducerUtt<'_> {
+    fn frames(&self) -> usize {
+        self.frames
+    }
+
+    fn width(&self) -> usize {
+        self.sim.base.num_tokens()
+    }
+
+    fn durations(&self) -> &[u32] {
+        if self.sim.tdt {
+            &TDT_DURATIONS
+        } else {
+            &[]
+        }
+    }
+
+    fn start(&self) -> u32 {
+        0
+    }
+
+    fn joint(&self, t: usize, state: u32, labels: &mut [f32], durations: &mut [f32]) {
+        let r = self.due(t, state);
+        let m = self.sim.base.knobs().margin;
+        let top = (labels.len() as f64).ln() + m;
+        let sigma = self.sigma;
+        let mut rng = cell_rng(self.seed, t, r);
+        let mut g = |base: f64| (base + sigma * rng.normal()) as f32;
+        labels.fill(0.0);
+        let due_now = r < self.tokens.len() && t as u32 >= self.start[r];
+        if due_now {
+            let x = self.tokens[r] as usize;
+            let late = (t as u32 + 1).saturating_sub(self.end[r]) as f64;
+            labels[x] = g(top - 2.0 * late);
+            labels[0] = g(top - 5.0);
+            for &(j, d) in &self.sim.base.near()[x - 1] {
+                labels[j + 1] = g(top - 1.0 - m * d);
+            }
+        } else {
+            labels[0] = g(top);
+            if r < self.tokens.len() && t as u32 + 1 == self.start[r] {
+                let x = self.tokens[r] as usize;
+                labels[x] = g(top - 3.0);
+            }
+        }
+        log_softmax(labels);
+        if self.sim.tdt && !durations.is_empty() {
+            // The right jump: after a due piece, to the next piece's frame; after blank, to the
+            // next due frame (at least one frame).
+            let d_star = if due_now {
+                match self.start.get(r + 1) {
+                    Some(&a) => a.saturating_sub(t as u32).min(4),
+                    None => 1,
+                }
+            } else {
+                match self.start.get(r) {
+                    Some(&a) => a.saturating_sub(t as u32).clamp(1, 4),
+                    None => 4,
+                }
+            };
+            for (k, o) in durations.iter_mut().enumerate() {
+                let d = TDT_DURATIONS[k];
+                let base = if d == d_star {
+                    4.0
+                } else {
+                    -(d.abs_diff(d_star) as f64)
+                };
+                *o = g(base);
+            }
+            log_softmax(durations);
+        }
+    }
+
+    fn next(&self, t: usize, state: u32, _label: u32) -> u32 {
+        let r = self.due(t, state);
+        (r + 1).min(self.tokens.len()) as u32
+    }
+}
+
+/// A simulated attention encoder-decoder.
+#[derive(Debug, Clone)]
+pub struct AedSim {
+    base: CtcSim,
+}
+
+impl AedSim {
+    /// An AED simulator over a BPE model's pieces.
+    pub fn new(knobs: CtcAcousticSpec, bpe: Bpe) -> Self {
+        Self {
+            base: CtcSim::new(knobs, bpe),
+        }
+    }
+
+    /// The words the model may confuse a word with (see [`CtcSim::with_vocabulary`]).
+    pub fn with_vocabulary<'a>(mut self, words: impl IntoIterator<Item = &'a str>) -> Self {
+        self.base = self.base.with_vocabulary(words);
+        self
+    }
+
+    /// The BPE model whose pieces the labels are.
+    pub fn bpe(&self) -> &Bpe {
+        self.base.bpe()
+    }
+
+    /// The model's view of one utterance.
+    pub fn simulate(&self, utt: &str, words: &[String]) -> Result<AedUtt<'_>, SimError> {
+        let knobs = self.base.knobs();
+        let mut rng = Rng::for_key(knobs.seed ^ 0x0061_6564, utt);
+        let (sigma, tokens) = self.base.heard_tokens(&mut rng, utt, words)?;
+        Ok(AedUtt {
+            sim: self,
+            tokens,
+            sigma,
+            seed: rng.next_u64(),
+        })
+    }
+}
+
+/// One utterance as a simulated AED sees it (implements [`Aed`]).
+#[derive(Debug, Clone)]
+pub struct AedUtt<'a> {
+    sim: &'a AedSim,
+    tokens: Vec<u32>,
+    sigma: f64,
+    seed: u64,
+}
+
+impl AedUtt<'_> {
+    /// The piece ids the model heard (after word confusions).
+    pub fn heard(&self) -> &[u32] {
+        &self.tokens
+    }
+}
+
+impl Aed for AedUtt<'_> {
+    fn width(&self) -> usize {
+        self.sim.base.num_tokens()
+    }
+
+    fn max_len(&self) -> usize {
+        2 * self.tokens.len() + 10
+    }
+
+    fn start(&self) -> u32 {
+        0
+    }
+
+    fn step(&self, state: u32, out: &mut [f32]) {
+        let r = state as usize;
+        let m = self.sim.base.knobs().margin;
+        let top = (out.len() as f64).ln() + m;
+        let sigma = self.sigma;
+        let mut rng = cell_rng(self.seed, 0, r);
+        let mut g = |base: f64| (base + sigma * rng.normal()) as f32;
+        out.fill(0.0);
+        let n = self.tokens.len();
+        if r < n {
+            let x = self.tokens[r] as usize;
+            out[x] = g(top);
+            for &(j, d) in &self.sim.base.near()[x - 1] {
+                out[j + 1] = g(top - 1.0 - m * d);
+            }
+            if let Some(&y) = self.tokens.get(r + 1) {
+                let y = y as usize;
+                if y != x {
+                    out[y] = out[y].max(g(top - 4.0));
+                }
+            }
+            out[0] = g(top - 6.0);
+        } else {
+            out[0] = g(top);
+            if let Some(&y) = self.tokens.last() {
+                out[y as usize] = g(top - 4.0);
+            }
+        }
+        log_softmax(out);
+    }
+
+    fn next(&self, state: u32, label: u32) -> u32 {
+        let r = state as usize;
+        let n = self.tokens.len();
+        let skip = r + 1 < n && label == self.tokens[r + 1] && label != self.tokens[r];
+        (if skip { r + 2 } else { r + 1 }).min(n) as u32
+    }
+}

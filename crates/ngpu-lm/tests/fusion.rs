@@ -1,0 +1,401 @@
+//! Greedy LM fusion: each rule on hand-made posteriors (CTC's three groups, the transducer's
+//! two stages, TDT durations, AED's end of sequence by final weight, the insertion bonus), α = 0
+//! equal to plain greedy byte for byte and the pruned query equal to the full one on simulated
+//! models of every type, and bad settings as errors.
+
+mod common;
+
+use common::random_lm;
+use ctx_core::arpa::ArpaLm;
+use ctx_core::e2e::{Aed, Transducer};
+use ctx_core::scores::ScoreMatrix;
+use ctx_data::bpe::Bpe;
+use ctx_data::e2e::{AedSim, TransducerSim};
+use ctx_data::registry::CtcAcousticSpec;
+use ngpu_lm::fusion::{greedy_aed, greedy_ctc, greedy_transducer, Fusion, LmQuery};
+use ngpu_lm::{NgpuError, NgramLm};
+
+/// Labels a, b, c (columns 1, 2, 3). After `a`, `b` is likely and `c` and `</s>` are not; after
+/// `b` the sentence ends.
+fn abc_lm() -> NgramLm {
+    let e = |w: &[&str], p: f32, bo: f32| (w.iter().map(|x| x.to_string()).collect(), p, bo);
+    let lm = ArpaLm::from_entries(vec![
+        vec![
+            e(&["<s>"], -99.0, 0.0),
+            e(&["</s>"], -1.0, 0.0),
+            e(&["a"], -0.5, 0.0),
+            e(&["b"], -0.5, 0.0),
+            e(&["c"], -0.5, 0.0),
+        ],
+        vec![
+            e(&["<s>", "a"], -0.1, 0.0),
+            e(&["a", "b"], -0.05, 0.0),
+            e(&["a", "c"], -2.0, 0.0),
+            e(&["a", "</s>"], -3.0, 0.0),
+            e(&["b", "</s>"], -0.01, 0.0),
+        ],
+    ])
+    .unwrap();
+    let labels: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+    NgramLm::from_arpa(&lm, &labels).unwrap().0
+}
+
+/// A row of log-probabilities over (blank/eos, a, b, c) from a few named values, the rest low.
+fn row(vals: &[(usize, f32)]) -> Vec<f32> {
+    let mut r = vec![-20.0f32; 4];
+    for &(c, v) in vals {
+        r[c] = v;
+    }
+    r
+}
+
+fn matrix(rows: &[Vec<f32>]) -> ScoreMatrix {
+    let mut m = ScoreMatrix::zeros(rows.len(), 4);
+    for (t, r) in rows.iter().enumerate() {
+        m.row_mut(t).copy_from_slice(r);
+    }
+    m
+}
+
+#[test]
+fn ctc_keeps_blank_and_repeats_and_rescores_other_labels() {
+    let lm = abc_lm();
+    let m = matrix(&[
+        row(&[(1, -0.1)]),                       // a
+        row(&[(1, -0.1), (2, -0.3)]),            // a again: a repeat, kept even though b is close
+        row(&[(3, -0.5), (2, -0.9), (0, -1.0)]), // other: c acoustically, b with the LM
+        row(&[(0, -0.01)]),                      // blank
+        row(&[(2, -0.2)]),                       // b after b (through blank): a new b
+    ]);
+    let plain = greedy_ctc(&[&m], &Fusion::none()).unwrap();
+    assert_eq!(plain, vec![vec![1, 3, 2]]);
+    for query in [LmQuery::Full, LmQuery::Pruned] {
+        let f = Fusion {
+            query,
+            ..Fusion::with_lm(&lm, 1.0)
+        };
+        assert_eq!(
+            greedy_ctc(&[&m], &f).unwrap(),
+            vec![vec![1, 2, 2]],
+            "{query:?}"
+        );
+        // A huge weight still never turns the repeat or the blank into a label.
+        let f = Fusion {
+            query,
+            ..Fusion::with_lm(&lm, 50.0)
+        };
+        assert_eq!(greedy_ctc(&[&m], &f).unwrap()[0].len(), 3);
+    }
+}
+
+/// A transducer given as a table: joint by (frame, labels emitted so far).
+struct Table {
+    rows: Vec<Vec<Vec<f32>>>,
+    durs: Vec<Vec<Vec<f32>>>,
+    dvals: Vec<u32>,
+}
+
+impl Transducer for Table {
+    fn frames(&self) -> usize {
+        self.rows.len()
+    }
+    fn width(&self) -> usize {
+        4
+    }
+    fn durations(&self) -> &[u32] {
+        &self.dvals
+    }
+    fn start(&self) -> u32 {
+        0
+    }
+    fn joint(&self, t: usize, state: u32, labels: &mut [f32], durations: &mut [f32]) {
+        let s = (state as usize).min(self.rows[t].len() - 1);
+        labels.copy_from_slice(&self.rows[t][s]);
+        if !self.dvals.is_empty() {
+            durations.copy_from_slice(&self.durs[t][s]);
+        }
+    }
+    fn next(&self, _t: usize, state: u32, _label: u32) -> u32 {
+        state + 1
+    }
+}
+
+#[test]
+fn transducer_decides_blank_first_then_the_label_with_the_lm() {
+    let lm = abc_lm();
+    // t0: a, then blank (the LM's strong b after a must not override the blank decision);
+    // t1 (state 1): c acoustically, b with the LM, then blank; t2: blank.
+    let rnnt = Table {
+        rows: rnnt_rows(),
+        durs: vec![],
+        dvals: vec![],
+    };
+    assert_eq!(
+        greedy_transducer(std::slice::from_ref(&rnnt), &Fusion::none(), 5).unwrap(),
+        vec![vec![1, 3]]
+    );
+    for query in [LmQuery::Full, LmQuery::Pruned] {
+        let f = Fusion {
+            query,
+            ..Fusion::with_lm(&lm, 1.0)
+        };
+        assert_eq!(
+            greedy_transducer(std::slice::from_ref(&rnnt), &f, 5).unwrap(),
+            vec![vec![1, 2]]
+        );
+        let f = Fusion {
+            query,
+            ..Fusion::with_lm(&lm, 100.0)
+        };
+        assert_eq!(
+            greedy_transducer(std::slice::from_ref(&rnnt), &f, 5).unwrap()[0].len(),
+            2,
+            "the blank decisions stay acoustic"
+        );
+    }
+}
+
+/// Joint rows by (frame, state) for the RNN-T test.
+fn rnnt_rows() -> Vec<Vec<Vec<f32>>> {
+    let b = row(&[(0, -0.05), (2, -3.0)]);
+    vec![
+        vec![row(&[(1, -0.1)]), b.clone(), b.clone()],
+        vec![b.clone(), row(&[(3, -0.5), (2, -0.9)]), b.clone()],
+        vec![b.clone(), b.clone(), b.clone()],
+    ]
+}
+
+#[test]
+fn tdt_follows_the_duration_head() {
+    let blank = row(&[(0, -0.05)]);
+    let b = blank.clone();
+    // t0: a with duration 2 -> frame 2 (frame 1's c is never seen); t2: b with duration 0, then
+    // blank with duration 1.
+    let rows = vec![
+        vec![row(&[(1, -0.1)]), b.clone(), b.clone()],
+        vec![row(&[(3, -0.1)]), row(&[(3, -0.1)]), b.clone()],
+        vec![b.clone(), row(&[(2, -0.1)]), b.clone()],
+    ];
+    let d = |k: usize| {
+        let mut v = vec![-9.0f32; 3];
+        v[k] = -0.01;
+        v
+    };
+    let durs = vec![
+        vec![d(2), d(1), d(1)],
+        vec![d(1), d(1), d(1)],
+        vec![d(1), d(0), d(1)],
+    ];
+    let tdt = Table {
+        rows,
+        durs,
+        dvals: vec![0, 1, 2],
+    };
+    assert_eq!(
+        greedy_transducer(&[tdt], &Fusion::none(), 5).unwrap(),
+        vec![vec![1, 2]]
+    );
+}
+
+struct AedTable(Vec<Vec<f32>>);
+
+impl Aed for AedTable {
+    fn width(&self) -> usize {
+        4
+    }
+    fn max_len(&self) -> usize {
+        10
+    }
+    fn start(&self) -> u32 {
+        0
+    }
+    fn step(&self, state: u32, out: &mut [f32]) {
+        out.copy_from_slice(&self.0[(state as usize).min(self.0.len() - 1)]);
+    }
+    fn next(&self, state: u32, _label: u32) -> u32 {
+        state + 1
+    }
+}
+
+#[test]
+fn aed_ends_by_the_lm_final_weight_and_takes_the_bonus() {
+    let lm = abc_lm();
+    let aed = AedTable(vec![
+        row(&[(1, -0.1)]),
+        row(&[(0, -0.3), (2, -1.5)]),
+        row(&[(0, -0.1)]),
+    ]);
+    assert_eq!(
+        greedy_aed(std::slice::from_ref(&aed), &Fusion::none()).unwrap(),
+        vec![vec![1]]
+    );
+    for query in [LmQuery::Full, LmQuery::Pruned] {
+        // ln p(</s> | a) = −3 ln 10: the LM keeps the sentence going, with b.
+        let f = Fusion {
+            query,
+            ..Fusion::with_lm(&lm, 1.0)
+        };
+        assert_eq!(
+            greedy_aed(std::slice::from_ref(&aed), &f).unwrap(),
+            vec![vec![1, 2]]
+        );
+        // α = 0 with a bonus of 2: b (−1.5 + 2) beats end of sequence (−0.3).
+        let f = Fusion {
+            query,
+            bonus: 2.0,
+            ..Fusion::with_lm(&lm, 0.0)
+        };
+        assert_eq!(
+            greedy_aed(std::slice::from_ref(&aed), &f).unwrap(),
+            vec![vec![1, 2]]
+        );
+    }
+}
+
+fn knobs() -> CtcAcousticSpec {
+    CtcAcousticSpec {
+        noise: 1.5,
+        noise_spread: 0.3,
+        confusion: 0.2,
+        margin: 6.0,
+        acoustic_scale: 1.0,
+        seed: 3,
+    }
+}
+
+/// Sentences over a small vocabulary, a BPE model on them and a token LM of its pieces.
+fn sim_setup() -> (Vec<Vec<String>>, Bpe, NgramLm) {
+    let lm_words = random_lm(9, 40, 2, false);
+    let vocab: Vec<String> = NgramLm::labels_of(&lm_words)
+        .into_iter()
+        .filter(|w| w != "<unk>")
+        .map(|w| format!("{w}x{}", w.len()))
+        .collect();
+    let mut rng = ctx_data::rng::Rng::new(4);
+    let sents: Vec<Vec<String>> = (0..60)
+        .map(|_| {
+            (0..3 + rng.below(8))
+                .map(|_| vocab[rng.below(vocab.len())].clone())
+                .collect()
+        })
+        .collect();
+    let lines: Vec<String> = sents.iter().map(|s| s.join(" ")).collect();
+    let bpe = Bpe::train(&lines, 60).unwrap();
+    let pieces = ctx_data::bpe::encode_sentences(&bpe, &lines);
+    let (arpa, _) = ctx_data::kneser_ney::estimate(
+        &pieces,
+        &ctx_data::kneser_ney::KnOptions {
+            order: 4,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (lm, _) = NgramLm::from_arpa(&arpa, bpe.pieces()).unwrap();
+    (sents, bpe, lm)
+}
+
+#[test]
+fn alpha_zero_is_plain_greedy_and_pruned_equals_full_on_every_model_type() {
+    let (sents, bpe, lm) = sim_setup();
+    let all: Vec<&str> = sents
+        .iter()
+        .flat_map(|s| s.iter().map(String::as_str))
+        .collect();
+    let ids: Vec<String> = (0..sents.len()).map(|i| format!("u{i}")).collect();
+    let dur = |s: &Vec<String>| 0.4 * s.len() as f64 + 0.3;
+
+    let ctc = ctx_data::acoustic::CtcSim::new(knobs(), bpe.clone()).with_vocabulary(all.clone());
+    let mats: Vec<ScoreMatrix> = sents
+        .iter()
+        .zip(&ids)
+        .map(|(s, u)| ctc.simulate(u, s, dur(s)).unwrap().0)
+        .collect();
+    let refs: Vec<&ScoreMatrix> = mats.iter().collect();
+    let rnnt = TransducerSim::new(knobs(), bpe.clone(), false).with_vocabulary(all.clone());
+    let tdt = TransducerSim::new(knobs(), bpe.clone(), true).with_vocabulary(all.clone());
+    let aed = AedSim::new(knobs(), bpe.clone()).with_vocabulary(all.clone());
+    let r_utts: Vec<_> = sents
+        .iter()
+        .zip(&ids)
+        .map(|(s, u)| rnnt.simulate(u, s, dur(s)).unwrap())
+        .collect();
+    let t_utts: Vec<_> = sents
+        .iter()
+        .zip(&ids)
+        .map(|(s, u)| tdt.simulate(u, s, dur(s)).unwrap())
+        .collect();
+    let a_utts: Vec<_> = sents
+        .iter()
+        .zip(&ids)
+        .map(|(s, u)| aed.simulate(u, s).unwrap())
+        .collect();
+
+    let run = |f: &Fusion| {
+        (
+            greedy_ctc(&refs, f).unwrap(),
+            greedy_transducer(&r_utts, f, 5).unwrap(),
+            greedy_transducer(&t_utts, f, 5).unwrap(),
+            greedy_aed(&a_utts, f).unwrap(),
+        )
+    };
+    let plain = run(&Fusion::none());
+    // Plain greedy decodes something close to what the model heard (a sanity check of the sims).
+    assert!(plain.0.iter().filter(|h| !h.is_empty()).count() > 50);
+    // Plain greedy follows what each model heard (noisy: substitutions, few length changes).
+    let same_len = |hyps: &[Vec<u32>], heard: Vec<&[u32]>| {
+        hyps.iter()
+            .zip(heard)
+            .filter(|(h, u)| h.len() == u.len())
+            .count()
+    };
+    assert!(same_len(&plain.1, r_utts.iter().map(|u| u.heard()).collect()) > 40);
+    assert!(same_len(&plain.2, t_utts.iter().map(|u| u.heard()).collect()) > 40);
+    assert!(same_len(&plain.3, a_utts.iter().map(|u| u.heard()).collect()) > 40);
+    for query in [LmQuery::Full, LmQuery::Pruned] {
+        for batch in [1, 7, 64] {
+            let f = Fusion {
+                query,
+                batch,
+                ..Fusion::with_lm(&lm, 0.0)
+            };
+            assert_eq!(run(&f), plain, "α = 0, {query:?}, batch {batch}");
+        }
+    }
+    for alpha in [0.3f32, 1.0, 3.0] {
+        let full = run(&Fusion {
+            bonus: 0.5,
+            ..Fusion::with_lm(&lm, alpha)
+        });
+        let pruned = run(&Fusion {
+            bonus: 0.5,
+            query: LmQuery::Pruned,
+            batch: 5,
+            ..Fusion::with_lm(&lm, alpha)
+        });
+        assert_eq!(full, pruned, "α = {alpha}");
+        if alpha >= 1.0 {
+            assert_ne!(full, plain, "the LM changes something at α = {alpha}");
+        }
+    }
+}
+
+#[test]
+fn bad_fusion_settings_are_errors() {
+    let lm = abc_lm();
+    let m = matrix(&[row(&[(1, -0.1)])]);
+    for alpha in [-0.5f32, f32::NAN, f32::INFINITY] {
+        let e = greedy_ctc(&[&m], &Fusion::with_lm(&lm, alpha)).unwrap_err();
+        assert!(e.to_string().contains("LM weight"), "{e}");
+    }
+    let f = Fusion {
+        bonus: f32::NAN,
+        ..Fusion::with_lm(&lm, 1.0)
+    };
+    assert!(greedy_ctc(&[&m], &f).is_err());
+    // A model with 5 columns and an LM over 3 labels.
+    let wide = ScoreMatrix::zeros(2, 5);
+    match greedy_ctc(&[&wide], &Fusion::with_lm(&lm, 1.0)) {
+        Err(NgpuError::VocabMismatch { examples, .. }) => assert!(examples.contains("3 labels")),
+        other => panic!("expected a vocabulary mismatch, got {other:?}"),
+    }
+}
