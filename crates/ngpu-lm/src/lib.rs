@@ -7,12 +7,15 @@
 //!   the sparse variant for K candidate labels per row, and final weights, on the CPU (rayon).
 //! - [`cuda`]: the same queries as the kernels of `kernels/ngpu_lm.cu` on a device (a GPU, or
 //!   the CPU shim in tests), equal to the CPU's bit for bit.
+//! - [`beam`]: beam-search baselines with shallow fusion: CTC prefix beam search, transducer
+//!   modified beam search (RNN-T and TDT), AED beam search.
 //! - [`fusion`]: greedy decoding with LM fusion for CTC, RNN-T/TDT and AED models (004 §2.3).
 //!
 //! Labels are the model's output units (BPE pieces or words) numbered 0..V; the ARPA's `<s>`
 //! starts a sequence ([`NgramLm::bos_state`]) and its `</s>` is each state's final weight.
 
 pub mod arrays;
+pub mod beam;
 pub mod cuda;
 pub mod error;
 pub mod fusion;
