@@ -34,6 +34,7 @@ fn main() {
         "lattice-rescorer",
         "ctc-wfst",
         "ctx-cuda",
+        "ngpu-lm",
     ] {
         let dir = root.join("crates").join(c);
         println!("cargo:rerun-if-changed={}", dir.join("src").display());

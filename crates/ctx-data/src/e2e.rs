@@ -30,7 +30,8 @@
 //!
 //! **AED**: the decoder state is the index `r` of the next reference piece; per step piece `r`
 //! at `L + M + σ_u z`, its near pieces at `L + M − 1 − M·d + σ_u z`, the piece after it at
-//! `L + M − 4 + σ_u z` (skipping one: a deletion), end of sequence at `L + M − 6 + σ_u z`; after
+//! `L + M − 4 + σ_u z` (skipping one: a deletion), end of sequence at `L + M − 12 + σ_u z` (a
+//! trained AED is sure where a sentence ends); after
 //! the last piece end of sequence at `L + M + σ_u z` and the last piece again at
 //! `L + M − 4 + σ_u z` (a repetition). Emitting the piece after `r` moves to `r + 2`, any other
 //! label to `r + 1` (at most `R`).
@@ -359,7 +360,7 @@ impl Aed for AedUtt<'_> {
                     out[y] = out[y].max(g(top - 4.0));
                 }
             }
-            out[0] = g(top - 6.0);
+            out[0] = g(top - 12.0);
         } else {
             out[0] = g(top);
             if let Some(&y) = self.tokens.last() {

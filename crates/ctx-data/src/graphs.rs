@@ -249,3 +249,48 @@ pub fn dataset_graph_with(
         seconds: t0.elapsed().as_secs_f64(),
     })
 }
+
+/// A token-level n-gram LM of a dataset's LM text over `bpe`'s pieces (what NGPU-LM fuses into
+/// an end-to-end model, 004: the text encoded with the model's BPE, Kneser-Ney of `order` with
+/// count pruning `prune` per order from bigrams). Cached under `cache/token-lm/` keyed by the
+/// text, the pieces and the settings (the estimate of a 1M-word text takes about a minute).
+/// Returns the LM and whether it came from the cache.
+pub fn dataset_token_lm(
+    ds: &Dataset,
+    bpe: &Bpe,
+    order: usize,
+    prune: &[u64],
+    cache: &Path,
+) -> Result<(ArpaLm, bool), DataError> {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    for l in &ds.lm_text {
+        eat(l.as_bytes());
+        eat(b"\n");
+    }
+    for p in bpe.pieces() {
+        eat(p.as_bytes());
+        eat(b" ");
+    }
+    eat(format!("order={order};prune={prune:?};kn-v1").as_bytes());
+    let dir = cache.join("token-lm");
+    let path = dir.join(format!("{}-{h:016x}.arpa.gz", ds.name));
+    if path.exists() {
+        return Ok((ArpaLm::read(&path)?, true));
+    }
+    let sentences = crate::bpe::encode_sentences(bpe, &ds.lm_text);
+    let opts = KnOptions {
+        order,
+        prune: prune.to_vec(),
+        ..KnOptions::default()
+    };
+    let (lm, _) = estimate(&sentences, &opts).map_err(|e| DataError::Invalid(e.to_string()))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| DataError::Invalid(format!("creating {}: {e}", dir.display())))?;
+    lm.write(&path)?;
+    Ok((lm, false))
+}

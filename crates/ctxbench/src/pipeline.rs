@@ -937,13 +937,37 @@ impl Setup {
             },
             targets: targets.map(|t| t.iter().cloned().collect()),
         };
-        let mut totals = ScoreTotals::default();
-        for (u, h) in self.dataset.utterances.iter().zip(hyps) {
-            let r = ScoringRef::with_spans(&u.id, &u.words, &u.entities)?;
-            totals.add(&score_utterance(&r, h, &opts));
-        }
-        Ok(totals)
+        score_with(&self.dataset, hyps, &opts)
     }
+}
+
+fn score_with(ds: &Dataset, hyps: &[Vec<String>], opts: &ScoreOptions) -> Result<ScoreTotals> {
+    let mut totals = ScoreTotals::default();
+    for (u, h) in ds.utterances.iter().zip(hyps) {
+        let r = ScoringRef::with_spans(&u.id, &u.words, &u.entities)?;
+        totals.add(&score_utterance(&r, h, opts));
+    }
+    Ok(totals)
+}
+
+/// Scores hypotheses of a simulated (registered, not `files`) dataset the way [`Setup::score`]
+/// does: entities PERSON and ORG (Earnings) or callsigns (ATCO2), for methods without a graph.
+pub fn score_dataset(
+    ds: &Dataset,
+    hyps: &[Vec<String>],
+    targets: Option<&BTreeSet<String>>,
+) -> Result<ScoreTotals> {
+    let opts = ScoreOptions {
+        ne_classes: (!ds.has_callsigns)
+            .then(|| ["PERSON", "ORG"].iter().map(|s| s.to_string()).collect()),
+        ne_insertions: if ds.has_callsigns {
+            NeInsertions::Inside
+        } else {
+            NeInsertions::Never
+        },
+        targets: targets.map(|t| t.iter().cloned().collect()),
+    };
+    score_with(ds, hyps, &opts)
 }
 
 /// Decoder settings of a run.

@@ -5,21 +5,64 @@
 //! - [`beam_transducer`]: for an RNN-T, modified beam search (icefall's: at most one label per
 //!   frame, hypotheses with the same labels and prediction state merged by log-add); for a TDT,
 //!   the same search over (label, duration) expansions with each hypothesis at its own frame;
-//! - [`beam_aed`]: label-synchronous beam search, end of sequence scored with the LM's final
-//!   weight.
+//! - [`beam_aed`]: label-synchronous beam search, end of sequence competing with the labels for
+//!   the beam and scored with the LM's final weight; ended hypotheses ranked by score per label
+//!   (length-normalised), the search stopping when `beam` have ended.
 //!
 //! A hypothesis' score is its model log-probability plus, with an LM, `α·ln p_LM + β` per label
 //! and `α·ln p_LM(</s>)` at the end. Per step each hypothesis expands its `beam` best labels (by
-//! the model), and the `beam` best hypotheses are kept; ties are broken by the label sequence, so
-//! results are deterministic. Utterances are decoded in parallel (rayon).
+//! the model), and the `beam` best hypotheses are kept; ties go to the sequence created first,
+//! so results are deterministic. Label sequences live in a prefix tree (no copies). Utterances are decoded in parallel (rayon).
 
 use crate::arrays::NgramLm;
 use crate::error::Result;
-use crate::fusion::Fusion;
+use crate::fusion::{check_row, Fusion};
 use ctx_core::e2e::{Aed, Transducer};
 use ctx_core::scores::ScoreMatrix;
 use rayon::prelude::*;
 use std::collections::HashMap;
+
+/// The label sequences of one search as a prefix tree: a hypothesis holds a node, so extending
+/// and merging hypotheses never copies label sequences. Node 0 is the empty sequence.
+struct Trie {
+    parent: Vec<u32>,
+    label: Vec<u32>,
+    child: HashMap<(u32, u32), u32>,
+}
+
+impl Trie {
+    fn new() -> Self {
+        Self {
+            parent: vec![0],
+            label: vec![0],
+            child: HashMap::new(),
+        }
+    }
+
+    /// The node of `node`'s sequence followed by `label`.
+    fn extend(&mut self, node: u32, label: u32) -> u32 {
+        let n = self.parent.len() as u32;
+        *self.child.entry((node, label)).or_insert_with(|| {
+            self.parent.push(node);
+            self.label.push(label);
+            n
+        })
+    }
+
+    fn last(&self, node: u32) -> Option<u32> {
+        (node != 0).then(|| self.label[node as usize])
+    }
+
+    fn labels(&self, mut node: u32) -> Vec<u32> {
+        let mut out = Vec::new();
+        while node != 0 {
+            out.push(self.label[node as usize]);
+            node = self.parent[node as usize];
+        }
+        out.reverse();
+        out
+    }
+}
 
 fn log_add(a: f32, b: f32) -> f32 {
     if a == f32::NEG_INFINITY {
@@ -65,19 +108,19 @@ fn lm_start(f: &Fusion) -> u32 {
     f.lm.map_or(0, NgramLm::bos_state)
 }
 
-/// Best-first order with a deterministic tie-break.
-fn by_score<T>(key: impl Fn(&T) -> (f32, &[u32])) -> impl Fn(&T, &T) -> std::cmp::Ordering {
+/// Best-first order with a deterministic tie-break (the node: first created first).
+fn by_score<T>(key: impl Fn(&T) -> (f32, u32)) -> impl Fn(&T, &T) -> std::cmp::Ordering {
     move |a, b| {
         let (sa, la) = key(a);
         let (sb, lb) = key(b);
-        sb.total_cmp(&sa).then_with(|| la.cmp(lb))
+        sb.total_cmp(&sa).then_with(|| la.cmp(&lb))
     }
 }
 
 /// One prefix of CTC prefix beam search.
 #[derive(Clone)]
 struct Prefix {
-    labels: Vec<u32>,
+    node: u32,
     /// ln P(prefix, ending in blank), ln P(prefix, ending in its last label).
     pb: f32,
     pnb: f32,
@@ -93,82 +136,77 @@ impl Prefix {
 
 /// CTC prefix beam search of each score matrix (log-probabilities, column 0 blank).
 pub fn beam_ctc(mats: &[&ScoreMatrix], f: &Fusion, beam: usize) -> Result<Vec<Vec<u32>>> {
-    for m in mats {
-        f.check(m.cols())?;
-    }
+    crate::fusion::check_matrices(mats, f)?;
     let beam = beam.max(1);
     Ok(mats.par_iter().map(|m| ctc_one(m, f, beam)).collect())
 }
 
 fn ctc_one(m: &ScoreMatrix, f: &Fusion, beam: usize) -> Vec<u32> {
     let ninf = f32::NEG_INFINITY;
+    let mut trie = Trie::new();
     let mut hyps = vec![Prefix {
-        labels: Vec::new(),
+        node: 0,
         pb: 0.0,
         pnb: ninf,
         lm: lm_start(f),
         lm_score: 0.0,
     }];
+    let mut next: HashMap<u32, Prefix> = HashMap::new();
     for t in 0..m.rows() {
         let row = m.row(t);
         let cands = top_labels(row, beam);
-        let mut next: HashMap<Vec<u32>, Prefix> = HashMap::new();
+        next.clear();
         for h in &hyps {
             let total = log_add(h.pb, h.pnb);
+            let last = trie.last(h.node);
             // Blank: the same prefix, now ending in blank.
-            let e = next.entry(h.labels.clone()).or_insert_with(|| Prefix {
+            let e = next.entry(h.node).or_insert_with(|| Prefix {
                 pb: ninf,
                 pnb: ninf,
                 ..h.clone()
             });
             e.pb = log_add(e.pb, total + row[0]);
             // The last label again without a blank between: collapsed into the same prefix.
-            if let Some(&last) = h.labels.last() {
-                e.pnb = log_add(e.pnb, h.pnb + row[last as usize]);
+            if let Some(l) = last {
+                e.pnb = log_add(e.pnb, h.pnb + row[l as usize]);
             }
             for &c in &cands {
-                let last = h.labels.last().copied();
                 // A repeat of the last label needs a blank between.
                 let from = if last == Some(c as u32) { h.pb } else { total };
                 if from == ninf {
                     continue;
                 }
-                let mut labels = h.labels.clone();
-                labels.push(c as u32);
-                let e = match next.get_mut(&labels) {
-                    Some(e) => e,
-                    None => {
-                        let (add, lm) = lm_step(f, h.lm, c);
-                        next.entry(labels.clone()).or_insert(Prefix {
-                            labels,
-                            pb: ninf,
-                            pnb: ninf,
-                            lm,
-                            lm_score: h.lm_score + add,
-                        })
+                let node = trie.extend(h.node, c as u32);
+                let e = next.entry(node).or_insert_with(|| {
+                    let (add, lm) = lm_step(f, h.lm, c);
+                    Prefix {
+                        node,
+                        pb: ninf,
+                        pnb: ninf,
+                        lm,
+                        lm_score: h.lm_score + add,
                     }
-                };
+                });
                 e.pnb = log_add(e.pnb, from + row[c]);
             }
         }
-        let mut all: Vec<Prefix> = next.into_values().collect();
-        all.sort_by(by_score(|p: &Prefix| (p.score(), &p.labels[..])));
-        all.truncate(beam);
-        hyps = all;
+        hyps.clear();
+        hyps.extend(next.values().cloned());
+        hyps.sort_by(by_score(|p: &Prefix| (p.score(), p.node)));
+        hyps.truncate(beam);
     }
     hyps.sort_by(by_score(|p: &Prefix| {
-        (p.score() + lm_final(f, p.lm), &p.labels[..])
+        (p.score() + lm_final(f, p.lm), p.node)
     }));
-    hyps.into_iter()
-        .next()
-        .map(|p| p.labels)
+    hyps.first()
+        .map(|p| trie.labels(p.node))
         .unwrap_or_default()
 }
 
 /// A transducer hypothesis.
 #[derive(Clone)]
 struct THyp {
-    labels: Vec<u32>,
+    node: u32,
     pred: u32,
     lm: u32,
     /// Model log-probability (merged hypotheses log-add it).
@@ -196,20 +234,23 @@ pub fn beam_transducer<M: Transducer + Sync>(
         f.check(m.width())?;
     }
     let beam = beam.max(1);
-    Ok(models
+    models
         .par_iter()
-        .map(|m| {
+        .enumerate()
+        .map(|(i, m)| {
             if m.durations().is_empty() {
-                rnnt_one(m, f, beam)
+                rnnt_one(m, i, f, beam)
             } else {
-                tdt_one(m, f, beam, max_symbols.max(1))
+                tdt_one(m, i, f, beam, max_symbols.max(1))
             }
         })
-        .collect())
+        .collect()
 }
 
-fn merge(next: &mut HashMap<(Vec<u32>, u32, usize), THyp>, h: THyp) {
-    match next.entry((h.labels.clone(), h.pred, h.t)) {
+type MergeKey = (u32, u32, usize);
+
+fn merge(next: &mut HashMap<MergeKey, THyp>, h: THyp) {
+    match next.entry((h.node, h.pred, h.t)) {
         std::collections::hash_map::Entry::Occupied(mut e) => {
             let e = e.get_mut();
             e.am = log_add(e.am, h.am);
@@ -221,22 +262,28 @@ fn merge(next: &mut HashMap<(Vec<u32>, u32, usize), THyp>, h: THyp) {
     }
 }
 
-fn rnnt_one<M: Transducer>(m: &M, f: &Fusion, beam: usize) -> Vec<u32> {
-    let w = m.width();
-    let mut lab = vec![0f32; w];
-    let mut hyps = vec![THyp {
-        labels: Vec::new(),
+fn start_hyp<M: Transducer>(m: &M, f: &Fusion) -> THyp {
+    THyp {
+        node: 0,
         pred: m.start(),
         lm: lm_start(f),
         am: 0.0,
         lm_score: 0.0,
         t: 0,
         syms: 0,
-    }];
+    }
+}
+
+fn rnnt_one<M: Transducer>(m: &M, utt: usize, f: &Fusion, beam: usize) -> Result<Vec<u32>> {
+    let mut lab = vec![0f32; m.width()];
+    let mut trie = Trie::new();
+    let mut hyps = vec![start_hyp(m, f)];
+    let mut next = HashMap::new();
     for t in 0..m.frames() {
-        let mut next = HashMap::new();
+        next.clear();
         for h in &hyps {
             m.joint(t, h.pred, &mut lab, &mut []);
+            check_row(&lab, utt, "joint")?;
             merge(
                 &mut next,
                 THyp {
@@ -246,12 +293,10 @@ fn rnnt_one<M: Transducer>(m: &M, f: &Fusion, beam: usize) -> Vec<u32> {
             );
             for c in top_labels(&lab, beam) {
                 let (add, lm) = lm_step(f, h.lm, c);
-                let mut labels = h.labels.clone();
-                labels.push(c as u32);
                 merge(
                     &mut next,
                     THyp {
-                        labels,
+                        node: trie.extend(h.node, c as u32),
                         pred: m.next(t, h.pred, c as u32),
                         lm,
                         am: h.am + lab[c],
@@ -262,50 +307,44 @@ fn rnnt_one<M: Transducer>(m: &M, f: &Fusion, beam: usize) -> Vec<u32> {
                 );
             }
         }
-        let mut all: Vec<THyp> = next.into_values().collect();
-        all.sort_by(by_score(|h: &THyp| (h.score(), &h.labels[..])));
-        all.truncate(beam);
-        hyps = all;
+        hyps.clear();
+        hyps.extend(next.values().cloned());
+        hyps.sort_by(by_score(|h: &THyp| (h.score(), h.node)));
+        hyps.truncate(beam);
     }
-    best_final(hyps, f)
+    Ok(best_final(hyps, f, &trie))
 }
 
-fn best_final(mut hyps: Vec<THyp>, f: &Fusion) -> Vec<u32> {
-    hyps.sort_by(by_score(|h: &THyp| {
-        (h.score() + lm_final(f, h.lm), &h.labels[..])
-    }));
-    hyps.into_iter()
-        .next()
-        .map(|h| h.labels)
+fn best_final(mut hyps: Vec<THyp>, f: &Fusion, trie: &Trie) -> Vec<u32> {
+    hyps.sort_by(by_score(|h: &THyp| (h.score() + lm_final(f, h.lm), h.node)));
+    hyps.first()
+        .map(|h| trie.labels(h.node))
         .unwrap_or_default()
 }
 
-fn tdt_one<M: Transducer>(m: &M, f: &Fusion, beam: usize, max_symbols: usize) -> Vec<u32> {
+fn tdt_one<M: Transducer>(
+    m: &M,
+    utt: usize,
+    f: &Fusion,
+    beam: usize,
+    max_symbols: usize,
+) -> Result<Vec<u32>> {
     let (w, ds) = (m.width(), m.durations().to_vec());
     let (mut lab, mut dur) = (vec![0f32; w], vec![0f32; ds.len()]);
     let frames = m.frames();
-    let mut active = vec![THyp {
-        labels: Vec::new(),
-        pred: m.start(),
-        lm: lm_start(f),
-        am: 0.0,
-        lm_score: 0.0,
-        t: 0,
-        syms: 0,
-    }];
+    let mut trie = Trie::new();
+    let mut active = vec![start_hyp(m, f)];
     let mut finished: Vec<THyp> = Vec::new();
+    let mut next = HashMap::new();
     while !active.is_empty() {
-        let mut next = HashMap::new();
+        next.clear();
         for h in &active {
             m.joint(h.t, h.pred, &mut lab, &mut dur);
+            check_row(&lab, utt, "joint")?;
+            check_row(&dur, utt, "duration head")?;
             // The two best durations (blank moves on at least one frame).
             let order = top_labels_all(&dur);
-            let blank_d: Vec<usize> = order
-                .iter()
-                .copied()
-                .filter(|&k| ds[k] > 0)
-                .take(2)
-                .collect();
+            let blank_d = order.iter().copied().filter(|&k| ds[k] > 0).take(2);
             for k in blank_d {
                 merge(
                     &mut next,
@@ -326,14 +365,13 @@ fn tdt_one<M: Transducer>(m: &M, f: &Fusion, beam: usize, max_symbols: usize) ->
             for c in top_labels(&lab, beam) {
                 let (add, lm) = lm_step(f, h.lm, c);
                 let pred = m.next(h.t, h.pred, c as u32);
+                let node = trie.extend(h.node, c as u32);
                 for &k in &label_d {
-                    let mut labels = h.labels.clone();
-                    labels.push(c as u32);
                     let d = ds[k] as usize;
                     merge(
                         &mut next,
                         THyp {
-                            labels,
+                            node,
                             pred,
                             lm,
                             am: h.am + lab[c] + dur[k],
@@ -345,8 +383,8 @@ fn tdt_one<M: Transducer>(m: &M, f: &Fusion, beam: usize, max_symbols: usize) ->
                 }
             }
         }
-        let mut all: Vec<THyp> = next.into_values().collect();
-        all.sort_by(by_score(|h: &THyp| (h.score(), &h.labels[..])));
+        let mut all: Vec<THyp> = next.values().cloned().collect();
+        all.sort_by(by_score(|h: &THyp| (h.score(), h.node)));
         active.clear();
         for h in all {
             if h.t >= frames {
@@ -355,8 +393,8 @@ fn tdt_one<M: Transducer>(m: &M, f: &Fusion, beam: usize, max_symbols: usize) ->
                 active.push(h);
             }
         }
-        // Scores only fall as a hypothesis grows when no bonus can raise them: stop once the
-        // best finished hypothesis beats every active one.
+        // Without a bonus scores only fall as a hypothesis grows: drop active hypotheses the
+        // best finished one already beats.
         if f.bonus <= 0.0 {
             let best_done = finished
                 .iter()
@@ -365,7 +403,7 @@ fn tdt_one<M: Transducer>(m: &M, f: &Fusion, beam: usize, max_symbols: usize) ->
             active.retain(|h| h.score() > best_done);
         }
     }
-    best_final(finished, f)
+    Ok(best_final(finished, f, &trie))
 }
 
 /// Every index of a row, best first (ties: the smaller index).
@@ -378,10 +416,12 @@ fn top_labels_all(row: &[f32]) -> Vec<usize> {
 /// An AED hypothesis.
 #[derive(Clone)]
 struct AHyp {
-    labels: Vec<u32>,
+    node: u32,
     state: u32,
     lm: u32,
     score: f32,
+    ended: bool,
+    len: usize,
 }
 
 /// AED beam search: hypotheses end with end of sequence (column 0) or at the length limit.
@@ -390,55 +430,72 @@ pub fn beam_aed<M: Aed + Sync>(models: &[M], f: &Fusion, beam: usize) -> Result<
         f.check(m.width())?;
     }
     let beam = beam.max(1);
-    Ok(models.par_iter().map(|m| aed_one(m, f, beam)).collect())
+    models
+        .par_iter()
+        .enumerate()
+        .map(|(i, m)| aed_one(m, i, f, beam))
+        .collect()
 }
 
-fn aed_one<M: Aed>(m: &M, f: &Fusion, beam: usize) -> Vec<u32> {
+fn aed_one<M: Aed>(m: &M, utt: usize, f: &Fusion, beam: usize) -> Result<Vec<u32>> {
     let mut dist = vec![0f32; m.width()];
+    let mut trie = Trie::new();
     let mut active = vec![AHyp {
-        labels: Vec::new(),
+        node: 0,
         state: m.start(),
         lm: lm_start(f),
         score: 0.0,
+        ended: false,
+        len: 0,
     }];
     let mut finished: Vec<AHyp> = Vec::new();
     for _ in 0..m.max_len() {
         let mut cand = Vec::new();
         for h in &active {
             m.step(h.state, &mut dist);
-            finished.push(AHyp {
+            check_row(&dist, utt, "step output")?;
+            // End of sequence competes with the labels for the beam.
+            cand.push(AHyp {
                 score: h.score + dist[0] + lm_final(f, h.lm),
+                ended: true,
                 ..h.clone()
             });
             for c in top_labels(&dist, beam) {
                 let (add, lm) = lm_step(f, h.lm, c);
-                let mut labels = h.labels.clone();
-                labels.push(c as u32);
                 cand.push(AHyp {
-                    labels,
+                    node: trie.extend(h.node, c as u32),
                     state: m.next(h.state, c as u32),
                     lm,
                     score: h.score + dist[c] + add,
+                    ended: false,
+                    len: h.len + 1,
                 });
             }
         }
-        cand.sort_by(by_score(|h: &AHyp| (h.score, &h.labels[..])));
+        cand.sort_by(by_score(|h: &AHyp| (h.score, h.node * 2 + h.ended as u32)));
         cand.truncate(beam);
-        active = cand;
-        finished.sort_by(by_score(|h: &AHyp| (h.score, &h.labels[..])));
-        finished.truncate(beam);
-        // Without a bonus scores only fall: stop once the best finished beats every active one.
-        let best_done = finished.first().map_or(f32::NEG_INFINITY, |h| h.score);
-        let best_active = active.first().map_or(f32::NEG_INFINITY, |h| h.score);
-        if active.is_empty() || (f.bonus <= 0.0 && best_done >= best_active) {
+        active.clear();
+        for h in cand {
+            if h.ended {
+                finished.push(h);
+            } else {
+                active.push(h);
+            }
+        }
+        if active.is_empty() || finished.len() >= beam {
             break;
         }
     }
-    finished.extend(active);
-    finished.sort_by(by_score(|h: &AHyp| (h.score, &h.labels[..])));
-    finished
-        .into_iter()
-        .next()
-        .map(|h| h.labels)
-        .unwrap_or_default()
+    // Hypotheses cut at the length limit count as they are when none ended.
+    if finished.is_empty() {
+        finished = active;
+    }
+    // Length-normalised, as AED beam searches rank ended hypotheses (a sum of log-probabilities
+    // favours short ones).
+    let norm = |h: &AHyp| (h.score / (h.len + 1) as f32, h.node);
+    finished.sort_by(by_score(norm));
+    Ok(finished
+        .first()
+        .map(|h| trie.labels(h.node))
+        .unwrap_or_default())
 }

@@ -36,6 +36,9 @@ pub enum NgpuError {
     /// An invalid setting (fusion weight, ...).
     #[error("{0}")]
     Invalid(String),
+    /// A model output that is not a log-probability (NaN or infinite), named by utterance.
+    #[error("{0}")]
+    Model(String),
     /// The device (a GPU, or the CPU shim of its kernels) failed.
     #[error("NGPU-LM device: {0}")]
     Device(String),

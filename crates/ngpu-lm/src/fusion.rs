@@ -223,14 +223,40 @@ fn label_stage(f: &Fusion, lm: &NgramLm, pend: &[Pending], s: &mut LmScratch) ->
 /// Greedy CTC decoding of each score matrix (log-probabilities, column 0 blank): the label
 /// sequence after collapsing repeats and removing blanks.
 pub fn greedy_ctc(mats: &[&ScoreMatrix], f: &Fusion) -> Result<Vec<Vec<u32>>> {
-    for (i, m) in mats.iter().enumerate() {
-        f.check(m.cols()).map_err(|e| utt_error(i, e))?;
-    }
+    check_matrices(mats, f)?;
     let out: Vec<Vec<Vec<u32>>> = mats
         .par_chunks(f.batch)
         .map(|batch| ctc_batch(batch, f))
         .collect();
     Ok(out.into_iter().flatten().collect())
+}
+
+/// Checks CTC score matrices: settings against their width, and every value finite (a NaN
+/// would make every comparison false and the argmax meaningless).
+pub(crate) fn check_matrices(mats: &[&ScoreMatrix], f: &Fusion) -> Result<()> {
+    for (i, m) in mats.iter().enumerate() {
+        f.check(m.cols()).map_err(|e| utt_error(i, e))?;
+        if !ctx_core::scores::all_finite(m.data()) {
+            let t = (0..m.rows())
+                .find(|&t| m.row(t).iter().any(|x| !x.is_finite()))
+                .unwrap_or(0);
+            return Err(NgpuError::Model(format!(
+                "utterance {i}: frame {t} has a log-probability that is NaN or infinite"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks one model output row (transducer joint, AED step).
+pub(crate) fn check_row(row: &[f32], utt: usize, what: &str) -> Result<()> {
+    if ctx_core::scores::all_finite(row) {
+        Ok(())
+    } else {
+        Err(NgpuError::Model(format!(
+            "utterance {utt}: the model's {what} has a log-probability that is NaN or infinite"
+        )))
+    }
 }
 
 fn utt_error(i: usize, e: NgpuError) -> NgpuError {
@@ -303,8 +329,9 @@ pub fn greedy_transducer<M: Transducer + Sync>(
     }
     let out: Vec<Vec<Vec<u32>>> = models
         .par_chunks(f.batch)
-        .map(|batch| transducer_batch(batch, f, max_symbols.max(1)))
-        .collect();
+        .enumerate()
+        .map(|(k, batch)| transducer_batch(batch, k * f.batch, f, max_symbols.max(1)))
+        .collect::<Result<_>>()?;
     Ok(out.into_iter().flatten().collect())
 }
 
@@ -316,7 +343,12 @@ struct TRow {
     out: Vec<u32>,
 }
 
-fn transducer_batch<M: Transducer>(models: &[M], f: &Fusion, max_symbols: usize) -> Vec<Vec<u32>> {
+fn transducer_batch<M: Transducer>(
+    models: &[M],
+    offset: usize,
+    f: &Fusion,
+    max_symbols: usize,
+) -> Result<Vec<Vec<u32>>> {
     let n = models.len();
     let width = models.first().map_or(0, |m| m.width());
     let nd = models.first().map_or(0, |m| m.durations().len());
@@ -347,6 +379,8 @@ fn transducer_batch<M: Transducer>(models: &[M], f: &Fusion, max_symbols: usize)
                 &mut dur[i * nd.max(1)..i * nd.max(1) + nd],
             );
             m.joint(r.t, r.pred, l, d);
+            check_row(l, offset + i, "joint")?;
+            check_row(d, offset + i, "duration head")?;
             let a = argmax(l);
             best_of[i] = a;
             if a == 0 {
@@ -396,7 +430,7 @@ fn transducer_batch<M: Transducer>(models: &[M], f: &Fusion, max_symbols: usize)
             }
         }
     }
-    rows.into_iter().map(|r| r.out).collect()
+    Ok(rows.into_iter().map(|r| r.out).collect())
 }
 
 /// Greedy AED decoding: labels until end of sequence (column 0) or the model's length limit.
@@ -406,12 +440,13 @@ pub fn greedy_aed<M: Aed + Sync>(models: &[M], f: &Fusion) -> Result<Vec<Vec<u32
     }
     let out: Vec<Vec<Vec<u32>>> = models
         .par_chunks(f.batch)
-        .map(|batch| aed_batch(batch, f))
-        .collect();
+        .enumerate()
+        .map(|(k, batch)| aed_batch(batch, k * f.batch, f))
+        .collect::<Result<_>>()?;
     Ok(out.into_iter().flatten().collect())
 }
 
-fn aed_batch<M: Aed>(models: &[M], f: &Fusion) -> Vec<Vec<u32>> {
+fn aed_batch<M: Aed>(models: &[M], offset: usize, f: &Fusion) -> Result<Vec<Vec<u32>>> {
     let n = models.len();
     let width = models.first().map_or(0, |m| m.width());
     let mut state: Vec<u32> = models.iter().map(|m| m.start()).collect();
@@ -433,6 +468,7 @@ fn aed_batch<M: Aed>(models: &[M], f: &Fusion) -> Vec<Vec<u32>> {
             }
             let m = &models[i];
             m.step(state[i], &mut dist);
+            check_row(&dist, offset + i, "step output")?;
             let (c, nx) = match f.lm {
                 None => (argmax(&dist), 0),
                 Some(lm) => aed_choice(f, lm, &dist, lm_state[i], &mut scores, &mut next),
@@ -449,7 +485,7 @@ fn aed_batch<M: Aed>(models: &[M], f: &Fusion) -> Vec<Vec<u32>> {
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// AED's fused choice: (column, next LM state).

@@ -245,7 +245,12 @@ fn aed_beam_search_equals_brute_force() {
             by_labels.insert(s, lp);
         }
         for f in fusions(&lm) {
-            let (want, _) = best_of(by_labels.clone(), &f);
+            // Ended hypotheses rank by total score per (label + end of sequence).
+            let normalised: HashMap<Vec<u32>, f64> = by_labels
+                .iter()
+                .map(|(l, s)| (l.clone(), (s + lm_total(&f, l)) / (l.len() + 1) as f64))
+                .collect();
+            let (want, _) = best_of(normalised, &Fusion::none());
             let got = beam_aed(std::slice::from_ref(&model), &f, 1000).unwrap();
             assert_eq!(got[0], want, "case {case}, α {}", f.alpha);
         }

@@ -399,3 +399,30 @@ fn bad_fusion_settings_are_errors() {
         other => panic!("expected a vocabulary mismatch, got {other:?}"),
     }
 }
+
+#[test]
+fn nan_log_probabilities_are_named_errors() {
+    let lm = abc_lm();
+    let mut bad = row(&[(1, -0.1)]);
+    bad[2] = f32::NAN;
+    let m = matrix(&[row(&[(0, -0.1)]), bad.clone()]);
+    for f in [Fusion::none(), Fusion::with_lm(&lm, 1.0)] {
+        let e = greedy_ctc(&[&m, &m], &f).unwrap_err();
+        assert!(e.to_string().contains("utterance 0: frame 1"), "{e}");
+        let e = ngpu_lm::beam::beam_ctc(&[&m], &f, 4).unwrap_err();
+        assert!(e.to_string().contains("NaN"), "{e}");
+    }
+    let aed = AedTable(vec![row(&[(1, -0.1)]), bad.clone()]);
+    let good = AedTable(vec![row(&[(0, -0.1)])]);
+    let e = greedy_aed(&[good, aed], &Fusion::none()).unwrap_err();
+    assert!(e.to_string().contains("utterance 1"), "{e}");
+    let t = Table {
+        rows: vec![vec![bad.clone(), bad.clone()]],
+        durs: vec![],
+        dvals: vec![],
+    };
+    let e = greedy_transducer(std::slice::from_ref(&t), &Fusion::none(), 5).unwrap_err();
+    assert!(e.to_string().contains("joint"), "{e}");
+    let e = ngpu_lm::beam::beam_transducer(&[t], &Fusion::none(), 4, 5).unwrap_err();
+    assert!(e.to_string().contains("joint"), "{e}");
+}

@@ -9,9 +9,12 @@
 //! - [`wfst`]: WFST decoding (HCLG or TLG) with G-boosting, HCLG-boosting, arc boosting and
 //!   lattice biasing (000, 003 chapter 3); `baseline` is its method with no component.
 //! - [`ctc`]: the CTC WFST decoder with word and phrase boosting (001).
+//! - [`ngpu`]: simulated end-to-end models (CTC, RNN-T, TDT, AED) decoded greedily or by beam
+//!   search, with NGPU-LM shallow fusion (004).
 
 pub mod ctc;
 pub mod load;
+pub mod ngpu;
 pub mod wfst;
 
 use crate::experiment::{Point, SettingSpec, Settings, Value};
@@ -83,7 +86,7 @@ pub trait Family: Sync {
 
 /// Every family, the default (`baseline`) first.
 pub fn families() -> &'static [&'static dyn Family] {
-    &[&wfst::Wfst, &ctc::CtcWfst]
+    &[&wfst::Wfst, &ctc::CtcWfst, &ngpu::E2e]
 }
 
 /// A setting of a point as a string (empty when unset).

@@ -1,0 +1,421 @@
+//! The end-to-end family (004): a simulated CTC, RNN-T, TDT or AED model (`ctx-data`'s
+//! simulators, knobs `[<dataset>.acoustic_<model>]`) decoded greedily or by beam search, with
+//! or without shallow fusion of a token-level n-gram LM held as NGPU-LM arrays (`ngpu-lm`).
+//!
+//! Methods: `e2e` (greedy), `e2e+ngpu-lm` (greedy with fusion: CTC's three groups, the
+//! transducers' two stages, AED's final weights), `e2e+beam` and `e2e+beam+ngpu-lm` (CTC prefix
+//! beam search, transducer modified beam search, AED beam search, the LM on every new label).
+//! The LM is Kneser-Ney over the dataset's LM text encoded with the model's BPE (Earnings-22 for
+//! Earnings-21: out of domain, as 004's SLURP and SPGI LMs are for their models), cached under
+//! the graph cache. RTFx counts the model (the simulated network's outputs) and the search, as
+//! 004's counts the network and the decoding.
+
+use super::{
+    accuracy_measures, check_targets, key_of, num, record, s, subset_of, Component, Family,
+    GroupContext, SetupCache,
+};
+use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
+use crate::pipeline;
+use crate::results::PointRecord;
+use anyhow::{anyhow, bail, Context, Result};
+use ctx_core::scores::ScoreMatrix;
+use ctx_data::acoustic::CtcSim;
+use ctx_data::bpe::Bpe;
+use ctx_data::dataset::Dataset;
+use ctx_data::e2e::{AedSim, E2eKind, TransducerSim};
+use ngpu_lm::fusion::{Fusion, LmQuery};
+use ngpu_lm::NgramLm;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// The end-to-end family (see the module docs).
+pub struct E2e;
+
+const COMPONENTS: &[Component] = &[
+    Component {
+        name: "e2e",
+        doc: "a simulated end-to-end model (CTC, RNN-T, TDT, AED) decoded greedily (004)",
+    },
+    Component {
+        name: "beam",
+        doc: "beam search instead of greedy decoding (CTC prefix, transducer modified, AED)",
+    },
+    Component {
+        name: "ngpu-lm",
+        doc: "shallow fusion of a token n-gram LM held as NGPU-LM arrays (004 §2.3)",
+    },
+];
+
+const SETTINGS: &[SettingSpec] = &[
+    spec(
+        "model",
+        Type::Str,
+        "e2e",
+        "the simulated model: ctc, rnnt, tdt or aed (each calibrated once per dataset)",
+    ),
+    spec(
+        "batch",
+        Type::Int,
+        "e2e",
+        "greedy: utterances advanced together (one batched LM query per step)",
+    ),
+    spec(
+        "max_symbols",
+        Type::Int,
+        "e2e",
+        "transducers: the most labels per frame",
+    ),
+    spec(
+        "min_timing_s",
+        Type::Float,
+        "e2e",
+        "decode again until this many seconds were timed (at most 25 runs; RTFx from the median \
+         run, hypotheses checked identical): short sets time too coarsely in one run",
+    ),
+    spec("beam_size", Type::Int, "beam", "hypotheses kept per step"),
+    spec(
+        "lm_alpha",
+        Type::Float,
+        "ngpu-lm",
+        "LM weight α (≥ 0; 0 decodes as without the LM)",
+    ),
+    spec(
+        "lm_bonus",
+        Type::Float,
+        "ngpu-lm",
+        "insertion bonus β per label (AED and beam search; cancels in two-stage greedy)",
+    ),
+    spec(
+        "lm_order",
+        Type::Int,
+        "ngpu-lm",
+        "order of the token LM (Kneser-Ney on the LM text in the model's BPE pieces)",
+    ),
+    spec(
+        "lm_prune",
+        Type::Str,
+        "ngpu-lm",
+        "count pruning per order from bigrams, e.g. \"0,0,0,1,1\" (empty: none)",
+    ),
+    spec(
+        "lm_query",
+        Type::Str,
+        "ngpu-lm",
+        "greedy: full (004's full-vocabulary query) or pruned (only labels that can still win; same output)",
+    ),
+];
+
+impl Family for E2e {
+    fn name(&self) -> &'static str {
+        "e2e"
+    }
+
+    fn marker(&self) -> Option<&'static str> {
+        Some("e2e")
+    }
+
+    fn components(&self) -> &'static [Component] {
+        COMPONENTS
+    }
+
+    fn settings(&self) -> &'static [SettingSpec] {
+        SETTINGS
+    }
+
+    fn defaults(&self, s: &mut Settings) {
+        s.insert("batch".into(), Value::Int(32));
+        s.insert("max_symbols".into(), Value::Int(10));
+        s.insert("beam_size".into(), Value::Int(4));
+        s.insert("min_timing_s".into(), Value::Float(0.0));
+        s.insert("lm_bonus".into(), Value::Float(0.0));
+        s.insert("lm_order".into(), Value::Int(6));
+        s.insert("lm_prune".into(), Value::Str("0,0,0,1,1".into()));
+        s.insert("lm_query".into(), Value::Str("full".into()));
+    }
+
+    fn required(&self) -> &'static [(&'static str, &'static str)] {
+        &[("model", "e2e"), ("lm_alpha", "ngpu-lm")]
+    }
+
+    fn check(&self, s: &Settings, what: &str) -> Result<()> {
+        if let Some(m) = s.get("model").and_then(Value::as_str) {
+            if E2eKind::parse(m).is_none() {
+                bail!("{what}: model '{m}' (ctc, rnnt, tdt or aed)");
+            }
+        }
+        if let Some(a) = s.get("lm_alpha").and_then(Value::as_f64) {
+            if !(a.is_finite() && a >= 0.0) {
+                bail!("{what}: lm_alpha {a}: the LM weight must be a number ≥ 0");
+            }
+        }
+        if let Some(q) = s.get("lm_query").and_then(Value::as_str) {
+            if LmQuery::parse(q).is_none() {
+                bail!("{what}: lm_query '{q}' (full or pruned)");
+            }
+        }
+        if let Some(p) = s.get("lm_prune").and_then(Value::as_str) {
+            parse_prune(p).with_context(|| format!("{what}: lm_prune"))?;
+        }
+        for k in ["batch", "beam_size", "max_symbols", "lm_order"] {
+            if s.get(k) == Some(&Value::Int(0)) {
+                bail!("{what}: '{k}' must be at least 1");
+            }
+        }
+        Ok(())
+    }
+
+    fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
+        check_targets(ds, p)
+    }
+
+    fn setup_key(&self, p: &Point) -> String {
+        key_of(
+            "e2e",
+            p,
+            &["dataset", "subset", "bpe_size", "noise", "limit"],
+            &["model"],
+        )
+    }
+
+    fn decode_key(&self, p: &Point) -> String {
+        let settings: Vec<&str> = SETTINGS.iter().map(|s| s.name).collect();
+        self.setup_key(p) + &key_of("", p, &["threads"], &settings)
+    }
+
+    fn run_group(
+        &self,
+        cx: &GroupContext<'_>,
+        group: &[usize],
+        _setup: &mut SetupCache,
+    ) -> Result<Vec<PointRecord>> {
+        let plan = cx.plan;
+        let first = &plan.points[group[0]];
+        pipeline::reset_peak_mem();
+        let st = setup(cx, first)?;
+        let fused = first.method.has("ngpu-lm");
+        let beam = first.method.has("beam");
+        let lm = if fused { Some(st.lm(cx, first)?) } else { None };
+        let fusion = Fusion {
+            lm: lm.as_deref().map(|(l, _)| l),
+            alpha: if fused {
+                num(first, "lm_alpha", 0.0) as f32
+            } else {
+                0.0
+            },
+            bonus: if fused {
+                num(first, "lm_bonus", 0.0) as f32
+            } else {
+                0.0
+            },
+            query: LmQuery::parse(&s(first, "lm_query")).unwrap_or_default(),
+            batch: num(first, "batch", 32.0) as usize,
+        };
+        let beam_size = num(first, "beam_size", 4.0) as usize;
+        let max_symbols = num(first, "max_symbols", 10.0) as usize;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(num(first, "threads", 2.0).max(1.0) as usize)
+            .build()?;
+        let utts = &st.dataset.utterances;
+        // Timed: the model's outputs and the search (004's RTFx counts network and decoding).
+        let decode = || -> Result<Vec<Vec<u32>>> {
+            pool.install(|| -> Result<Vec<Vec<u32>>> {
+                Ok(match &st.model {
+                    Model::Ctc(sim) => {
+                        let mats = utts
+                            .iter()
+                            .map(|u| Ok(sim.simulate(&u.id, &u.words, u.duration_s)?.0))
+                            .collect::<Result<Vec<ScoreMatrix>>>()?;
+                        let refs: Vec<&ScoreMatrix> = mats.iter().collect();
+                        if beam {
+                            ngpu_lm::beam::beam_ctc(&refs, &fusion, beam_size)?
+                        } else {
+                            ngpu_lm::fusion::greedy_ctc(&refs, &fusion)?
+                        }
+                    }
+                    Model::Transducer(sim) => {
+                        let ms = utts
+                            .iter()
+                            .map(|u| Ok(sim.simulate(&u.id, &u.words, u.duration_s)?))
+                            .collect::<Result<Vec<_>>>()?;
+                        if beam {
+                            ngpu_lm::beam::beam_transducer(&ms, &fusion, beam_size, max_symbols)?
+                        } else {
+                            ngpu_lm::fusion::greedy_transducer(&ms, &fusion, max_symbols)?
+                        }
+                    }
+                    Model::Aed(sim) => {
+                        let ms = utts
+                            .iter()
+                            .map(|u| Ok(sim.simulate(&u.id, &u.words)?))
+                            .collect::<Result<Vec<_>>>()?;
+                        if beam {
+                            ngpu_lm::beam::beam_aed(&ms, &fusion, beam_size)?
+                        } else {
+                            ngpu_lm::fusion::greedy_aed(&ms, &fusion)?
+                        }
+                    }
+                })
+            })
+        };
+        let min_timing = num(first, "min_timing_s", 0.0);
+        let (mut times, mut total) = (Vec::new(), 0.0);
+        let mut labels: Option<Vec<Vec<u32>>> = None;
+        while times.is_empty() || (total < min_timing && times.len() < 25) {
+            let t0 = Instant::now();
+            let l = decode()?;
+            let dt = t0.elapsed().as_secs_f64();
+            times.push(dt);
+            total += dt;
+            if labels.as_ref().is_some_and(|prev| *prev != l) {
+                bail!(
+                    "decoding {} twice gave different hypotheses",
+                    st.dataset.name
+                );
+            }
+            labels = Some(l);
+        }
+        let labels = labels.expect("decoded at least once");
+        times.sort_by(f64::total_cmp);
+        let decode_s = times[times.len() / 2];
+        let hyps: Vec<Vec<String>> = labels
+            .iter()
+            .map(|l| {
+                st.bpe
+                    .decode(l)
+                    .split_whitespace()
+                    .map(String::from)
+                    .collect()
+            })
+            .collect();
+        let audio_s: f64 = utts.iter().map(|u| u.duration_s).sum();
+        let mut out = Vec::new();
+        for &i in group {
+            let p = &plan.points[i];
+            let targets = pipeline::targets(
+                &st.dataset,
+                p.settings.get("targets").and_then(Value::as_str),
+            )?;
+            let t = pipeline::score_dataset(&st.dataset, &hyps, targets.as_ref().map(|(_, t)| t))?;
+            let mut m: BTreeMap<String, f64> = accuracy_measures(&t);
+            m.insert("audio_s".into(), audio_s);
+            m.insert("decode_s".into(), decode_s);
+            m.insert("rtfx".into(), audio_s / decode_s.max(1e-9));
+            if let Some(mb) = pipeline::peak_mem_mb() {
+                m.insert("peak_mem_mb".into(), mb);
+            }
+            m.insert("utterances".into(), utts.len() as f64);
+            m.insert("timing_runs".into(), times.len() as f64);
+            if let Some((l, ngrams)) = lm.as_deref() {
+                m.insert("lm_ngrams".into(), *ngrams as f64);
+                m.insert("lm_mb".into(), l.bytes() as f64 / 1e6);
+            }
+            out.push(record(plan, i, m, "cpu"));
+        }
+        Ok(out)
+    }
+}
+
+fn parse_prune(p: &str) -> Result<Vec<u64>> {
+    p.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|x| {
+            x.parse::<u64>()
+                .map_err(|_| anyhow!("'{x}' is not a count threshold"))
+        })
+        .collect()
+}
+
+/// The simulated model of a setup.
+enum Model {
+    Ctc(CtcSim),
+    Transducer(TransducerSim),
+    Aed(AedSim),
+}
+
+/// What the points of one dataset and model share: utterances, BPE, the model, and the token
+/// LMs built so far (by order and pruning).
+struct E2eSetup {
+    dataset: Dataset,
+    bpe: Bpe,
+    model: Model,
+    lms: Mutex<BTreeMap<String, Arc<(NgramLm, usize)>>>,
+}
+
+/// The last setup, kept while consecutive groups share it (BPE training and the LM estimate
+/// are the slow parts).
+static SETUP: Mutex<Option<(String, Arc<E2eSetup>)>> = Mutex::new(None);
+
+fn setup(cx: &GroupContext<'_>, first: &Point) -> Result<Arc<E2eSetup>> {
+    let key = E2e.setup_key(first);
+    let mut cache = SETUP.lock().map_err(|_| anyhow!("setup cache poisoned"))?;
+    if let Some((k, st)) = cache.as_ref() {
+        if *k == key {
+            return Ok(st.clone());
+        }
+    }
+    *cache = None;
+    let name = s(first, "dataset");
+    let mut dataset = Dataset::load(cx.reg, &name, subset_of(first))
+        .with_context(|| format!("loading dataset {name}"))?;
+    if let Some(n) = first.settings.get("limit").and_then(Value::as_f64) {
+        dataset.utterances.truncate(n as usize);
+    }
+    if dataset.utterances.is_empty() {
+        bail!("dataset {name} has no utterances to decode");
+    }
+    let kind = E2eKind::parse(&s(first, "model"))
+        .ok_or_else(|| anyhow!("model '{}' (ctc, rnnt, tdt or aed)", s(first, "model")))?;
+    let base = name.trim_end_matches("-quick");
+    let mut knobs = cx.reg.get(base)?.acoustic_e2e(kind).cloned().ok_or_else(|| {
+        anyhow!(
+            "dataset {base} has no simulated {} knobs ([{base}.acoustic_{}] in the registry): each end-to-end model is calibrated once per dataset",
+            kind.name(),
+            kind.name()
+        )
+    })?;
+    if let Some(n) = first.settings.get("noise").and_then(Value::as_f64) {
+        knobs = knobs.with_noise(n);
+    }
+    let bpe_size = num(first, "bpe_size", ctx_data::graphs::DEFAULT_BPE_SIZE as f64) as usize;
+    let bpe = Bpe::train(&dataset.lm_text, bpe_size)?;
+    let vocab = dataset.lm_text.iter().flat_map(|l| l.split_whitespace());
+    let model = match kind {
+        E2eKind::Ctc => Model::Ctc(CtcSim::new(knobs, bpe.clone()).with_vocabulary(vocab)),
+        E2eKind::Rnnt | E2eKind::Tdt => Model::Transducer(
+            TransducerSim::new(knobs, bpe.clone(), kind == E2eKind::Tdt).with_vocabulary(vocab),
+        ),
+        E2eKind::Aed => Model::Aed(AedSim::new(knobs, bpe.clone()).with_vocabulary(vocab)),
+    };
+    let st = Arc::new(E2eSetup {
+        dataset,
+        bpe,
+        model,
+        lms: Mutex::new(BTreeMap::new()),
+    });
+    *cache = Some((key, st.clone()));
+    Ok(st)
+}
+
+impl E2eSetup {
+    /// The token LM of a point's `lm_order` and `lm_prune` as arrays (and its n-gram count).
+    fn lm(&self, cx: &GroupContext<'_>, p: &Point) -> Result<Arc<(NgramLm, usize)>> {
+        let order = num(p, "lm_order", 6.0) as usize;
+        let prune = parse_prune(&s(p, "lm_prune"))?;
+        let key = format!("{order};{prune:?}");
+        let mut lms = self.lms.lock().map_err(|_| anyhow!("LM cache poisoned"))?;
+        if let Some(l) = lms.get(&key) {
+            return Ok(l.clone());
+        }
+        // The LM text of the full dataset (a quick subset keeps it whole).
+        let (arpa, _) =
+            ctx_data::graphs::dataset_token_lm(&self.dataset, &self.bpe, order, &prune, cx.cache)
+                .with_context(|| format!("the token LM of {}", self.dataset.name))?;
+        let (arr, report) = NgramLm::from_arpa(&arpa, self.bpe.pieces())
+            .with_context(|| format!("NGPU-LM arrays of the token LM of {}", self.dataset.name))?;
+        let l = Arc::new((arr, report.ngrams));
+        lms.insert(key, l.clone());
+        Ok(l)
+    }
+}
