@@ -7,7 +7,7 @@ CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/release/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv gpu-bundle chen18-table2 all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm
+.PHONY: nvrtc-venv gpu-bundle chen18-table2 all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
 
 all: build
 
@@ -141,3 +141,13 @@ peer-ngpu-lm: lm-earnings22
 		>> results/peers-ngpu-lm/arrays.txt.tmp
 	mv results/peers-ngpu-lm/arrays.txt.tmp results/peers-ngpu-lm/arrays.txt
 	cat results/peers-ngpu-lm/arrays.txt
+
+## 004's derived figures (WERR, gap recovered, fusion overhead) from results/bataev-table1/ and
+## results/bataev-table2/ (run the experiments first: `ctxbench run experiments/bataev-table1.toml`).
+bataev-derived:
+	@for t in bataev-table1 bataev-table2; do \
+		if [ -f results/$$t/points.csv ]; then \
+			python3 scripts/bataev_derived.py results/$$t/points.csv > results/$$t/derived.md.tmp && \
+			mv results/$$t/derived.md.tmp results/$$t/derived.md && echo "== $$t" && cat results/$$t/derived.md; \
+		fi; \
+	done

@@ -612,3 +612,75 @@ word_insertion_penalty = -3.0
         stderr(&o)
     );
 }
+
+#[test]
+fn the_e2e_family_decodes_every_model_type_with_and_without_ngpu_lm() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("experiments/e2e.toml");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let exp = |alpha: &str, model: &str| {
+        format!(
+            r#"
+title = "e2e"
+[settings]
+dataset = "atco2-sim-1h"
+subset = "quick"
+limit = 40
+threads = 1
+lm_order = 3
+lm_prune = ""
+[sweep]
+model = ["{model}", "aed"]
+[table]
+group_by = "model"
+measures = ["wer", "rtfx"]
+[[rows]]
+row = "greedy"
+method = "e2e"
+[[rows]]
+row = "greedy alpha 0"
+method = "e2e+ngpu-lm"
+lm_alpha = 0.0
+[[rows]]
+row = "greedy + NGPU-LM"
+method = "e2e+ngpu-lm"
+lm_alpha = {alpha}
+[[rows]]
+row = "beam + LM"
+method = "e2e+beam+ngpu-lm"
+lm_alpha = 0.5
+"#
+        )
+    };
+    std::fs::write(&p, exp("0.6", "rnnt")).unwrap();
+    let out = d.path().join("results");
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(out.join("e2e/points.csv")).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let wer = |row: &str, model: &str| -> f64 {
+        let r = rows
+            .iter()
+            .find(|r| r[col("row")] == row && r[col("model")] == model)
+            .unwrap();
+        r[col("wer")].parse().unwrap()
+    };
+    for m in ["rnnt", "aed"] {
+        // α = 0 decodes exactly as without the LM; a real weight changes the output.
+        assert_eq!(wer("greedy", m), wer("greedy alpha 0", m), "{m}");
+        assert_ne!(wer("greedy", m), wer("greedy + NGPU-LM", m), "{m}");
+        assert!(wer("greedy", m) < 60.0 && wer("beam + LM", m) < 60.0, "{m}");
+    }
+    // A negative weight and an unknown model are named before anything decodes.
+    std::fs::write(&p, exp("-0.5", "rnnt")).unwrap();
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("lm_alpha -0.5"), "{}", stderr(&o));
+    std::fs::write(&p, exp("0.6", "lstm")).unwrap();
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("model 'lstm'"), "{}", stderr(&o));
+}
