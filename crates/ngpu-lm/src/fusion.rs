@@ -132,15 +132,11 @@ impl<'a> Fusion<'a> {
     }
 }
 
-/// First index of the largest value.
+/// First index of the largest value (values finite: checked on input). Two passes that the
+/// compiler vectorises, the maximum then its first position, rather than one branchy pass.
 pub fn argmax(row: &[f32]) -> usize {
-    let mut best = 0;
-    for (i, &x) in row.iter().enumerate().skip(1) {
-        if x > row[best] {
-            best = i;
-        }
-    }
-    best
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    row.iter().position(|&x| x == max).unwrap_or(0)
 }
 
 /// A row whose label the LM decides: its model output, LM state, a column it may not take
@@ -178,21 +174,20 @@ fn label_stage(f: &Fusion, lm: &NgramLm, pend: &[Pending], s: &mut LmScratch) ->
                     &mut s.next[i * v..(i + 1) * v],
                 );
             }
+            let mut fused = vec![0f32; v];
             pend.iter()
                 .enumerate()
                 .map(|(i, p)| {
+                    // fused[l] = score of column l + 1; the excluded column cannot win.
                     let sc = &s.scores[i * v..(i + 1) * v];
-                    let mut best = (f32::NEG_INFINITY, 0usize);
-                    for c in 1..p.row.len() {
-                        if c as u32 == p.exclude {
-                            continue;
-                        }
-                        let x = p.row[c] + a * sc[c - 1];
-                        if x > best.0 || best.1 == 0 {
-                            best = (x, c);
-                        }
+                    for ((f, &x), &w) in fused.iter_mut().zip(&p.row[1..]).zip(sc) {
+                        *f = x + a * w;
                     }
-                    (best.1 as u32, s.next[i * v + best.1 - 1])
+                    if p.exclude != 0 {
+                        fused[p.exclude as usize - 1] = f32::NEG_INFINITY;
+                    }
+                    let l = argmax(&fused);
+                    (l as u32 + 1, s.next[i * v + l])
                 })
                 .collect()
         }

@@ -29,30 +29,35 @@ impl NgramLm {
     /// One row of [`Self::advance`]: fills `scores` and `next` (length V) for `state`. Unchecked
     /// (the inner loop of the batched query): panics on a state out of range or buffers shorter
     /// than V; [`Self::advance`] checks and returns errors instead.
+    ///
+    /// The back-off chain is walked first (at most `order` states, the accumulated back-off
+    /// weight of each); then the unigram level writes every label (a loop the compiler
+    /// vectorises) and each higher level, lowest first, overwrites its own labels, so each label
+    /// ends with the value of the highest level that has it: the back-off rule, with the sums
+    /// formed in the same order as [`Self::score`] and the CUDA kernel.
     pub fn advance_row(&self, state: u32, scores: &mut [f32], next: &mut [u32]) {
-        // NaN marks "not found yet": arc weights are never NaN (checked when building).
-        scores.fill(f32::NAN);
+        let mut chain = [(0usize, 0.0f32); crate::arrays::MAX_ORDER + 1];
+        let mut n = 0;
         let mut s = state as usize;
         let mut acc = 0.0f32;
         while s != 0 {
-            let (a, b) = (self.arc_start[s] as usize, self.arc_start[s + 1] as usize);
-            for i in a..b {
-                let l = self.arc_label[i] as usize;
-                if scores[l].is_nan() {
-                    scores[l] = acc + self.arc_weight[i];
-                    next[l] = self.arc_to[i];
-                }
-            }
+            chain[n] = (s, acc);
+            n += 1;
             acc += self.backoff_weight[s];
             s = self.backoff_to[s] as usize;
         }
         // The unigram state: arc index = label, every label present.
         let v = self.vocab;
-        let (w, to) = (&self.arc_weight[..v], &self.arc_to[..v]);
-        for l in 0..v {
-            if scores[l].is_nan() {
-                scores[l] = acc + w[l];
-                next[l] = to[l];
+        for (o, &w) in scores[..v].iter_mut().zip(&self.arc_weight[..v]) {
+            *o = acc + w;
+        }
+        next[..v].copy_from_slice(&self.arc_to[..v]);
+        for &(s, acc) in chain[..n].iter().rev() {
+            let (a, b) = (self.arc_start[s] as usize, self.arc_start[s + 1] as usize);
+            for i in a..b {
+                let l = self.arc_label[i] as usize;
+                scores[l] = acc + self.arc_weight[i];
+                next[l] = self.arc_to[i];
             }
         }
     }
