@@ -25,12 +25,16 @@ use ctx_data::dataset::Dataset;
 use ctx_data::e2e::{AedSim, E2eKind, TransducerSim};
 use ngpu_lm::fusion::{Fusion, LmQuery};
 use ngpu_lm::NgramLm;
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The end-to-end family (see the module docs).
 pub struct E2e;
+
+/// CTC utterances whose score matrices exist at once.
+const CTC_SLICE: usize = 128;
 
 const COMPONENTS: &[Component] = &[
     Component {
@@ -222,16 +226,22 @@ impl Family for E2e {
             pool.install(|| -> Result<Vec<Vec<u32>>> {
                 Ok(match &st.model {
                     Model::Ctc(sim) => {
-                        let mats = utts
-                            .iter()
-                            .map(|u| Ok(sim.simulate(&u.id, &u.words, u.duration_s)?.0))
-                            .collect::<Result<Vec<ScoreMatrix>>>()?;
-                        let refs: Vec<&ScoreMatrix> = mats.iter().collect();
-                        if beam {
-                            ngpu_lm::beam::beam_ctc(&refs, &fusion, beam_size)?
-                        } else {
-                            ngpu_lm::fusion::greedy_ctc(&refs, &fusion)?
+                        // Score matrices in slices of utterances: all of Earnings-21 at once
+                        // would take 14 GB.
+                        let mut out = Vec::with_capacity(utts.len());
+                        for part in utts.chunks(CTC_SLICE.max(fusion.batch)) {
+                            let mats = part
+                                .par_iter()
+                                .map(|u| Ok(sim.simulate(&u.id, &u.words, u.duration_s)?.0))
+                                .collect::<Result<Vec<ScoreMatrix>>>()?;
+                            let refs: Vec<&ScoreMatrix> = mats.iter().collect();
+                            out.extend(if beam {
+                                ngpu_lm::beam::beam_ctc(&refs, &fusion, beam_size)?
+                            } else {
+                                ngpu_lm::fusion::greedy_ctc(&refs, &fusion)?
+                            });
                         }
+                        out
                     }
                     Model::Transducer(sim) => {
                         let ms = utts
