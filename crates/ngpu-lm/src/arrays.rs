@@ -22,8 +22,13 @@ use crate::error::{NgpuError, Result};
 use ctx_core::arpa::{ArpaLm, BOS, EOS, UNK};
 use std::collections::HashMap;
 
-/// The highest order supported (004 uses 10-grams; NeMo's limit is the same order of magnitude).
+/// The highest ARPA order supported (004 uses 10-grams; NeMo's limit is the same order of
+/// magnitude).
 pub const MAX_ORDER: usize = 16;
+
+/// The longest back-off chain a query walks (a boosting tree's depth; ARPA LMs stay within
+/// [`MAX_ORDER`]).
+pub const MAX_CHAIN: usize = 64;
 
 /// log10 -> ln.
 const LN_10: f32 = std::f32::consts::LN_10;
@@ -331,6 +336,39 @@ impl NgramLm {
             bytes: lm_arrays.bytes(),
         };
         Ok((lm_arrays, report))
+    }
+
+    /// Arrays from their parts (the boosting tree, [`crate::boost`]); the upper bound computed.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_parts(
+        vocab: usize,
+        order: usize,
+        arc_start: Vec<u32>,
+        arc_label: Vec<u32>,
+        arc_weight: Vec<f32>,
+        arc_to: Vec<u32>,
+        backoff_to: Vec<u32>,
+        backoff_weight: Vec<f32>,
+        final_weight: Vec<f32>,
+        bos: u32,
+    ) -> Self {
+        let lm = NgramLm {
+            vocab,
+            order,
+            arc_start,
+            arc_label,
+            arc_weight,
+            arc_to,
+            backoff_to,
+            backoff_weight,
+            final_weight,
+            bos,
+            upper: 0.0,
+        };
+        NgramLm {
+            upper: lm.compute_upper_bound(),
+            ..lm
+        }
     }
 
     /// An upper bound of every query's score: the largest arc weight plus `order − 1` times the

@@ -9,6 +9,7 @@
 //!   the CPU shim in tests), equal to the CPU's bit for bit.
 //! - [`beam`]: beam-search baselines with shallow fusion: CTC prefix beam search, transducer
 //!   modified beam search (RNN-T and TDT), AED beam search.
+//! - [`boost`]: an Aho-Corasick boosting tree (keyword boosting) as the same arrays.
 //! - [`fusion`]: greedy decoding with LM fusion for CTC, RNN-T/TDT and AED models (004 §2.3).
 //!
 //! Labels are the model's output units (BPE pieces or words) numbered 0..V; the ARPA's `<s>`
@@ -16,11 +17,12 @@
 
 pub mod arrays;
 pub mod beam;
+pub mod boost;
 pub mod cuda;
 pub mod error;
 pub mod fusion;
 pub mod query;
 
-pub use arrays::{ArraysReport, NgramLm, MAX_ORDER};
+pub use arrays::{ArraysReport, NgramLm, MAX_CHAIN, MAX_ORDER};
 pub use cuda::DeviceLm;
 pub use error::{NgpuError, Result};

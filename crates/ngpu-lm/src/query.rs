@@ -36,7 +36,7 @@ impl NgramLm {
     /// ends with the value of the highest level that has it: the back-off rule, with the sums
     /// formed in the same order as [`Self::score`] and the CUDA kernel.
     pub fn advance_row(&self, state: u32, scores: &mut [f32], next: &mut [u32]) {
-        let mut chain = [(0usize, 0.0f32); crate::arrays::MAX_ORDER + 1];
+        let mut chain = [(0usize, 0.0f32); crate::arrays::MAX_CHAIN];
         let mut n = 0;
         let mut s = state as usize;
         let mut acc = 0.0f32;

@@ -1,0 +1,285 @@
+//! An Aho-Corasick boosting tree (003 §4.1.3; icefall's `ContextGraph`) stored as NGPU-LM
+//! arrays, so that the batched queries of [`crate::query`] score keyword boosting as they score
+//! an n-gram LM (issue 28, first part).
+//!
+//! The trie holds the phrases' label sequences; node `n` has a token score (the bonus its
+//! label earns, the largest over phrases sharing it), a node score (the sum from the root), a
+//! failure link (the longest proper suffix in the trie) and an output score (the node scores of
+//! the phrases that end here or along its output links). As arrays:
+//! - a trie edge is an arc; its weight is the child's token score plus, in strict mode, the
+//!   child's output score (every phrase completed there pays out);
+//! - the failure link is the back-off, its weight `node_score(fail) − node_score(n)`: following
+//!   it takes back the partial bonus of a match that broke off;
+//! - the root is the unigram state: every label has an arc (labels no phrase starts with stay at
+//!   the root at weight 0);
+//! - the final weight is `−node_score(n)`: a sequence that ends inside a phrase gives its partial
+//!   bonus back.
+//!
+//! Non-strict mode (icefall's `strict_mode = False`): a completed phrase returns to the root,
+//! keeping the bonus of the longest phrase completed there and nothing of longer partial matches.
+//!
+//! The back-off rule of the arrays then reproduces `forward_one_step` + `finalize` exactly, so
+//! a sequence's total bonus never exceeds the scores of the phrases it completes.
+
+use crate::arrays::{NgramLm, MAX_CHAIN};
+use crate::error::{NgpuError, Result};
+use std::collections::BTreeMap;
+
+/// How a boosting tree scores.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BoostOptions {
+    /// Bonus per matched label for phrases given no score of their own.
+    pub default_score: f32,
+    /// Strict (every overlapping phrase pays, matching continues) or not (back to the root at a
+    /// completed phrase).
+    pub strict: bool,
+}
+
+impl Default for BoostOptions {
+    fn default() -> Self {
+        Self {
+            default_score: 1.0,
+            strict: true,
+        }
+    }
+}
+
+/// A phrase: its labels (0..V) and its per-label score (`None`: the default).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phrase {
+    /// Labels.
+    pub labels: Vec<u32>,
+    /// Score per matched label.
+    pub score: Option<f32>,
+}
+
+/// A trie node during the build.
+#[derive(Debug, Clone)]
+struct Node {
+    next: BTreeMap<u32, usize>,
+    token_score: f32,
+    node_score: f32,
+    output_score: f32,
+    is_end: bool,
+    depth: usize,
+    fail: usize,
+    output: Option<usize>,
+}
+
+impl Node {
+    fn new(depth: usize) -> Self {
+        Self {
+            next: BTreeMap::new(),
+            token_score: 0.0,
+            node_score: 0.0,
+            output_score: 0.0,
+            is_end: false,
+            depth,
+            fail: 0,
+            output: None,
+        }
+    }
+}
+
+/// What building a boosting tree found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoostReport {
+    /// Trie nodes (states), root included.
+    pub nodes: usize,
+    /// Phrases kept (duplicates merged).
+    pub phrases: usize,
+    /// Duplicate phrases (the larger score kept).
+    pub duplicates: usize,
+}
+
+/// Builds the boosting tree of `phrases` over `vocab` labels as arrays.
+pub fn boosting_tree(
+    phrases: &[Phrase],
+    vocab: usize,
+    opts: &BoostOptions,
+) -> Result<(NgramLm, BoostReport)> {
+    if !(opts.default_score.is_finite()) {
+        return Err(NgpuError::Invalid(format!(
+            "boosting score {} is not finite",
+            opts.default_score
+        )));
+    }
+    // Duplicates: the larger score kept.
+    let mut uniq: BTreeMap<&[u32], f32> = BTreeMap::new();
+    let mut duplicates = 0;
+    for (i, p) in phrases.iter().enumerate() {
+        if p.labels.is_empty() {
+            return Err(NgpuError::Invalid(format!("phrase {i} is empty")));
+        }
+        if let Some(l) = p.labels.iter().find(|l| **l as usize >= vocab) {
+            return Err(NgpuError::Invalid(format!(
+                "phrase {i}: label {l} is out of range (V = {vocab})"
+            )));
+        }
+        if p.labels.len() >= MAX_CHAIN {
+            return Err(NgpuError::Order {
+                order: p.labels.len() + 1,
+                max: MAX_CHAIN,
+            });
+        }
+        let s = p.score.unwrap_or(opts.default_score);
+        if !s.is_finite() {
+            return Err(NgpuError::Invalid(format!(
+                "phrase {i}: score {s} is not finite"
+            )));
+        }
+        match uniq.get_mut(p.labels.as_slice()) {
+            Some(old) => {
+                duplicates += 1;
+                *old = old.max(s);
+            }
+            None => {
+                uniq.insert(&p.labels, s);
+            }
+        }
+    }
+    // The trie (icefall's build: a shared node keeps the largest token score).
+    let mut nodes = vec![Node::new(0)];
+    for (labels, &score) in &uniq {
+        let mut n = 0;
+        for (i, &l) in labels.iter().enumerate() {
+            let last = i + 1 == labels.len();
+            let child = match nodes[n].next.get(&l) {
+                Some(&c) => {
+                    nodes[c].token_score = nodes[c].token_score.max(score);
+                    c
+                }
+                None => {
+                    let c = nodes.len();
+                    let mut node = Node::new(i + 1);
+                    node.token_score = score;
+                    nodes.push(node);
+                    nodes[n].next.insert(l, c);
+                    c
+                }
+            };
+            nodes[child].is_end |= last;
+            n = child;
+        }
+    }
+    // Node scores top-down (parents before children: creation order), then failure and output
+    // links breadth-first.
+    let mut order: Vec<usize> = vec![0];
+    let mut head = 0;
+    while head < order.len() {
+        let n = order[head];
+        head += 1;
+        let children: Vec<(u32, usize)> = nodes[n].next.iter().map(|(&l, &c)| (l, c)).collect();
+        for (l, c) in children {
+            nodes[c].node_score = nodes[n].node_score + nodes[c].token_score;
+            if n != 0 {
+                let mut f = nodes[n].fail;
+                loop {
+                    if let Some(&t) = nodes[f].next.get(&l) {
+                        nodes[c].fail = t;
+                        break;
+                    }
+                    if f == 0 {
+                        nodes[c].fail = 0;
+                        break;
+                    }
+                    f = nodes[f].fail;
+                }
+            }
+            // The nearest end node along the failure chain.
+            let mut o = nodes[c].fail;
+            nodes[c].output = loop {
+                if o == 0 {
+                    break None;
+                }
+                if nodes[o].is_end {
+                    break Some(o);
+                }
+                o = nodes[o].fail;
+            };
+            order.push(c);
+        }
+    }
+    // Output scores in breadth-first order (a node's output is shallower, already final).
+    for &n in &order[1..] {
+        let own = if nodes[n].is_end {
+            nodes[n].node_score
+        } else {
+            0.0
+        };
+        let out = nodes[n].output.map_or(0.0, |o| nodes[o].output_score);
+        nodes[n].output_score = own + out;
+    }
+    // Arrays: state = node id; arcs by (state, label); the root holds every label.
+    let ns = nodes.len();
+    let (mut arc_start, mut arc_label, mut arc_weight, mut arc_to) = (
+        Vec::with_capacity(ns + 1),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
+    let arc_of = |c: usize| -> (f32, u32) {
+        let n = &nodes[c];
+        if opts.strict {
+            (n.token_score + n.output_score, c as u32)
+        } else if n.output_score != 0.0 {
+            let kept = if n.is_end {
+                n.node_score
+            } else {
+                n.output.map_or(n.node_score, |o| nodes[o].node_score)
+            };
+            (n.token_score + kept - n.node_score, 0)
+        } else {
+            (n.token_score, c as u32)
+        }
+    };
+    for (s, node) in nodes.iter().enumerate() {
+        arc_start.push(arc_label.len() as u32);
+        if s == 0 {
+            for l in 0..vocab as u32 {
+                let (w, t) = match node.next.get(&l) {
+                    Some(&c) => arc_of(c),
+                    None => (0.0, 0),
+                };
+                arc_label.push(l);
+                arc_weight.push(w);
+                arc_to.push(t);
+            }
+        } else {
+            for (&l, &c) in &node.next {
+                let (w, t) = arc_of(c);
+                arc_label.push(l);
+                arc_weight.push(w);
+                arc_to.push(t);
+            }
+        }
+    }
+    arc_start.push(arc_label.len() as u32);
+    let backoff_to: Vec<u32> = nodes.iter().map(|n| n.fail as u32).collect();
+    let backoff_weight: Vec<f32> = nodes
+        .iter()
+        .map(|n| nodes[n.fail].node_score - n.node_score)
+        .collect();
+    let final_weight: Vec<f32> = nodes.iter().map(|n| -n.node_score).collect();
+    let depth = nodes.iter().map(|n| n.depth).max().unwrap_or(0);
+    let lm = NgramLm::from_parts(
+        vocab,
+        depth + 1,
+        arc_start,
+        arc_label,
+        arc_weight,
+        arc_to,
+        backoff_to,
+        backoff_weight,
+        final_weight,
+        0,
+    );
+    Ok((
+        lm,
+        BoostReport {
+            nodes: ns,
+            phrases: uniq.len(),
+            duplicates,
+        },
+    ))
+}

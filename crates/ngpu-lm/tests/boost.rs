@@ -1,0 +1,282 @@
+//! The Aho-Corasick boosting tree as NGPU-LM arrays: icefall's golden vectors (strict and
+//! non-strict) reproduced through the arrays' back-off queries, the arrays equal to a direct
+//! trie walk (icefall's `forward_one_step` rules, written out here independently) on random
+//! phrase sets, and no sequence earning more than the phrases it completes.
+
+use ctx_data::rng::Rng;
+use ngpu_lm::boost::{boosting_tree, BoostOptions, Phrase};
+use ngpu_lm::NgramLm;
+use std::collections::HashMap;
+
+fn letters(s: &str) -> Vec<u32> {
+    s.bytes().map(|b| (b - b'A') as u32).collect()
+}
+
+/// Total bonus of a label sequence from the root, final weight included.
+fn total(lm: &NgramLm, seq: &[u32]) -> f32 {
+    let mut s = lm.bos_state();
+    let mut t = 0.0;
+    for &l in seq {
+        let (w, n) = lm.score(s, l);
+        t += w;
+        s = n;
+    }
+    t + lm.final_weight(s)
+}
+
+fn icefall_tree(strict: bool) -> NgramLm {
+    let phrases: Vec<Phrase> = [
+        "S", "HE", "SHE", "SHELL", "HIS", "HERS", "HELLO", "THIS", "THEM",
+    ]
+    .iter()
+    .map(|p| Phrase {
+        labels: letters(p),
+        score: None,
+    })
+    .collect();
+    let opts = BoostOptions {
+        default_score: 1.0,
+        strict,
+    };
+    boosting_tree(&phrases, 26, &opts).unwrap().0
+}
+
+#[test]
+fn icefall_golden_vectors_strict_and_non_strict() {
+    let queries = [
+        ("HEHERSHE", 14.0, 7.0),
+        ("HERSHE", 12.0, 5.0),
+        ("HISHE", 9.0, 5.0),
+        ("SHED", 6.0, 3.0),
+        ("SHELF", 6.0, 3.0),
+        ("HELL", 2.0, 2.0),
+        ("HELLO", 7.0, 2.0),
+        ("DHRHISQ", 4.0, 3.0),
+        ("THEN", 2.0, 2.0),
+    ];
+    let (strict, loose) = (icefall_tree(true), icefall_tree(false));
+    for (q, s, n) in queries {
+        assert_eq!(total(&strict, &letters(q)), s, "strict {q}");
+        assert_eq!(total(&loose, &letters(q)), n, "non-strict {q}");
+    }
+    // The batched full-vocabulary query gives the same steps.
+    let v = strict.vocab_size();
+    let (mut sc, mut nx) = (vec![0f32; v], vec![0u32; v]);
+    strict
+        .advance(&[strict.bos_state()], &mut sc, &mut nx)
+        .unwrap();
+    assert_eq!(sc[letters("H")[0] as usize], 1.0);
+    assert_eq!(
+        sc[letters("S")[0] as usize],
+        2.0,
+        "S: token 1 + the phrase S"
+    );
+    assert_eq!(sc[letters("Q")[0] as usize], 0.0);
+}
+
+/// icefall's rules on a plain trie, independently of the arrays.
+struct Walker {
+    next: Vec<HashMap<u32, usize>>,
+    token: Vec<f32>,
+    node: Vec<f32>,
+    end: Vec<bool>,
+    fail: Vec<usize>,
+    out: Vec<Option<usize>>,
+    out_score: Vec<f32>,
+}
+
+impl Walker {
+    fn new(phrases: &[(Vec<u32>, f32)]) -> Self {
+        let mut w = Walker {
+            next: vec![HashMap::new()],
+            token: vec![0.0],
+            node: vec![0.0],
+            end: vec![false],
+            fail: vec![0],
+            out: vec![None],
+            out_score: vec![0.0],
+        };
+        for (p, sc) in phrases {
+            let mut n = 0;
+            for (i, &l) in p.iter().enumerate() {
+                let c = match w.next[n].get(&l) {
+                    Some(&c) => {
+                        w.token[c] = w.token[c].max(*sc);
+                        c
+                    }
+                    None => {
+                        w.next.push(HashMap::new());
+                        w.token.push(*sc);
+                        w.node.push(0.0);
+                        w.end.push(false);
+                        w.fail.push(0);
+                        w.out.push(None);
+                        w.out_score.push(0.0);
+                        let c = w.next.len() - 1;
+                        w.next[n].insert(l, c);
+                        c
+                    }
+                };
+                if i + 1 == p.len() {
+                    w.end[c] = true;
+                }
+                n = c;
+            }
+        }
+        let mut queue = std::collections::VecDeque::from([0usize]);
+        while let Some(n) = queue.pop_front() {
+            let mut kids: Vec<(u32, usize)> = w.next[n].iter().map(|(&l, &c)| (l, c)).collect();
+            kids.sort();
+            for (l, c) in kids {
+                w.node[c] = w.node[n] + w.token[c];
+                if n != 0 {
+                    let mut f = w.fail[n];
+                    w.fail[c] = loop {
+                        if let Some(&t) = w.next[f].get(&l) {
+                            break t;
+                        }
+                        if f == 0 {
+                            break 0;
+                        }
+                        f = w.fail[f];
+                    };
+                }
+                let mut o = w.fail[c];
+                w.out[c] = loop {
+                    if o == 0 {
+                        break None;
+                    }
+                    if w.end[o] {
+                        break Some(o);
+                    }
+                    o = w.fail[o];
+                };
+                w.out_score[c] = if w.end[c] { w.node[c] } else { 0.0 }
+                    + w.out[c].map_or(0.0, |o| w.out_score[o]);
+                queue.push_back(c);
+            }
+        }
+        w
+    }
+
+    fn step(&self, s: usize, l: u32, strict: bool) -> (f32, usize) {
+        let (node, score) = match self.next[s].get(&l) {
+            Some(&c) => (c, self.token[c]),
+            None => {
+                let mut f = self.fail[s];
+                let node = loop {
+                    if let Some(&c) = self.next[f].get(&l) {
+                        break c;
+                    }
+                    if f == 0 {
+                        break 0;
+                    }
+                    f = self.fail[f];
+                };
+                (node, self.node[node] - self.node[s])
+            }
+        };
+        if !strict && self.out_score[node] != 0.0 {
+            let kept = if self.end[node] {
+                self.node[node]
+            } else {
+                self.out[node].map_or(self.node[node], |o| self.node[o])
+            };
+            return (score + kept - self.node[node], 0);
+        }
+        (score + self.out_score[node], node)
+    }
+}
+
+#[test]
+fn arrays_equal_a_direct_trie_walk_and_never_pay_more_than_completed_phrases() {
+    let mut rng = Rng::new(17);
+    for case in 0..60 {
+        let v = 3 + rng.below(4);
+        let phrases: Vec<(Vec<u32>, f32)> = (0..1 + rng.below(8))
+            .map(|_| {
+                let p: Vec<u32> = (0..1 + rng.below(4)).map(|_| rng.below(v) as u32).collect();
+                (p, [1.0f32, 0.5, 2.0][rng.below(3)])
+            })
+            .collect();
+        // Duplicates keep the larger score, as the arrays do.
+        let mut best: HashMap<Vec<u32>, f32> = HashMap::new();
+        for (p, s) in &phrases {
+            let e = best.entry(p.clone()).or_insert(*s);
+            *e = e.max(*s);
+        }
+        let mut uniq: Vec<(Vec<u32>, f32)> = best.into_iter().collect();
+        uniq.sort_by(|a, b| a.0.cmp(&b.0));
+        let walker = Walker::new(&uniq);
+        let input: Vec<Phrase> = phrases
+            .iter()
+            .map(|(p, s)| Phrase {
+                labels: p.clone(),
+                score: Some(*s),
+            })
+            .collect();
+        for strict in [true, false] {
+            let opts = BoostOptions {
+                default_score: 1.0,
+                strict,
+            };
+            let (lm, rep) = boosting_tree(&input, v, &opts).unwrap();
+            assert_eq!(rep.phrases, uniq.len());
+            for _ in 0..20 {
+                let seq: Vec<u32> = (0..rng.below(12)).map(|_| rng.below(v) as u32).collect();
+                let (mut a, mut b) = (lm.bos_state(), 0usize);
+                let (mut ta, mut tb) = (0.0f32, 0.0f32);
+                for &l in &seq {
+                    let (wa, na) = lm.score(a, l);
+                    let (wb, nb) = walker.step(b, l, strict);
+                    assert!(
+                        (wa - wb).abs() < 1e-5,
+                        "case {case} strict {strict} {seq:?}: {wa} vs {wb}"
+                    );
+                    ta += wa;
+                    tb += wb;
+                    a = na;
+                    b = nb;
+                }
+                ta += lm.final_weight(a);
+                tb -= walker.node[b];
+                assert!((ta - tb).abs() < 1e-4, "case {case}: total {ta} vs {tb}");
+                // Take-back: never more than every occurrence of every phrase, fully paid.
+                let cap: f32 = uniq
+                    .iter()
+                    .map(|(p, _)| {
+                        let occ = seq.windows(p.len()).filter(|w| *w == p.as_slice()).count();
+                        let mut n = 0;
+                        for &l in p {
+                            n = walker.next[n][&l];
+                        }
+                        occ as f32 * walker.node[n]
+                    })
+                    .sum();
+                assert!(
+                    ta <= cap + 1e-4,
+                    "case {case} strict {strict} {seq:?}: {ta} > {cap}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_phrases_are_errors() {
+    let opts = BoostOptions::default();
+    let p = |l: Vec<u32>| Phrase {
+        labels: l,
+        score: None,
+    };
+    assert!(boosting_tree(&[p(vec![])], 5, &opts)
+        .unwrap_err()
+        .to_string()
+        .contains("empty"));
+    assert!(boosting_tree(&[p(vec![7])], 5, &opts)
+        .unwrap_err()
+        .to_string()
+        .contains("out of range"));
+    let (_, rep) = boosting_tree(&[p(vec![1, 2]), p(vec![1, 2])], 5, &opts).unwrap();
+    assert_eq!((rep.phrases, rep.duplicates), (1, 1));
+}
