@@ -18,6 +18,10 @@
 //! Non-strict mode (icefall's `strict_mode = False`): a completed phrase returns to the root,
 //! keeping the bonus of the longest phrase completed there and nothing of longer partial matches.
 //!
+//! A phrase may also carry an end bonus, paid once when it completes and never taken back (its
+//! own and along output links in strict mode): the word-level n-gram entries of 003 §4.1.3,
+//! spelled in pieces with per-piece score 0 and the n-gram's bias score at the last piece.
+//!
 //! The back-off rule of the arrays then reproduces `forward_one_step` + `finalize` exactly, so
 //! a sequence's total bonus never exceeds the scores of the phrases it completes.
 
@@ -44,13 +48,28 @@ impl Default for BoostOptions {
     }
 }
 
-/// A phrase: its labels (0..V) and its per-label score (`None`: the default).
+/// A phrase: its labels (0..V), its per-label score (`None`: the default) and a bonus paid once
+/// when it completes (003 §4.1.3's word-level n-gram entries: per-label score 0, the n-gram's
+/// bias score at its last piece).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Phrase {
     /// Labels.
     pub labels: Vec<u32>,
     /// Score per matched label.
     pub score: Option<f32>,
+    /// Paid on completion, never taken back (0: none).
+    pub end_bonus: f32,
+}
+
+impl Phrase {
+    /// A keyword: `score` per matched label (`None`: the default), no end bonus.
+    pub fn keyword(labels: Vec<u32>, score: Option<f32>) -> Self {
+        Self {
+            labels,
+            score,
+            end_bonus: 0.0,
+        }
+    }
 }
 
 /// A trie node during the build.
@@ -61,6 +80,7 @@ struct Node {
     node_score: f32,
     output_score: f32,
     is_end: bool,
+    end_bonus: f32,
     depth: usize,
     fail: usize,
     output: Option<usize>,
@@ -74,6 +94,7 @@ impl Node {
             node_score: 0.0,
             output_score: 0.0,
             is_end: false,
+            end_bonus: 0.0,
             depth,
             fail: 0,
             output: None,
@@ -105,7 +126,7 @@ pub fn boosting_tree(
         )));
     }
     // Duplicates: the larger score kept.
-    let mut uniq: BTreeMap<&[u32], f32> = BTreeMap::new();
+    let mut uniq: BTreeMap<&[u32], (f32, f32)> = BTreeMap::new();
     let mut duplicates = 0;
     for (i, p) in phrases.iter().enumerate() {
         if p.labels.is_empty() {
@@ -123,24 +144,25 @@ pub fn boosting_tree(
             });
         }
         let s = p.score.unwrap_or(opts.default_score);
-        if !s.is_finite() {
+        if !s.is_finite() || !p.end_bonus.is_finite() {
             return Err(NgpuError::Invalid(format!(
-                "phrase {i}: score {s} is not finite"
+                "phrase {i}: score {s} / end bonus {} is not finite",
+                p.end_bonus
             )));
         }
         match uniq.get_mut(p.labels.as_slice()) {
             Some(old) => {
                 duplicates += 1;
-                *old = old.max(s);
+                *old = (old.0.max(s), old.1.max(p.end_bonus));
             }
             None => {
-                uniq.insert(&p.labels, s);
+                uniq.insert(&p.labels, (s, p.end_bonus));
             }
         }
     }
     // The trie (icefall's build: a shared node keeps the largest token score).
     let mut nodes = vec![Node::new(0)];
-    for (labels, &score) in &uniq {
+    for (labels, &(score, end_bonus)) in &uniq {
         let mut n = 0;
         for (i, &l) in labels.iter().enumerate() {
             let last = i + 1 == labels.len();
@@ -158,7 +180,10 @@ pub fn boosting_tree(
                     c
                 }
             };
-            nodes[child].is_end |= last;
+            if last {
+                nodes[child].is_end = true;
+                nodes[child].end_bonus = nodes[child].end_bonus.max(end_bonus);
+            }
             n = child;
         }
     }
@@ -203,7 +228,7 @@ pub fn boosting_tree(
     // Output scores in breadth-first order (a node's output is shallower, already final).
     for &n in &order[1..] {
         let own = if nodes[n].is_end {
-            nodes[n].node_score
+            nodes[n].node_score + nodes[n].end_bonus
         } else {
             0.0
         };
@@ -223,12 +248,15 @@ pub fn boosting_tree(
         if opts.strict {
             (n.token_score + n.output_score, c as u32)
         } else if n.output_score != 0.0 {
-            let kept = if n.is_end {
-                n.node_score
+            // The longest phrase completed here: its partial score kept, its end bonus paid.
+            let (kept, bonus) = if n.is_end {
+                (n.node_score, n.end_bonus)
             } else {
-                n.output.map_or(n.node_score, |o| nodes[o].node_score)
+                n.output.map_or((n.node_score, 0.0), |o| {
+                    (nodes[o].node_score, nodes[o].end_bonus)
+                })
             };
-            (n.token_score + kept - n.node_score, 0)
+            (n.token_score + kept + bonus - n.node_score, 0)
         } else {
             (n.token_score, c as u32)
         }

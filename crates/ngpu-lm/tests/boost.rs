@@ -29,10 +29,7 @@ fn icefall_tree(strict: bool) -> NgramLm {
         "S", "HE", "SHE", "SHELL", "HIS", "HERS", "HELLO", "THIS", "THEM",
     ]
     .iter()
-    .map(|p| Phrase {
-        labels: letters(p),
-        score: None,
-    })
+    .map(|p| Phrase::keyword(letters(p), None))
     .collect();
     let opts = BoostOptions {
         default_score: 1.0,
@@ -210,10 +207,7 @@ fn arrays_equal_a_direct_trie_walk_and_never_pay_more_than_completed_phrases() {
         let walker = Walker::new(&uniq);
         let input: Vec<Phrase> = phrases
             .iter()
-            .map(|(p, s)| Phrase {
-                labels: p.clone(),
-                score: Some(*s),
-            })
+            .map(|(p, s)| Phrase::keyword(p.clone(), Some(*s)))
             .collect();
         for strict in [true, false] {
             let opts = BoostOptions {
@@ -265,10 +259,7 @@ fn arrays_equal_a_direct_trie_walk_and_never_pay_more_than_completed_phrases() {
 #[test]
 fn bad_phrases_are_errors() {
     let opts = BoostOptions::default();
-    let p = |l: Vec<u32>| Phrase {
-        labels: l,
-        score: None,
-    };
+    let p = |l: Vec<u32>| Phrase::keyword(l, None);
     assert!(boosting_tree(&[p(vec![])], 5, &opts)
         .unwrap_err()
         .to_string()
@@ -279,4 +270,53 @@ fn bad_phrases_are_errors() {
         .contains("out of range"));
     let (_, rep) = boosting_tree(&[p(vec![1, 2]), p(vec![1, 2])], 5, &opts).unwrap();
     assert_eq!((rep.phrases, rep.duplicates), (1, 1));
+}
+
+#[test]
+fn end_bonuses_are_paid_once_at_the_last_label_and_never_taken_back() {
+    // A word-level n-gram entry "AB" (per-label score 0, bonus 0.7 at B) and a keyword "BC".
+    let phrases = [
+        Phrase {
+            labels: letters("AB"),
+            score: Some(0.0),
+            end_bonus: 0.7,
+        },
+        Phrase::keyword(letters("BC"), Some(1.0)),
+    ];
+    for strict in [true, false] {
+        let opts = BoostOptions {
+            default_score: 1.0,
+            strict,
+        };
+        let (lm, _) = boosting_tree(&phrases, 26, &opts).unwrap();
+        let step = |seq: &str| -> Vec<f32> {
+            let mut s = lm.bos_state();
+            letters(seq)
+                .iter()
+                .map(|&l| {
+                    let (w, n) = lm.score(s, l);
+                    s = n;
+                    w
+                })
+                .collect()
+        };
+        // A: nothing yet; B: the entry's bonus (and B starts the keyword in strict mode).
+        assert_eq!(total(&lm, &letters("AB")), 0.7, "strict {strict}");
+        assert!(
+            (total(&lm, &letters("ABAB")) - 1.4).abs() < 1e-6,
+            "strict {strict}"
+        );
+        // A broken-off entry pays nothing and takes nothing.
+        assert_eq!(total(&lm, &letters("AAX")), 0.0, "strict {strict}");
+        if strict {
+            // ABC: the entry's bonus at B; at C the failure link from AB to the keyword's B
+            // credits B's score (+1) and BC completes (1 + its phrase score 2); the final
+            // weight takes back BC's node score (2): 0.7 + 2 in all.
+            assert_eq!(step("ABC"), vec![0.0, 0.7, 4.0]);
+            assert!((total(&lm, &letters("ABC")) - 2.7).abs() < 1e-6);
+        } else {
+            // Non-strict: back to the root after AB, so BC does not complete.
+            assert!((total(&lm, &letters("ABC")) - 0.7).abs() < 1e-6);
+        }
+    }
 }
