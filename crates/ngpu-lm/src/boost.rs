@@ -311,3 +311,90 @@ pub fn boosting_tree(
         },
     ))
 }
+
+/// What [`word_lm_phrases`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WordLmReport {
+    /// LM n-grams entered (spelled in labels).
+    pub ngrams: usize,
+    /// LM n-grams skipped: `<s>`, `</s>` or `<unk>` in them, or a word the spelling refuses.
+    pub skipped: usize,
+    /// Keywords listed in the LM (bias score + `in_lm`).
+    pub keywords_in_lm: usize,
+    /// Keywords not in the LM (bias `out_lm`).
+    pub keywords_out_lm: usize,
+    /// Keywords with a word the spelling refuses (left out).
+    pub keywords_unspelled: usize,
+}
+
+/// The phrases of 003 §4.1.3's unified trie (Algorithm 2): every n-gram of a word-level LM,
+/// spelled in labels by `spell` (a word's pieces), with the end bonus `e^{log10 p}` (the
+/// thesis' bias score, a probability-space value added to log-probabilities) at its last label;
+/// a keyword (words) that is an LM n-gram gets that bonus plus `in_lm` (α_inLM), one that is not
+/// gets `out_lm` (α_outLM). Per-label scores are 0: the whole bonus comes at the last piece.
+/// With no keywords this is the WL-n-gram-LM trie alone.
+pub fn word_lm_phrases(
+    lm: &ctx_core::arpa::ArpaLm,
+    spell: impl Fn(&str) -> Option<Vec<u32>>,
+    keywords: &[Vec<String>],
+    in_lm: f32,
+    out_lm: f32,
+) -> (Vec<Phrase>, WordLmReport) {
+    use ctx_core::arpa::{BOS, EOS, UNK};
+    let mut rep = WordLmReport::default();
+    let spell_all = |words: &[&str]| -> Option<Vec<u32>> {
+        let mut out = Vec::new();
+        for w in words {
+            out.extend(spell(w)?);
+        }
+        Some(out)
+    };
+    let key_set: std::collections::HashSet<&[String]> =
+        keywords.iter().map(Vec::as_slice).collect();
+    let mut found: std::collections::HashSet<&[String]> = std::collections::HashSet::new();
+    let mut phrases = Vec::new();
+    for n in 1..=lm.order() {
+        for e in lm.entries(n) {
+            let words: Vec<&str> = e.words.iter().filter_map(|&w| lm.word(w)).collect();
+            if words.len() != e.words.len() || words.iter().any(|w| [BOS, EOS, UNK].contains(w)) {
+                rep.skipped += 1;
+                continue;
+            }
+            let Some(labels) = spell_all(&words) else {
+                rep.skipped += 1;
+                continue;
+            };
+            let mut bonus = e.log10_prob.exp();
+            let owned: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+            if let Some(k) = key_set.get(owned.as_slice()) {
+                found.insert(k);
+                bonus += in_lm;
+            }
+            rep.ngrams += 1;
+            phrases.push(Phrase {
+                labels,
+                score: Some(0.0),
+                end_bonus: bonus,
+            });
+        }
+    }
+    rep.keywords_in_lm = found.len();
+    for k in keywords {
+        if found.contains(k.as_slice()) {
+            continue;
+        }
+        let words: Vec<&str> = k.iter().map(String::as_str).collect();
+        match spell_all(&words) {
+            Some(labels) if !labels.is_empty() => {
+                rep.keywords_out_lm += 1;
+                phrases.push(Phrase {
+                    labels,
+                    score: Some(0.0),
+                    end_bonus: out_lm,
+                });
+            }
+            _ => rep.keywords_unspelled += 1,
+        }
+    }
+    (phrases, rep)
+}

@@ -320,3 +320,55 @@ fn end_bonuses_are_paid_once_at_the_last_label_and_never_taken_back() {
         }
     }
 }
+
+#[test]
+fn the_unified_trie_gives_lm_ngrams_their_bias_score_and_keywords_alpha() {
+    use ngpu_lm::boost::word_lm_phrases;
+    let e = |w: &[&str], p: f32| {
+        (
+            w.iter().map(|x| x.to_string()).collect::<Vec<_>>(),
+            p,
+            0.0f32,
+        )
+    };
+    let lm = ctx_core::arpa::ArpaLm::from_entries(vec![
+        vec![
+            e(&["<s>"], -99.0),
+            e(&["</s>"], -1.0),
+            e(&["AB"], -0.5),
+            e(&["C"], -1.0),
+        ],
+        vec![e(&["AB", "C"], -0.2), e(&["<s>", "AB"], -0.3)],
+    ])
+    .unwrap();
+    let spell = |w: &str| -> Option<Vec<u32>> {
+        w.bytes()
+            .map(|b| b.is_ascii_uppercase().then(|| (b - b'A') as u32))
+            .collect()
+    };
+    let kw = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+    let (phrases, rep) = word_lm_phrases(&lm, spell, &[kw("AB C"), kw("D E"), kw("x")], 0.5, 1.5);
+    // AB, C, "AB C" entered; <s>, </s> and "<s> AB" skipped; "AB C" in the LM, "D E" not,
+    // "x" cannot be spelled.
+    assert_eq!((rep.ngrams, rep.skipped), (3, 3));
+    assert_eq!(
+        (
+            rep.keywords_in_lm,
+            rep.keywords_out_lm,
+            rep.keywords_unspelled
+        ),
+        (1, 1, 1)
+    );
+    let (trie, _) = boosting_tree(&phrases, 26, &BoostOptions::default()).unwrap();
+    let t = |s: &str| total(&trie, &letters(s));
+    let close = |a: f32, b: f32| (a - b).abs() < 1e-5;
+    // "AB" alone: e^{-0.5}; "C": e^{-1}; "ABC" = AB, then C and "AB C" (+ α_inLM) complete.
+    assert!(close(t("AB"), (-0.5f32).exp()));
+    assert!(close(
+        t("ABC"),
+        (-0.5f32).exp() + (-1.0f32).exp() + (-0.2f32).exp() + 0.5
+    ));
+    // The keyword outside the LM: α_outLM once, at E.
+    assert!(close(t("DE"), 1.5));
+    assert!(close(t("DX"), 0.0));
+}
