@@ -89,23 +89,51 @@ fn top_labels(row: &[f32], k: usize) -> Vec<usize> {
     idx
 }
 
-/// The LM side of one label: (α·ln p + β, next state); zero without an LM.
-fn lm_step(f: &Fusion, state: u32, label: usize) -> (f32, u32) {
-    match f.lm {
-        Some(lm) => {
-            let (w, t) = lm.score(state, label as u32 - 1);
-            (f.alpha * w + f.bonus, t)
+/// What scores a hypothesis besides the model, for one utterance: the LM (α·ln p + β per
+/// label, α·ln p(</s>) at the end) and the utterance's context tree (bonus per label, the
+/// take-back of a broken-off phrase at the end). States are (LM state, context state).
+#[derive(Clone, Copy)]
+struct Scorer<'a> {
+    f: &'a Fusion<'a>,
+    ctx: Option<&'a NgramLm>,
+}
+
+impl<'a> Scorer<'a> {
+    fn new(f: &'a Fusion<'a>, utt: usize) -> Self {
+        Self {
+            f,
+            ctx: f.contexts.get(utt),
         }
-        None => (0.0, 0),
     }
-}
 
-fn lm_final(f: &Fusion, state: u32) -> f32 {
-    f.lm.map_or(0.0, |lm| f.alpha * lm.final_weight(state))
-}
+    fn start(&self) -> (u32, u32) {
+        (
+            self.f.lm.map_or(0, NgramLm::bos_state),
+            self.ctx.map_or(0, NgramLm::bos_state),
+        )
+    }
 
-fn lm_start(f: &Fusion) -> u32 {
-    f.lm.map_or(0, NgramLm::bos_state)
+    fn step(&self, st: (u32, u32), label: usize) -> (f32, (u32, u32)) {
+        let (mut add, mut next) = (0.0, (0, 0));
+        if let Some(lm) = self.f.lm {
+            let (w, t) = lm.score(st.0, label as u32 - 1);
+            add = self.f.alpha * w + self.f.bonus;
+            next.0 = t;
+        }
+        if let Some(c) = self.ctx {
+            let (w, t) = c.score(st.1, label as u32 - 1);
+            add += w;
+            next.1 = t;
+        }
+        (add, next)
+    }
+
+    fn fin(&self, st: (u32, u32)) -> f32 {
+        self.f
+            .lm
+            .map_or(0.0, |lm| self.f.alpha * lm.final_weight(st.0))
+            + self.ctx.map_or(0.0, |c| c.final_weight(st.1))
+    }
 }
 
 /// Best-first order with a deterministic tie-break (the node: first created first).
@@ -124,7 +152,7 @@ struct Prefix {
     /// ln P(prefix, ending in blank), ln P(prefix, ending in its last label).
     pb: f32,
     pnb: f32,
-    lm: u32,
+    lm: (u32, u32),
     lm_score: f32,
 }
 
@@ -138,17 +166,21 @@ impl Prefix {
 pub fn beam_ctc(mats: &[&ScoreMatrix], f: &Fusion, beam: usize) -> Result<Vec<Vec<u32>>> {
     crate::fusion::check_matrices(mats, f)?;
     let beam = beam.max(1);
-    Ok(mats.par_iter().map(|m| ctc_one(m, f, beam)).collect())
+    Ok(mats
+        .par_iter()
+        .enumerate()
+        .map(|(i, m)| ctc_one(m, Scorer::new(f, i), beam))
+        .collect())
 }
 
-fn ctc_one(m: &ScoreMatrix, f: &Fusion, beam: usize) -> Vec<u32> {
+fn ctc_one(m: &ScoreMatrix, sc: Scorer, beam: usize) -> Vec<u32> {
     let ninf = f32::NEG_INFINITY;
     let mut trie = Trie::new();
     let mut hyps = vec![Prefix {
         node: 0,
         pb: 0.0,
         pnb: ninf,
-        lm: lm_start(f),
+        lm: sc.start(),
         lm_score: 0.0,
     }];
     let mut next: HashMap<u32, Prefix> = HashMap::new();
@@ -178,7 +210,7 @@ fn ctc_one(m: &ScoreMatrix, f: &Fusion, beam: usize) -> Vec<u32> {
                 }
                 let node = trie.extend(h.node, c as u32);
                 let e = next.entry(node).or_insert_with(|| {
-                    let (add, lm) = lm_step(f, h.lm, c);
+                    let (add, lm) = sc.step(h.lm, c);
                     Prefix {
                         node,
                         pb: ninf,
@@ -195,9 +227,7 @@ fn ctc_one(m: &ScoreMatrix, f: &Fusion, beam: usize) -> Vec<u32> {
         hyps.sort_by(by_score(|p: &Prefix| (p.score(), p.node)));
         hyps.truncate(beam);
     }
-    hyps.sort_by(by_score(|p: &Prefix| {
-        (p.score() + lm_final(f, p.lm), p.node)
-    }));
+    hyps.sort_by(by_score(|p: &Prefix| (p.score() + sc.fin(p.lm), p.node)));
     hyps.first()
         .map(|p| trie.labels(p.node))
         .unwrap_or_default()
@@ -208,7 +238,7 @@ fn ctc_one(m: &ScoreMatrix, f: &Fusion, beam: usize) -> Vec<u32> {
 struct THyp {
     node: u32,
     pred: u32,
-    lm: u32,
+    lm: (u32, u32),
     /// Model log-probability (merged hypotheses log-add it).
     am: f32,
     lm_score: f32,
@@ -233,15 +263,18 @@ pub fn beam_transducer<M: Transducer + Sync>(
     for m in models {
         f.check(m.width())?;
     }
+    if let Some(m) = models.first() {
+        f.contexts.check(models.len(), m.width())?;
+    }
     let beam = beam.max(1);
     models
         .par_iter()
         .enumerate()
         .map(|(i, m)| {
             if m.durations().is_empty() {
-                rnnt_one(m, i, f, beam)
+                rnnt_one(m, i, Scorer::new(f, i), beam)
             } else {
-                tdt_one(m, i, f, beam, max_symbols.max(1))
+                tdt_one(m, i, Scorer::new(f, i), beam, max_symbols.max(1))
             }
         })
         .collect()
@@ -262,11 +295,11 @@ fn merge(next: &mut HashMap<MergeKey, THyp>, h: THyp) {
     }
 }
 
-fn start_hyp<M: Transducer>(m: &M, f: &Fusion) -> THyp {
+fn start_hyp<M: Transducer>(m: &M, sc: Scorer) -> THyp {
     THyp {
         node: 0,
         pred: m.start(),
-        lm: lm_start(f),
+        lm: sc.start(),
         am: 0.0,
         lm_score: 0.0,
         t: 0,
@@ -274,10 +307,10 @@ fn start_hyp<M: Transducer>(m: &M, f: &Fusion) -> THyp {
     }
 }
 
-fn rnnt_one<M: Transducer>(m: &M, utt: usize, f: &Fusion, beam: usize) -> Result<Vec<u32>> {
+fn rnnt_one<M: Transducer>(m: &M, utt: usize, sc: Scorer, beam: usize) -> Result<Vec<u32>> {
     let mut lab = vec![0f32; m.width()];
     let mut trie = Trie::new();
-    let mut hyps = vec![start_hyp(m, f)];
+    let mut hyps = vec![start_hyp(m, sc)];
     let mut next = HashMap::new();
     for t in 0..m.frames() {
         next.clear();
@@ -292,7 +325,7 @@ fn rnnt_one<M: Transducer>(m: &M, utt: usize, f: &Fusion, beam: usize) -> Result
                 },
             );
             for c in top_labels(&lab, beam) {
-                let (add, lm) = lm_step(f, h.lm, c);
+                let (add, lm) = sc.step(h.lm, c);
                 merge(
                     &mut next,
                     THyp {
@@ -312,11 +345,11 @@ fn rnnt_one<M: Transducer>(m: &M, utt: usize, f: &Fusion, beam: usize) -> Result
         hyps.sort_by(by_score(|h: &THyp| (h.score(), h.node)));
         hyps.truncate(beam);
     }
-    Ok(best_final(hyps, f, &trie))
+    Ok(best_final(hyps, sc, &trie))
 }
 
-fn best_final(mut hyps: Vec<THyp>, f: &Fusion, trie: &Trie) -> Vec<u32> {
-    hyps.sort_by(by_score(|h: &THyp| (h.score() + lm_final(f, h.lm), h.node)));
+fn best_final(mut hyps: Vec<THyp>, sc: Scorer, trie: &Trie) -> Vec<u32> {
+    hyps.sort_by(by_score(|h: &THyp| (h.score() + sc.fin(h.lm), h.node)));
     hyps.first()
         .map(|h| trie.labels(h.node))
         .unwrap_or_default()
@@ -325,7 +358,7 @@ fn best_final(mut hyps: Vec<THyp>, f: &Fusion, trie: &Trie) -> Vec<u32> {
 fn tdt_one<M: Transducer>(
     m: &M,
     utt: usize,
-    f: &Fusion,
+    sc: Scorer,
     beam: usize,
     max_symbols: usize,
 ) -> Result<Vec<u32>> {
@@ -333,7 +366,7 @@ fn tdt_one<M: Transducer>(
     let (mut lab, mut dur) = (vec![0f32; w], vec![0f32; ds.len()]);
     let frames = m.frames();
     let mut trie = Trie::new();
-    let mut active = vec![start_hyp(m, f)];
+    let mut active = vec![start_hyp(m, sc)];
     let mut finished: Vec<THyp> = Vec::new();
     let mut next = HashMap::new();
     while !active.is_empty() {
@@ -363,7 +396,7 @@ fn tdt_one<M: Transducer>(
                 .take(2)
                 .collect();
             for c in top_labels(&lab, beam) {
-                let (add, lm) = lm_step(f, h.lm, c);
+                let (add, lm) = sc.step(h.lm, c);
                 let pred = m.next(h.t, h.pred, c as u32);
                 let node = trie.extend(h.node, c as u32);
                 for &k in &label_d {
@@ -393,17 +426,17 @@ fn tdt_one<M: Transducer>(
                 active.push(h);
             }
         }
-        // Without a bonus scores only fall as a hypothesis grows: drop active hypotheses the
-        // best finished one already beats.
-        if f.bonus <= 0.0 {
+        // Without a bonus (insertion bonus or context bonuses) scores only fall as a hypothesis
+        // grows: drop active hypotheses the best finished one already beats.
+        if sc.f.bonus <= 0.0 && sc.ctx.is_none() {
             let best_done = finished
                 .iter()
-                .map(|h| h.score() + lm_final(f, h.lm))
+                .map(|h| h.score() + sc.fin(h.lm))
                 .fold(f32::NEG_INFINITY, f32::max);
             active.retain(|h| h.score() > best_done);
         }
     }
-    Ok(best_final(finished, f, &trie))
+    Ok(best_final(finished, sc, &trie))
 }
 
 /// Every index of a row, best first (ties: the smaller index).
@@ -418,7 +451,7 @@ fn top_labels_all(row: &[f32]) -> Vec<usize> {
 struct AHyp {
     node: u32,
     state: u32,
-    lm: u32,
+    lm: (u32, u32),
     score: f32,
     ended: bool,
     len: usize,
@@ -429,21 +462,24 @@ pub fn beam_aed<M: Aed + Sync>(models: &[M], f: &Fusion, beam: usize) -> Result<
     for m in models {
         f.check(m.width())?;
     }
+    if let Some(m) = models.first() {
+        f.contexts.check(models.len(), m.width())?;
+    }
     let beam = beam.max(1);
     models
         .par_iter()
         .enumerate()
-        .map(|(i, m)| aed_one(m, i, f, beam))
+        .map(|(i, m)| aed_one(m, i, Scorer::new(f, i), beam))
         .collect()
 }
 
-fn aed_one<M: Aed>(m: &M, utt: usize, f: &Fusion, beam: usize) -> Result<Vec<u32>> {
+fn aed_one<M: Aed>(m: &M, utt: usize, sc: Scorer, beam: usize) -> Result<Vec<u32>> {
     let mut dist = vec![0f32; m.width()];
     let mut trie = Trie::new();
     let mut active = vec![AHyp {
         node: 0,
         state: m.start(),
-        lm: lm_start(f),
+        lm: sc.start(),
         score: 0.0,
         ended: false,
         len: 0,
@@ -456,12 +492,12 @@ fn aed_one<M: Aed>(m: &M, utt: usize, f: &Fusion, beam: usize) -> Result<Vec<u32
             check_row(&dist, utt, "step output")?;
             // End of sequence competes with the labels for the beam.
             cand.push(AHyp {
-                score: h.score + dist[0] + lm_final(f, h.lm),
+                score: h.score + dist[0] + sc.fin(h.lm),
                 ended: true,
                 ..h.clone()
             });
             for c in top_labels(&dist, beam) {
-                let (add, lm) = lm_step(f, h.lm, c);
+                let (add, lm) = sc.step(h.lm, c);
                 cand.push(AHyp {
                     node: trie.extend(h.node, c as u32),
                     state: m.next(h.state, c as u32),

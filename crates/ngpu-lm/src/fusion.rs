@@ -52,7 +52,61 @@ impl LmQuery {
     }
 }
 
-/// Shallow-fusion settings: the LM (none: plain greedy), its weight α and the insertion bonus β.
+/// Context boosting trees ([`crate::boost`]) of a decode: none, one for every utterance, or one
+/// per utterance (each utterance its own list, in one batch). A tree's scores are bonuses and
+/// take-backs added as they are (their weight is in the tree's scores).
+#[derive(Debug, Clone, Copy, Default)]
+pub enum Contexts<'a> {
+    /// No context boosting.
+    #[default]
+    None,
+    /// One tree for every utterance.
+    Shared(&'a NgramLm),
+    /// Tree `i` for utterance `i`.
+    PerUtterance(&'a [NgramLm]),
+}
+
+impl<'a> Contexts<'a> {
+    /// The tree of utterance `i`.
+    pub fn get(&self, i: usize) -> Option<&'a NgramLm> {
+        match *self {
+            Contexts::None => None,
+            Contexts::Shared(t) => Some(t),
+            Contexts::PerUtterance(ts) => ts.get(i),
+        }
+    }
+
+    /// Checks the trees against `utts` utterances of a model with `width` columns.
+    pub(crate) fn check(&self, utts: usize, width: usize) -> Result<()> {
+        let trees: &[NgramLm] = match self {
+            Contexts::None => return Ok(()),
+            Contexts::Shared(t) => std::slice::from_ref(*t),
+            Contexts::PerUtterance(ts) => {
+                if ts.len() != utts {
+                    return Err(NgpuError::Invalid(format!(
+                        "{} context trees for {utts} utterances",
+                        ts.len()
+                    )));
+                }
+                ts
+            }
+        };
+        if let Some(t) = trees.iter().find(|t| t.vocab_size() + 1 != width) {
+            return Err(NgpuError::VocabMismatch {
+                count: t.vocab_size().abs_diff(width.saturating_sub(1)),
+                examples: format!(
+                    "a context tree has {} labels, the model {}",
+                    t.vocab_size(),
+                    width.saturating_sub(1)
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Shallow-fusion settings: the LM (none: plain greedy), its weight α and the insertion bonus β,
+/// and context boosting trees.
 #[derive(Debug, Clone, Copy)]
 pub struct Fusion<'a> {
     /// The LM over the model's labels (LM label = column − 1).
@@ -65,6 +119,8 @@ pub struct Fusion<'a> {
     pub query: LmQuery,
     /// Utterances advanced together.
     pub batch: usize,
+    /// Context boosting (keyword trees), added to the LM's fused score.
+    pub contexts: Contexts<'a>,
 }
 
 impl Default for Fusion<'_> {
@@ -85,6 +141,7 @@ impl<'a> Fusion<'a> {
             bonus: 0.0,
             query: LmQuery::Full,
             batch: 32,
+            contexts: Contexts::None,
         }
     }
 
@@ -139,11 +196,14 @@ pub fn argmax(row: &[f32]) -> usize {
     row.iter().position(|&x| x == max).unwrap_or(0)
 }
 
-/// A row whose label the LM decides: its model output, LM state, a column it may not take
-/// (CTC's previous label; 0 when none) and the acoustic best column.
+/// A row whose label the LM (and/or its context tree) decides: its model output, LM state, its
+/// context tree and state, a column it may not take (CTC's previous label; 0 when none) and the
+/// acoustic best column.
 struct Pending<'r> {
     row: &'r [f32],
     state: u32,
+    ctx: Option<&'r NgramLm>,
+    cstate: u32,
     exclude: u32,
     best: usize,
 }
@@ -154,64 +214,99 @@ struct LmScratch {
     states: Vec<u32>,
     scores: Vec<f32>,
     next: Vec<u32>,
+    cscores: Vec<f32>,
+    cnext: Vec<u32>,
 }
 
-/// The fused choice among labels (columns ≥ 1, not `exclude`) for every pending row: (column,
-/// next LM state).
-fn label_stage(f: &Fusion, lm: &NgramLm, pend: &[Pending], s: &mut LmScratch) -> Vec<(u32, u32)> {
+/// A chosen label: (column, next LM state, next context state).
+type Choice = (u32, u32, u32);
+
+/// The fused choice among labels (columns ≥ 1, not `exclude`) for every pending row:
+/// `log p + α·LM + context bonus`, summed in that order by both queries.
+fn label_stage(f: &Fusion, pend: &[Pending], s: &mut LmScratch) -> Vec<Choice> {
     let a = f.alpha;
     match f.query {
         LmQuery::Full => {
-            let v = lm.vocab_size();
-            s.states.clear();
-            s.states.extend(pend.iter().map(|p| p.state));
-            s.scores.resize(pend.len() * v, 0.0);
-            s.next.resize(pend.len() * v, 0);
-            for (i, &st) in s.states.iter().enumerate() {
-                lm.advance_row(
-                    st,
-                    &mut s.scores[i * v..(i + 1) * v],
-                    &mut s.next[i * v..(i + 1) * v],
-                );
+            let v = pend.first().map_or(0, |p| p.row.len() - 1);
+            if let Some(lm) = f.lm {
+                s.states.clear();
+                s.states.extend(pend.iter().map(|p| p.state));
+                s.scores.resize(pend.len() * v, 0.0);
+                s.next.resize(pend.len() * v, 0);
+                for (i, &st) in s.states.iter().enumerate() {
+                    lm.advance_row(
+                        st,
+                        &mut s.scores[i * v..(i + 1) * v],
+                        &mut s.next[i * v..(i + 1) * v],
+                    );
+                }
             }
+            s.cscores.resize(v, 0.0);
+            s.cnext.resize(v, 0);
             let mut fused = vec![0f32; v];
             pend.iter()
                 .enumerate()
                 .map(|(i, p)| {
                     // fused[l] = score of column l + 1; the excluded column cannot win.
-                    let sc = &s.scores[i * v..(i + 1) * v];
-                    for ((f, &x), &w) in fused.iter_mut().zip(&p.row[1..]).zip(sc) {
-                        *f = x + a * w;
+                    fused.copy_from_slice(&p.row[1..]);
+                    if f.lm.is_some() {
+                        let sc = &s.scores[i * v..(i + 1) * v];
+                        for (f, &w) in fused.iter_mut().zip(sc) {
+                            *f += a * w;
+                        }
+                    }
+                    if let Some(ctx) = p.ctx {
+                        ctx.advance_row(p.cstate, &mut s.cscores, &mut s.cnext);
+                        for (f, &w) in fused.iter_mut().zip(&s.cscores) {
+                            *f += w;
+                        }
                     }
                     if p.exclude != 0 {
                         fused[p.exclude as usize - 1] = f32::NEG_INFINITY;
                     }
                     let l = argmax(&fused);
-                    (l as u32 + 1, s.next[i * v + l])
+                    let lm_next = if f.lm.is_some() { s.next[i * v + l] } else { 0 };
+                    let ctx_next = if p.ctx.is_some() { s.cnext[l] } else { 0 };
+                    (l as u32 + 1, lm_next, ctx_next)
                 })
                 .collect()
         }
-        LmQuery::Pruned => {
-            let bound = a * lm.score_upper_bound();
-            pend.iter()
-                .map(|p| {
-                    let (w, t) = lm.score(p.state, p.best as u32 - 1);
-                    let mut best = (p.row[p.best] + a * w, p.best, t);
-                    let floor = best.0 - bound - PRUNE_SLACK;
-                    for c in 1..p.row.len() {
-                        if c == p.best || c as u32 == p.exclude || p.row[c] < floor {
-                            continue;
-                        }
-                        let (w, t) = lm.score(p.state, c as u32 - 1);
-                        let x = p.row[c] + a * w;
-                        if x > best.0 || (x == best.0 && c < best.1) {
-                            best = (x, c, t);
-                        }
+        LmQuery::Pruned => pend
+            .iter()
+            .map(|p| {
+                let bound = f.lm.map_or(0.0, |lm| a * lm.score_upper_bound())
+                    + p.ctx.map_or(0.0, NgramLm::score_upper_bound);
+                let eval = |c: usize| -> (f32, u32, u32) {
+                    let mut x = p.row[c];
+                    let mut t = 0;
+                    if let Some(lm) = f.lm {
+                        let (w, n) = lm.score(p.state, c as u32 - 1);
+                        x += a * w;
+                        t = n;
                     }
-                    (best.1 as u32, best.2)
-                })
-                .collect()
-        }
+                    let mut ct = 0;
+                    if let Some(ctx) = p.ctx {
+                        let (w, n) = ctx.score(p.cstate, c as u32 - 1);
+                        x += w;
+                        ct = n;
+                    }
+                    (x, t, ct)
+                };
+                let (x, t, ct) = eval(p.best);
+                let mut best = (x, p.best, t, ct);
+                let floor = best.0 - bound - PRUNE_SLACK;
+                for c in 1..p.row.len() {
+                    if c == p.best || c as u32 == p.exclude || p.row[c] < floor {
+                        continue;
+                    }
+                    let (x, t, ct) = eval(c);
+                    if x > best.0 || (x == best.0 && c < best.1) {
+                        best = (x, c, t, ct);
+                    }
+                }
+                (best.1 as u32, best.2, best.3)
+            })
+            .collect(),
     }
 }
 
@@ -221,7 +316,8 @@ pub fn greedy_ctc(mats: &[&ScoreMatrix], f: &Fusion) -> Result<Vec<Vec<u32>>> {
     check_matrices(mats, f)?;
     let out: Vec<Vec<Vec<u32>>> = mats
         .par_chunks(f.batch)
-        .map(|batch| ctc_batch(batch, f))
+        .enumerate()
+        .map(|(k, batch)| ctc_batch(batch, k * f.batch, f))
         .collect();
     Ok(out.into_iter().flatten().collect())
 }
@@ -229,6 +325,9 @@ pub fn greedy_ctc(mats: &[&ScoreMatrix], f: &Fusion) -> Result<Vec<Vec<u32>>> {
 /// Checks CTC score matrices: settings against their width, and every value finite (a NaN
 /// would make every comparison false and the argmax meaningless).
 pub(crate) fn check_matrices(mats: &[&ScoreMatrix], f: &Fusion) -> Result<()> {
+    if let Some(m) = mats.first() {
+        f.contexts.check(mats.len(), m.cols())?;
+    }
     for (i, m) in mats.iter().enumerate() {
         f.check(m.cols()).map_err(|e| utt_error(i, e))?;
         if !ctx_core::scores::all_finite(m.data()) {
@@ -261,11 +360,13 @@ fn utt_error(i: usize, e: NgpuError) -> NgpuError {
     }
 }
 
-fn ctc_batch(mats: &[&ScoreMatrix], f: &Fusion) -> Vec<Vec<u32>> {
+fn ctc_batch(mats: &[&ScoreMatrix], offset: usize, f: &Fusion) -> Vec<Vec<u32>> {
     let n = mats.len();
     let mut out = vec![Vec::new(); n];
     let mut prev = vec![0u32; n];
     let mut lm_state: Vec<u32> = vec![f.lm.map_or(0, |l| l.bos_state()); n];
+    let ctx: Vec<Option<&NgramLm>> = (0..n).map(|i| f.contexts.get(offset + i)).collect();
+    let mut ctx_state: Vec<u32> = ctx.iter().map(|c| c.map_or(0, |c| c.bos_state())).collect();
     let frames = mats.iter().map(|m| m.rows()).max().unwrap_or(0);
     let mut scratch = LmScratch::default();
     let mut pend_rows: Vec<usize> = Vec::new();
@@ -282,30 +383,28 @@ fn ctc_batch(mats: &[&ScoreMatrix], f: &Fusion) -> Vec<Vec<u32>> {
                 prev[i] = a;
                 continue;
             }
-            match f.lm {
-                None => {
-                    out[i].push(a);
-                    prev[i] = a;
-                }
-                Some(_) => {
-                    pend_rows.push(i);
-                    pend.push(Pending {
-                        row,
-                        state: lm_state[i],
-                        exclude: prev[i],
-                        best: a as usize,
-                    });
-                }
+            if f.lm.is_none() && ctx[i].is_none() {
+                out[i].push(a);
+                prev[i] = a;
+            } else {
+                pend_rows.push(i);
+                pend.push(Pending {
+                    row,
+                    state: lm_state[i],
+                    ctx: ctx[i],
+                    cstate: ctx_state[i],
+                    exclude: prev[i],
+                    best: a as usize,
+                });
             }
         }
-        if let (Some(lm), false) = (f.lm, pend.is_empty()) {
-            for (&i, (c, next)) in pend_rows
-                .iter()
-                .zip(label_stage(f, lm, &pend, &mut scratch))
+        if !pend.is_empty() {
+            for (&i, (c, next, cnext)) in pend_rows.iter().zip(label_stage(f, &pend, &mut scratch))
             {
                 out[i].push(c);
                 prev[i] = c;
                 lm_state[i] = next;
+                ctx_state[i] = cnext;
             }
         }
     }
@@ -322,6 +421,9 @@ pub fn greedy_transducer<M: Transducer + Sync>(
     for (i, m) in models.iter().enumerate() {
         f.check(m.width()).map_err(|e| utt_error(i, e))?;
     }
+    if let Some(m) = models.first() {
+        f.contexts.check(models.len(), m.width())?;
+    }
     let out: Vec<Vec<Vec<u32>>> = models
         .par_chunks(f.batch)
         .enumerate()
@@ -330,10 +432,12 @@ pub fn greedy_transducer<M: Transducer + Sync>(
     Ok(out.into_iter().flatten().collect())
 }
 
-struct TRow {
+struct TRow<'c> {
     t: usize,
     pred: u32,
     lm: u32,
+    ctx: Option<&'c NgramLm>,
+    cs: u32,
     syms: usize,
     out: Vec<u32>,
 }
@@ -349,12 +453,18 @@ fn transducer_batch<M: Transducer>(
     let nd = models.first().map_or(0, |m| m.durations().len());
     let mut rows: Vec<TRow> = models
         .iter()
-        .map(|m| TRow {
-            t: 0,
-            pred: m.start(),
-            lm: f.lm.map_or(0, |l| l.bos_state()),
-            syms: 0,
-            out: Vec::new(),
+        .enumerate()
+        .map(|(i, m)| {
+            let ctx = f.contexts.get(offset + i);
+            TRow {
+                t: 0,
+                pred: m.start(),
+                lm: f.lm.map_or(0, |l| l.bos_state()),
+                ctx,
+                cs: ctx.map_or(0, |c| c.bos_state()),
+                syms: 0,
+                out: Vec::new(),
+            }
         })
         .collect();
     let mut lab = vec![0f32; n * width];
@@ -391,25 +501,40 @@ fn transducer_batch<M: Transducer>(
         if !active {
             break;
         }
-        let chosen: Vec<(u32, u32)> = match f.lm {
-            None => pend_rows.iter().map(|&i| (best_of[i] as u32, 0)).collect(),
-            Some(lm) => {
-                let pend: Vec<Pending> = pend_rows
-                    .iter()
-                    .map(|&i| Pending {
-                        row: &lab[i * width..(i + 1) * width],
-                        state: rows[i].lm,
-                        exclude: 0,
-                        best: best_of[i],
-                    })
-                    .collect();
-                label_stage(f, lm, &pend, &mut scratch)
-            }
-        };
-        for (&i, (c, next)) in pend_rows.iter().zip(chosen) {
+        // Rows without an LM or context take the acoustic label; the others the fused one.
+        let fused_rows: Vec<usize> = pend_rows
+            .iter()
+            .copied()
+            .filter(|&i| f.lm.is_some() || rows[i].ctx.is_some())
+            .collect();
+        let pend: Vec<Pending> = fused_rows
+            .iter()
+            .map(|&i| Pending {
+                row: &lab[i * width..(i + 1) * width],
+                state: rows[i].lm,
+                ctx: rows[i].ctx,
+                cstate: rows[i].cs,
+                exclude: 0,
+                best: best_of[i],
+            })
+            .collect();
+        let mut fused = fused_rows
+            .iter()
+            .copied()
+            .zip(label_stage(f, &pend, &mut scratch))
+            .peekable();
+        for &i in &pend_rows {
+            let (c, next, cnext) = match fused.peek() {
+                Some(&(j, choice)) if j == i => {
+                    fused.next();
+                    choice
+                }
+                _ => (best_of[i] as u32, 0, 0),
+            };
             let (m, r) = (&models[i], &mut rows[i]);
             r.out.push(c);
             r.lm = next;
+            r.cs = cnext;
             r.pred = m.next(r.t, r.pred, c);
             r.syms += 1;
             let d = match m.durations() {
@@ -433,6 +558,9 @@ pub fn greedy_aed<M: Aed + Sync>(models: &[M], f: &Fusion) -> Result<Vec<Vec<u32
     for (i, m) in models.iter().enumerate() {
         f.check(m.width()).map_err(|e| utt_error(i, e))?;
     }
+    if let Some(m) = models.first() {
+        f.contexts.check(models.len(), m.width())?;
+    }
     let out: Vec<Vec<Vec<u32>>> = models
         .par_chunks(f.batch)
         .enumerate()
@@ -446,14 +574,18 @@ fn aed_batch<M: Aed>(models: &[M], offset: usize, f: &Fusion) -> Result<Vec<Vec<
     let width = models.first().map_or(0, |m| m.width());
     let mut state: Vec<u32> = models.iter().map(|m| m.start()).collect();
     let mut lm_state = vec![f.lm.map_or(0, |l| l.bos_state()); n];
+    let ctx: Vec<Option<&NgramLm>> = (0..n).map(|i| f.contexts.get(offset + i)).collect();
+    let mut ctx_state: Vec<u32> = ctx.iter().map(|c| c.map_or(0, |c| c.bos_state())).collect();
     let mut done = vec![false; n];
     let mut out = vec![Vec::new(); n];
     let mut dist = vec![0f32; width];
-    let (mut scores, mut next) = (Vec::new(), Vec::new());
-    if let Some(lm) = f.lm {
-        scores.resize(lm.vocab_size(), 0.0);
-        next.resize(lm.vocab_size(), 0);
-    }
+    let v = width.saturating_sub(1);
+    let mut s = AedScratch {
+        scores: vec![0.0; v],
+        next: vec![0; v],
+        cscores: vec![0.0; v],
+        cnext: vec![0; v],
+    };
     // Rows advance in lockstep; the AED's LM stage covers end of sequence too, so it runs per
     // row on the row's own buffers.
     while done.iter().any(|d| !d) {
@@ -464,9 +596,16 @@ fn aed_batch<M: Aed>(models: &[M], offset: usize, f: &Fusion) -> Result<Vec<Vec<
             let m = &models[i];
             m.step(state[i], &mut dist);
             check_row(&dist, offset + i, "step output")?;
-            let (c, nx) = match f.lm {
-                None => (argmax(&dist), 0),
-                Some(lm) => aed_choice(f, lm, &dist, lm_state[i], &mut scores, &mut next),
+            let (c, nx, cnx) = if f.lm.is_none() && ctx[i].is_none() {
+                (argmax(&dist), 0, 0)
+            } else {
+                aed_choice(
+                    f,
+                    &dist,
+                    lm_state[i],
+                    ctx[i].map(|c| (c, ctx_state[i])),
+                    &mut s,
+                )
             };
             if c == 0 {
                 done[i] = true;
@@ -475,6 +614,7 @@ fn aed_batch<M: Aed>(models: &[M], offset: usize, f: &Fusion) -> Result<Vec<Vec<
             out[i].push(c as u32);
             state[i] = m.next(state[i], c as u32);
             lm_state[i] = nx;
+            ctx_state[i] = cnx;
             if out[i].len() >= m.max_len() {
                 done[i] = true;
             }
@@ -483,48 +623,90 @@ fn aed_batch<M: Aed>(models: &[M], offset: usize, f: &Fusion) -> Result<Vec<Vec<
     Ok(out)
 }
 
-/// AED's fused choice: (column, next LM state).
+/// Buffers of one AED row's fused choice.
+struct AedScratch {
+    scores: Vec<f32>,
+    next: Vec<u32>,
+    cscores: Vec<f32>,
+    cnext: Vec<u32>,
+}
+
+/// AED's fused choice: (column, next LM state, next context state). End of sequence scores
+/// `log p(eos) + α·LM final + context final` (the take-back of a broken-off phrase), a label
+/// `log p + α·LM + β + context bonus`.
 fn aed_choice(
     f: &Fusion,
-    lm: &NgramLm,
     dist: &[f32],
     state: u32,
-    scores: &mut [f32],
-    next: &mut [u32],
-) -> (usize, u32) {
+    ctx: Option<(&NgramLm, u32)>,
+    s: &mut AedScratch,
+) -> (usize, u32, u32) {
     let a = f.alpha;
-    let eos = dist[0] + a * lm.final_weight(state);
-    let mut best = (eos, 0usize, 0u32);
+    let mut eos = dist[0];
+    if let Some(lm) = f.lm {
+        eos += a * lm.final_weight(state);
+    }
+    if let Some((c, cs)) = ctx {
+        eos += c.final_weight(cs);
+    }
+    let mut best = (eos, 0usize, 0u32, 0u32);
     match f.query {
         LmQuery::Full => {
-            lm.advance_row(state, scores, next);
-            for c in 1..dist.len() {
-                let x = dist[c] + a * scores[c - 1] + f.bonus;
+            if let Some(lm) = f.lm {
+                lm.advance_row(state, &mut s.scores, &mut s.next);
+            }
+            if let Some((c, cs)) = ctx {
+                c.advance_row(cs, &mut s.cscores, &mut s.cnext);
+            }
+            for (c, &d) in dist.iter().enumerate().skip(1) {
+                let mut x = d;
+                if f.lm.is_some() {
+                    x += a * s.scores[c - 1];
+                }
+                x += f.bonus;
+                if ctx.is_some() {
+                    x += s.cscores[c - 1];
+                }
                 if x > best.0 {
-                    best = (x, c, next[c - 1]);
+                    let nx = if f.lm.is_some() { s.next[c - 1] } else { 0 };
+                    let cnx = if ctx.is_some() { s.cnext[c - 1] } else { 0 };
+                    best = (x, c, nx, cnx);
                 }
             }
         }
         LmQuery::Pruned => {
+            let eval = |c: usize| -> (f32, u32, u32) {
+                let mut x = dist[c];
+                let mut t = 0;
+                if let Some(lm) = f.lm {
+                    let (w, n) = lm.score(state, c as u32 - 1);
+                    x += a * w;
+                    t = n;
+                }
+                x += f.bonus;
+                let mut ct = 0;
+                if let Some((cl, cs)) = ctx {
+                    let (w, n) = cl.score(cs, c as u32 - 1);
+                    x += w;
+                    ct = n;
+                }
+                (x, t, ct)
+            };
+            let bound = f.lm.map_or(0.0, |lm| a * lm.score_upper_bound())
+                + ctx.map_or(0.0, |(c, _)| c.score_upper_bound());
             let acoustic = argmax(&dist[1..]) + 1;
-            let (w, t) = lm.score(state, acoustic as u32 - 1);
-            let xa = dist[acoustic] + a * w + f.bonus;
-            let floor = best.0.max(xa) - a * lm.score_upper_bound() - f.bonus - PRUNE_SLACK;
+            let xa = eval(acoustic);
+            let floor = best.0.max(xa.0) - bound - f.bonus - PRUNE_SLACK;
             for (c, &d) in dist.iter().enumerate().skip(1) {
                 if d < floor && c != acoustic {
                     continue;
                 }
-                let (x, t) = if c == acoustic {
-                    (xa, t)
-                } else {
-                    let (w, t) = lm.score(state, c as u32 - 1);
-                    (d + a * w + f.bonus, t)
-                };
+                let (x, t, ct) = if c == acoustic { xa } else { eval(c) };
                 if x > best.0 {
-                    best = (x, c, t);
+                    best = (x, c, t, ct);
                 }
             }
         }
     }
-    (best.1, best.2)
+    (best.1, best.2, best.3)
 }

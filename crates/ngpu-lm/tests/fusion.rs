@@ -426,3 +426,159 @@ fn nan_log_probabilities_are_named_errors() {
     let e = ngpu_lm::beam::beam_transducer(&[t], &Fusion::none(), 4, 5).unwrap_err();
     assert!(e.to_string().contains("joint"), "{e}");
 }
+
+#[test]
+fn a_context_tree_boosts_its_phrase_in_greedy_decoding() {
+    use ngpu_lm::boost::{boosting_tree, BoostOptions, Phrase};
+    use ngpu_lm::fusion::Contexts;
+    // Keyword "b" (column 2 = label 1) with bonus 1 per label: at t2 c (−0.5) loses to b
+    // (−0.9 + 1); without the tree c wins.
+    let (tree, _) = boosting_tree(
+        &[Phrase::keyword(vec![1], Some(1.0))],
+        3,
+        &BoostOptions::default(),
+    )
+    .unwrap();
+    let m = matrix(&[
+        row(&[(1, -0.1)]),
+        row(&[(0, -0.01)]),
+        row(&[(3, -0.5), (2, -0.9)]),
+    ]);
+    assert_eq!(
+        greedy_ctc(&[&m], &Fusion::none()).unwrap(),
+        vec![vec![1, 3]]
+    );
+    for query in [LmQuery::Full, LmQuery::Pruned] {
+        let f = Fusion {
+            query,
+            contexts: Contexts::Shared(&tree),
+            ..Fusion::none()
+        };
+        assert_eq!(
+            greedy_ctc(&[&m], &f).unwrap(),
+            vec![vec![1, 2]],
+            "{query:?}"
+        );
+    }
+    // A wrong number of per-utterance trees is an error.
+    let trees = vec![tree.clone(), tree.clone()];
+    let f = Fusion {
+        contexts: Contexts::PerUtterance(&trees),
+        ..Fusion::none()
+    };
+    assert!(greedy_ctc(&[&m], &f)
+        .unwrap_err()
+        .to_string()
+        .contains("2 context trees"));
+}
+
+#[test]
+fn per_utterance_contexts_in_one_batch_equal_decoding_each_alone() {
+    use ngpu_lm::boost::{boosting_tree, BoostOptions, Phrase};
+    use ngpu_lm::fusion::Contexts;
+    let (sents, bpe, lm) = sim_setup();
+    let all: Vec<&str> = sents
+        .iter()
+        .flat_map(|s| s.iter().map(String::as_str))
+        .collect();
+    let ids: Vec<String> = (0..sents.len()).map(|i| format!("u{i}")).collect();
+    let dur = |s: &Vec<String>| 0.4 * s.len() as f64 + 0.3;
+    // Each utterance's context: its own second word and another utterance's first word.
+    let v = bpe.len();
+    let trees: Vec<NgramLm> = (0..sents.len())
+        .map(|i| {
+            let spell = |w: &str| -> Vec<u32> {
+                bpe.encode_word(w)
+                    .iter()
+                    .map(|p| bpe.id(p).unwrap() - 1)
+                    .collect()
+            };
+            let mut ph = vec![Phrase::keyword(
+                spell(&sents[(i + 7) % sents.len()][0]),
+                Some(1.5),
+            )];
+            if let Some(w) = sents[i].get(1) {
+                ph.push(Phrase::keyword(spell(w), Some(1.5)));
+            }
+            boosting_tree(&ph, v, &BoostOptions::default()).unwrap().0
+        })
+        .collect();
+    let ctc = ctx_data::acoustic::CtcSim::new(knobs(), bpe.clone()).with_vocabulary(all.clone());
+    let mats: Vec<ScoreMatrix> = sents
+        .iter()
+        .zip(&ids)
+        .map(|(s, u)| ctc.simulate(u, s, dur(s)).unwrap().0)
+        .collect();
+    let refs: Vec<&ScoreMatrix> = mats.iter().collect();
+    let rnnt = TransducerSim::new(knobs(), bpe.clone(), false).with_vocabulary(all.clone());
+    let r_utts: Vec<_> = sents
+        .iter()
+        .zip(&ids)
+        .map(|(s, u)| rnnt.simulate(u, s, dur(s)).unwrap())
+        .collect();
+    let aed = AedSim::new(knobs(), bpe.clone()).with_vocabulary(all.clone());
+    let a_utts: Vec<_> = sents
+        .iter()
+        .zip(&ids)
+        .map(|(s, u)| aed.simulate(u, s).unwrap())
+        .collect();
+    let mut per_query = Vec::new();
+    for query in [LmQuery::Full, LmQuery::Pruned] {
+        let batched = Fusion {
+            query,
+            batch: 16,
+            contexts: Contexts::PerUtterance(&trees),
+            ..Fusion::with_lm(&lm, 0.5)
+        };
+        let got = (
+            greedy_ctc(&refs, &batched).unwrap(),
+            greedy_transducer(&r_utts, &batched, 5).unwrap(),
+            greedy_aed(&a_utts, &batched).unwrap(),
+            ngpu_lm::beam::beam_ctc(&refs, &batched, 3).unwrap(),
+            ngpu_lm::beam::beam_transducer(&r_utts, &batched, 3, 5).unwrap(),
+            ngpu_lm::beam::beam_aed(&a_utts, &batched, 3).unwrap(),
+        );
+        let plain = Fusion {
+            query,
+            ..Fusion::with_lm(&lm, 0.5)
+        };
+        let mut changed = 0;
+        for i in 0..sents.len() {
+            let alone = Fusion {
+                query,
+                batch: 1,
+                contexts: Contexts::Shared(&trees[i]),
+                ..Fusion::with_lm(&lm, 0.5)
+            };
+            let one_r = std::slice::from_ref(&r_utts[i]);
+            let one_a = std::slice::from_ref(&a_utts[i]);
+            assert_eq!(
+                got.0[i],
+                greedy_ctc(&[refs[i]], &alone).unwrap()[0],
+                "ctc {i}"
+            );
+            assert_eq!(
+                got.1[i],
+                greedy_transducer(one_r, &alone, 5).unwrap()[0],
+                "rnnt {i}"
+            );
+            assert_eq!(got.2[i], greedy_aed(one_a, &alone).unwrap()[0], "aed {i}");
+            assert_eq!(
+                got.3[i],
+                ngpu_lm::beam::beam_ctc(&[refs[i]], &alone, 3).unwrap()[0]
+            );
+            assert_eq!(
+                got.4[i],
+                ngpu_lm::beam::beam_transducer(one_r, &alone, 3, 5).unwrap()[0]
+            );
+            assert_eq!(
+                got.5[i],
+                ngpu_lm::beam::beam_aed(one_a, &alone, 3).unwrap()[0]
+            );
+            changed += (got.1[i] != greedy_transducer(one_r, &plain, 5).unwrap()[0]) as usize;
+        }
+        assert!(changed > 0, "the contexts change some outputs ({query:?})");
+        per_query.push((got.0, got.1, got.2));
+    }
+    assert!(per_query[0] == per_query[1], "pruned == full with contexts");
+}

@@ -202,6 +202,7 @@ impl Family for E2e {
         let lm = if fused { Some(st.lm(cx, first)?) } else { None };
         let fusion = Fusion {
             lm: lm.as_deref().map(|(l, _)| l),
+            contexts: ngpu_lm::fusion::Contexts::None,
             alpha: if fused {
                 num(first, "lm_alpha", 0.0) as f32
             } else {
