@@ -649,6 +649,11 @@ lm_alpha = {alpha}
 row = "beam + LM"
 method = "e2e+beam+ngpu-lm"
 lm_alpha = 0.5
+[[rows]]
+row = "greedy + KB"
+method = "e2e+kb"
+kb_list = "gt"
+kb_score = 2.0
 "#
         )
     };
@@ -668,7 +673,23 @@ lm_alpha = 0.5
             .unwrap();
         r[col("wer")].parse().unwrap()
     };
+    let cell = |row: &str, model: &str, c: &str| -> String {
+        let r = rows
+            .iter()
+            .find(|r| r[col("row")] == row && r[col("model")] == model)
+            .unwrap();
+        r[col(c)].to_string()
+    };
     for m in ["rnnt", "aed"] {
+        // Keyword boosting with each utterance's own entities helps its entity words.
+        let ne = |row: &str| -> f64 { cell(row, m, "ne_wer").parse().unwrap() };
+        assert!(ne("greedy + KB") < ne("greedy"), "{m}");
+        assert!(
+            cell("greedy + KB", m, "phrases_kept")
+                .parse::<f64>()
+                .unwrap()
+                > 0.0
+        );
         // α = 0 decodes exactly as without the LM; a real weight changes the output.
         assert_eq!(wer("greedy", m), wer("greedy alpha 0", m), "{m}");
         assert_ne!(wer("greedy", m), wer("greedy + NGPU-LM", m), "{m}");

@@ -49,6 +49,10 @@ const COMPONENTS: &[Component] = &[
         name: "ngpu-lm",
         doc: "shallow fusion of a token n-gram LM held as NGPU-LM arrays (004 §2.3)",
     },
+    Component {
+        name: "kb",
+        doc: "keyword boosting: each utterance's list as an Aho-Corasick trie over its BPE pieces (003 §4.1.3; icefall's ContextGraph)",
+    },
 ];
 
 const SETTINGS: &[SettingSpec] = &[
@@ -103,6 +107,24 @@ const SETTINGS: &[SettingSpec] = &[
         "count pruning per order from bigrams, e.g. \"0,0,0,1,1\" (empty: none)",
     ),
     spec(
+        "kb_list",
+        Type::Str,
+        "kb",
+        "each utterance's keyword list: sequences, unigrams, gt or list:NAME",
+    ),
+    spec(
+        "kb_score",
+        Type::Float,
+        "kb",
+        "bonus per matched piece, taken back when a keyword breaks off (003: 2.0)",
+    ),
+    spec(
+        "kb_strict",
+        Type::Bool,
+        "kb",
+        "strict Aho-Corasick matching (every overlapping keyword pays) or not (back to the root at a completed keyword)",
+    ),
+    spec(
         "lm_query",
         Type::Str,
         "ngpu-lm",
@@ -136,10 +158,12 @@ impl Family for E2e {
         s.insert("lm_order".into(), Value::Int(6));
         s.insert("lm_prune".into(), Value::Str("0,0,0,1,1".into()));
         s.insert("lm_query".into(), Value::Str("full".into()));
+        s.insert("kb_score".into(), Value::Float(2.0));
+        s.insert("kb_strict".into(), Value::Bool(true));
     }
 
     fn required(&self) -> &'static [(&'static str, &'static str)] {
-        &[("model", "e2e"), ("lm_alpha", "ngpu-lm")]
+        &[("model", "e2e"), ("lm_alpha", "ngpu-lm"), ("kb_list", "kb")]
     }
 
     fn check(&self, s: &Settings, what: &str) -> Result<()> {
@@ -151,6 +175,17 @@ impl Family for E2e {
         if let Some(a) = s.get("lm_alpha").and_then(Value::as_f64) {
             if !(a.is_finite() && a >= 0.0) {
                 bail!("{what}: lm_alpha {a}: the LM weight must be a number ≥ 0");
+            }
+        }
+        if let Some(l) = s.get("kb_list").and_then(Value::as_str) {
+            match crate::pipeline::ListKind::parse(l) {
+                Some(
+                    crate::pipeline::ListKind::Sequences
+                    | crate::pipeline::ListKind::Unigrams
+                    | crate::pipeline::ListKind::GroundTruth
+                    | crate::pipeline::ListKind::Global(_),
+                ) => {}
+                _ => bail!("{what}: kb_list '{l}' (sequences, unigrams, gt or list:NAME)"),
             }
         }
         if let Some(q) = s.get("lm_query").and_then(Value::as_str) {
@@ -170,7 +205,21 @@ impl Family for E2e {
     }
 
     fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
-        check_targets(ds, p)
+        check_targets(ds, p)?;
+        if let Some(Some(crate::pipeline::ListKind::Global(n))) = p
+            .settings
+            .get("kb_list")
+            .and_then(Value::as_str)
+            .map(crate::pipeline::ListKind::parse)
+        {
+            if !ds.global_lists.contains_key(&n) {
+                bail!(
+                    "kb_list 'list:{n}': dataset {} has no global list '{n}'",
+                    ds.name
+                );
+            }
+        }
+        Ok(())
     }
 
     fn setup_key(&self, p: &Point) -> String {
@@ -200,9 +249,18 @@ impl Family for E2e {
         let fused = first.method.has("ngpu-lm");
         let beam = first.method.has("beam");
         let lm = if fused { Some(st.lm(cx, first)?) } else { None };
+        // Keyword lists arrive with their utterances: building the tries counts in RTFx.
+        let t_kb = Instant::now();
+        let kb = match first.settings.get("kb_list").and_then(Value::as_str) {
+            Some(l) if first.method.has("kb") => Some(keyword_trees(&st, first, l)?),
+            _ => None,
+        };
+        let kb_s = t_kb.elapsed().as_secs_f64();
         let fusion = Fusion {
             lm: lm.as_deref().map(|(l, _)| l),
-            contexts: ngpu_lm::fusion::Contexts::None,
+            contexts: kb.as_ref().map_or(ngpu_lm::fusion::Contexts::None, |k| {
+                ngpu_lm::fusion::Contexts::PerUtterance(&k.trees)
+            }),
             alpha: if fused {
                 num(first, "lm_alpha", 0.0) as f32
             } else {
@@ -288,7 +346,7 @@ impl Family for E2e {
         }
         let labels = labels.expect("decoded at least once");
         times.sort_by(f64::total_cmp);
-        let decode_s = times[times.len() / 2];
+        let decode_s = times[times.len() / 2] + kb_s;
         let hyps: Vec<Vec<String>> = labels
             .iter()
             .map(|l| {
@@ -317,6 +375,11 @@ impl Family for E2e {
             }
             m.insert("utterances".into(), utts.len() as f64);
             m.insert("timing_runs".into(), times.len() as f64);
+            if let Some(k) = &kb {
+                m.insert("context_s".into(), kb_s);
+                m.insert("phrases_kept".into(), k.kept as f64);
+                m.insert("phrases_dropped".into(), k.dropped as f64);
+            }
             if let Some((l, ngrams)) = lm.as_deref() {
                 m.insert("lm_ngrams".into(), *ngrams as f64);
                 m.insert("lm_mb".into(), l.bytes() as f64 / 1e6);
@@ -429,4 +492,103 @@ impl E2eSetup {
         lms.insert(key, l.clone());
         Ok(l)
     }
+}
+
+/// Per-utterance keyword tries of a point (`kb_list`, `kb_score`, `kb_strict`).
+struct KeywordTrees {
+    /// One per utterance, in dataset order.
+    trees: Vec<NgramLm>,
+    /// Phrases entered, summed over distinct lists.
+    kept: usize,
+    /// Phrases with a word the BPE model cannot spell (a character it lacks), left out.
+    dropped: usize,
+}
+
+/// Each utterance's list of `kind` spelled in the model's pieces, as an Aho-Corasick trie; one
+/// trie per distinct list, shared by the utterances that have it.
+fn keyword_trees(st: &E2eSetup, p: &Point, kind: &str) -> Result<KeywordTrees> {
+    use crate::pipeline::ListKind;
+    use ngpu_lm::boost::{boosting_tree, BoostOptions, Phrase};
+    let kind = ListKind::parse(kind).ok_or_else(|| anyhow!("kb_list '{kind}'"))?;
+    let opts = BoostOptions {
+        default_score: num(p, "kb_score", 2.0) as f32,
+        strict: p
+            .settings
+            .get("kb_strict")
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
+    };
+    let ds = &st.dataset;
+    let list_of = |u: &ctx_data::dataset::Utterance| -> Vec<Vec<String>> {
+        match &kind {
+            ListKind::Sequences => ds
+                .list_for(u)
+                .map(|l| l.phrases.clone())
+                .unwrap_or_default(),
+            ListKind::Unigrams => ds
+                .list_for(u)
+                .map(|l| ctx_core::bias::BiasList::unigrams(l).phrases)
+                .unwrap_or_default(),
+            ListKind::GroundTruth => u
+                .entities
+                .iter()
+                .map(|(_, s, e)| u.words[*s..*e].to_vec())
+                .collect(),
+            ListKind::Global(n) => ds
+                .global_lists
+                .get(n)
+                .map(|l| l.phrases.clone())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    };
+    let spell = |w: &str| -> Option<Vec<u32>> {
+        st.bpe
+            .encode_word(w)
+            .iter()
+            .map(|piece| st.bpe.id(piece).map(|id| id - 1))
+            .collect()
+    };
+    let v = st.bpe.len();
+    let mut built: std::collections::HashMap<Vec<Vec<String>>, usize> = Default::default();
+    let mut distinct: Vec<NgramLm> = Vec::new();
+    let (mut kept, mut dropped) = (0, 0);
+    let mut which = Vec::with_capacity(ds.utterances.len());
+    for u in &ds.utterances {
+        let list = list_of(u);
+        let idx = match built.get(&list) {
+            Some(&i) => i,
+            None => {
+                let mut phrases = Vec::new();
+                for ph in &list {
+                    let mut labels = Vec::new();
+                    let ok = ph.iter().all(|w| match spell(w) {
+                        Some(l) => {
+                            labels.extend(l);
+                            true
+                        }
+                        None => false,
+                    });
+                    if ok && !labels.is_empty() {
+                        phrases.push(Phrase::keyword(labels, None));
+                    } else {
+                        dropped += 1;
+                    }
+                }
+                kept += phrases.len();
+                let (tree, _) = boosting_tree(&phrases, v, &opts)
+                    .with_context(|| format!("the keyword trie of utterance {}", u.id))?;
+                distinct.push(tree);
+                built.insert(list, distinct.len() - 1);
+                distinct.len() - 1
+            }
+        };
+        which.push(idx);
+    }
+    let trees = which.iter().map(|&i| distinct[i].clone()).collect();
+    Ok(KeywordTrees {
+        trees,
+        kept,
+        dropped,
+    })
 }
