@@ -550,41 +550,50 @@ fn keyword_trees(st: &E2eSetup, p: &Point, kind: &str) -> Result<KeywordTrees> {
             .collect()
     };
     let v = st.bpe.len();
-    let mut built: std::collections::HashMap<Vec<Vec<String>>, usize> = Default::default();
-    let mut distinct: Vec<NgramLm> = Vec::new();
-    let (mut kept, mut dropped) = (0, 0);
+    // Distinct lists in first-use order, then their tries built in parallel.
+    let mut index: std::collections::HashMap<Vec<Vec<String>>, usize> = Default::default();
+    let mut lists: Vec<Vec<Vec<String>>> = Vec::new();
     let mut which = Vec::with_capacity(ds.utterances.len());
     for u in &ds.utterances {
         let list = list_of(u);
-        let idx = match built.get(&list) {
-            Some(&i) => i,
-            None => {
-                let mut phrases = Vec::new();
-                for ph in &list {
-                    let mut labels = Vec::new();
-                    let ok = ph.iter().all(|w| match spell(w) {
-                        Some(l) => {
-                            labels.extend(l);
-                            true
-                        }
-                        None => false,
-                    });
-                    if ok && !labels.is_empty() {
-                        phrases.push(Phrase::keyword(labels, None));
-                    } else {
-                        dropped += 1;
-                    }
-                }
-                kept += phrases.len();
-                let (tree, _) = boosting_tree(&phrases, v, &opts)
-                    .with_context(|| format!("the keyword trie of utterance {}", u.id))?;
-                distinct.push(tree);
-                built.insert(list, distinct.len() - 1);
-                distinct.len() - 1
-            }
-        };
-        which.push(idx);
+        let next = lists.len();
+        let i = *index.entry(list.clone()).or_insert_with(|| {
+            lists.push(list);
+            next
+        });
+        which.push(i);
     }
+    let built: Vec<(NgramLm, usize, usize)> = lists
+        .par_iter()
+        .enumerate()
+        .map(|(k, list)| {
+            let (mut phrases, mut dropped) = (Vec::new(), 0);
+            for ph in list {
+                let mut labels = Vec::new();
+                let ok = ph.iter().all(|w| match spell(w) {
+                    Some(l) => {
+                        labels.extend(l);
+                        true
+                    }
+                    None => false,
+                });
+                if ok && !labels.is_empty() {
+                    phrases.push(Phrase::keyword(labels, None));
+                } else {
+                    dropped += 1;
+                }
+            }
+            let kept = phrases.len();
+            let (tree, _) = boosting_tree(&phrases, v, &opts).with_context(|| {
+                let u = which.iter().position(|&w| w == k).unwrap_or(0);
+                format!("the keyword trie of utterance {}", ds.utterances[u].id)
+            })?;
+            Ok((tree, kept, dropped))
+        })
+        .collect::<Result<_>>()?;
+    let kept = built.iter().map(|b| b.1).sum();
+    let dropped = built.iter().map(|b| b.2).sum();
+    let distinct: Vec<NgramLm> = built.into_iter().map(|b| b.0).collect();
     let trees = which.iter().map(|&i| distinct[i].clone()).collect();
     Ok(KeywordTrees {
         trees,
