@@ -264,14 +264,14 @@ pub fn boosting_tree(
     for (s, node) in nodes.iter().enumerate() {
         arc_start.push(arc_label.len() as u32);
         if s == 0 {
-            for l in 0..vocab as u32 {
-                let (w, t) = match node.next.get(&l) {
-                    Some(&c) => arc_of(c),
-                    None => (0.0, 0),
-                };
-                arc_label.push(l);
-                arc_weight.push(w);
-                arc_to.push(t);
+            // Every label, at weight 0 back to the root, then the phrases' first labels.
+            arc_label.extend(0..vocab as u32);
+            arc_weight.resize(vocab, 0.0);
+            arc_to.resize(vocab, 0);
+            for (&l, &c) in &node.next {
+                let (w, t) = arc_of(c);
+                arc_weight[l as usize] = w;
+                arc_to[l as usize] = t;
             }
         } else {
             for (&l, &c) in &node.next {

@@ -563,6 +563,16 @@ fn keyword_trees(st: &E2eSetup, p: &Point, kind: &str) -> Result<KeywordTrees> {
         });
         which.push(i);
     }
+    // Each distinct word spelled once (BPE encoding is the slow part of building the tries).
+    let words: std::collections::BTreeSet<&str> = lists
+        .iter()
+        .flatten()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let spelled: std::collections::HashMap<&str, Option<Vec<u32>>> =
+        words.into_par_iter().map(|w| (w, spell(w))).collect();
+    let spell = |w: &str| spelled.get(w).cloned().flatten();
     let built: Vec<(NgramLm, usize, usize)> = lists
         .par_iter()
         .enumerate()
