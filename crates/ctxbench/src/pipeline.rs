@@ -1279,20 +1279,23 @@ pub fn set_list(setup: &Setup, kind: &ListKind) -> Option<BiasList> {
 
 /// The biasing list of an utterance.
 pub fn list_of(setup: &Setup, u: &Utterance, kind: &ListKind) -> BiasList {
-    match kind {
-        ListKind::Sequences => setup.dataset.list_for(u).cloned().unwrap_or_default(),
-        ListKind::Unigrams => setup
-            .dataset
-            .list_for(u)
-            .map(BiasList::unigrams)
-            .unwrap_or_default(),
+    dataset_list_of(&setup.dataset, u, kind)
+        .unwrap_or_else(|| set_list(setup, kind).unwrap_or_default())
+}
+
+/// The list of an utterance that the dataset alone defines (its sequences, their unigrams, its
+/// ground-truth entities, a global list); `None` for the kinds that need a graph's vocabulary
+/// (test words, other words).
+pub fn dataset_list_of(ds: &Dataset, u: &Utterance, kind: &ListKind) -> Option<BiasList> {
+    Some(match kind {
+        ListKind::Sequences => ds.list_for(u).cloned().unwrap_or_default(),
+        ListKind::Unigrams => ds.list_for(u).map(BiasList::unigrams).unwrap_or_default(),
         ListKind::GroundTruth => BiasList {
             phrases: entity_phrases(u).collect(),
         },
-        ListKind::Global(_) | ListKind::TestWords | ListKind::OtherWords => {
-            set_list(setup, kind).unwrap_or_default()
-        }
-    }
+        ListKind::Global(name) => ds.global_lists.get(name).cloned().unwrap_or_default(),
+        ListKind::TestWords | ListKind::OtherWords => return None,
+    })
 }
 
 /// The simulated-CTC knobs of a dataset (`[<name>.acoustic_ctc]`), with `noise` overriding the

@@ -310,8 +310,8 @@ impl NgramLm {
         let bos = bos_w
             .and_then(|b| index.get(&[b][..]).copied())
             .unwrap_or(0);
-        let lm_arrays = NgramLm {
-            vocab: v,
+        let lm_arrays = NgramLm::from_parts(
+            v,
             order,
             arc_start,
             arc_label,
@@ -321,12 +321,7 @@ impl NgramLm {
             backoff_weight,
             final_weight,
             bos,
-            upper: 0.0,
-        };
-        let lm_arrays = NgramLm {
-            upper: lm_arrays.compute_upper_bound(),
-            ..lm_arrays
-        };
+        );
         let report = ArraysReport {
             ngrams,
             states: ns,
@@ -338,7 +333,7 @@ impl NgramLm {
         Ok((lm_arrays, report))
     }
 
-    /// Arrays from their parts (the boosting tree, [`crate::boost`]); the upper bound computed.
+    /// Arrays from their parts (an ARPA LM, a boosting tree); the score upper bound computed.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_parts(
         vocab: usize,

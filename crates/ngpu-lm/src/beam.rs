@@ -16,7 +16,7 @@
 
 use crate::arrays::NgramLm;
 use crate::error::Result;
-use crate::fusion::{check_row, Fusion};
+use crate::fusion::{check_inputs, check_row, Fusion};
 use ctx_core::e2e::{Aed, Transducer};
 use ctx_core::scores::ScoreMatrix;
 use rayon::prelude::*;
@@ -260,12 +260,7 @@ pub fn beam_transducer<M: Transducer + Sync>(
     beam: usize,
     max_symbols: usize,
 ) -> Result<Vec<Vec<u32>>> {
-    for m in models {
-        f.check(m.width())?;
-    }
-    if let Some(m) = models.first() {
-        f.contexts.check(models.len(), m.width())?;
-    }
+    check_inputs(f, models.iter().map(|m| m.width()))?;
     let beam = beam.max(1);
     models
         .par_iter()
@@ -459,12 +454,7 @@ struct AHyp {
 
 /// AED beam search: hypotheses end with end of sequence (column 0) or at the length limit.
 pub fn beam_aed<M: Aed + Sync>(models: &[M], f: &Fusion, beam: usize) -> Result<Vec<Vec<u32>>> {
-    for m in models {
-        f.check(m.width())?;
-    }
-    if let Some(m) = models.first() {
-        f.contexts.check(models.len(), m.width())?;
-    }
+    check_inputs(f, models.iter().map(|m| m.width()))?;
     let beam = beam.max(1);
     models
         .par_iter()

@@ -5,6 +5,10 @@
 
 use crate::arrays::NgramLm;
 use crate::error::{NgpuError, Result};
+use crate::query::{check_advance, check_final, check_sparse};
+
+/// The most rows one launch covers (CUDA's limit on a grid's y dimension).
+const MAX_GRID_Y: usize = 65_535;
 use ctx_cuda::device::{as_bytes, as_bytes_mut};
 use ctx_cuda::{CudaError, DevPtr, Device, Pod};
 
@@ -68,7 +72,7 @@ pub struct DeviceLm {
     dev: Box<dyn Device>,
     lm: [DevPtr; 7],
     vocab: usize,
-    states: u32,
+    states: usize,
     batch: Batch,
     block: u32,
 }
@@ -96,7 +100,7 @@ impl DeviceLm {
             dev,
             lm: arrays,
             vocab: lm.vocab,
-            states: lm.num_states() as u32,
+            states: lm.num_states(),
             batch: Batch::default(),
             block: 256,
         })
@@ -124,22 +128,6 @@ impl DeviceLm {
                 Ok(p)
             }
         }
-    }
-
-    fn check_states(&self, states: &[u32]) -> Result<()> {
-        if let Some((i, s)) = states.iter().enumerate().find(|(_, s)| **s >= self.states) {
-            return Err(NgpuError::Query(format!(
-                "row {i}: state {s} is out of range (the LM has {} states)",
-                self.states
-            )));
-        }
-        if states.len() > u32::MAX as usize / 2 {
-            return Err(NgpuError::Query(format!(
-                "{} rows in one batch",
-                states.len()
-            )));
-        }
-        Ok(())
     }
 
     fn params(&self, rows: usize, k: usize) -> QueryParams {
@@ -197,27 +185,34 @@ impl DeviceLm {
         (cells.div_ceil(self.block as usize)).clamp(1, 64) as u32
     }
 
+    /// Launches `kernel` over `rows` rows of `cells` cells each, in slices of at most
+    /// [`MAX_GRID_Y`] rows (a grid's y dimension), the row pointers advanced per slice.
+    fn launch_rows(&mut self, kernel: &str, rows: usize, cells: usize, k: usize) -> Result<()> {
+        let mut start = 0;
+        while start < rows {
+            let n = (rows - start).min(MAX_GRID_Y);
+            let mut p = self.params(n, k);
+            let row_bytes = (cells * 4) as u64;
+            p.states += start as u64 * 4;
+            p.labels += if k > 0 { start as u64 * row_bytes } else { 0 };
+            p.scores += start as u64 * row_bytes;
+            p.next += start as u64 * row_bytes;
+            let grid = (self.blocks(cells), n as u32);
+            self.dev.launch(kernel, grid, self.block, p.bytes())?;
+            start += n;
+        }
+        Ok(())
+    }
+
     /// [`NgramLm::advance`] on the device: `scores[b * V + l]`, `next[b * V + l]`.
     pub fn advance(&mut self, states: &[u32], scores: &mut [f32], next: &mut [u32]) -> Result<()> {
         let v = self.vocab;
-        self.check_states(states)?;
-        if scores.len() != states.len() * v || next.len() != states.len() * v {
-            return Err(NgpuError::Query(format!(
-                "advance: {} states need {} scores and next states, got {} and {}",
-                states.len(),
-                states.len() * v,
-                scores.len(),
-                next.len()
-            )));
-        }
+        check_advance(self.states, v, states, scores.len(), next.len())?;
         if states.is_empty() {
             return Ok(());
         }
         self.stage(states, states.len() * v)?;
-        let p = self.params(states.len(), 0);
-        let grid = (self.blocks(v), states.len() as u32);
-        self.dev
-            .launch("ngpu_advance", grid, self.block, p.bytes())?;
+        self.launch_rows("ngpu_advance", states.len(), v, 0)?;
         self.fetch(scores, Some(next))
     }
 
@@ -229,29 +224,14 @@ impl DeviceLm {
         scores: &mut [f32],
         next: &mut [u32],
     ) -> Result<()> {
-        self.check_states(states)?;
-        let b = states.len();
-        if b == 0 {
-            return Ok(());
-        }
-        if !labels.len().is_multiple_of(b)
-            || scores.len() != labels.len()
-            || next.len() != labels.len()
-        {
-            return Err(NgpuError::Query(format!(
-                "advance_sparse: {b} states, {} labels, {} scores, {} next states (labels must be B × K, outputs as many)",
-                labels.len(),
-                scores.len(),
-                next.len()
-            )));
-        }
-        if let Some(l) = labels.iter().find(|l| **l as usize >= self.vocab) {
-            return Err(NgpuError::Query(format!(
-                "advance_sparse: label {l} is out of range (V = {})",
-                self.vocab
-            )));
-        }
-        let k = labels.len() / b;
+        let k = check_sparse(
+            self.states,
+            self.vocab,
+            states,
+            labels,
+            scores.len(),
+            next.len(),
+        )?;
         if k == 0 {
             return Ok(());
         }
@@ -264,23 +244,13 @@ impl DeviceLm {
             "the query's labels",
         )?;
         d.upload(lp, 0, as_bytes(labels))?;
-        let p = self.params(b, k);
-        let grid = (self.blocks(k), b as u32);
-        self.dev
-            .launch("ngpu_sparse", grid, self.block, p.bytes())?;
+        self.launch_rows("ngpu_sparse", states.len(), k, k)?;
         self.fetch(scores, Some(next))
     }
 
     /// [`NgramLm::final_weights`] on the device.
     pub fn final_weights(&mut self, states: &[u32], out: &mut [f32]) -> Result<()> {
-        self.check_states(states)?;
-        if out.len() != states.len() {
-            return Err(NgpuError::Query(format!(
-                "final_weights: {} states, {} outputs",
-                states.len(),
-                out.len()
-            )));
-        }
+        check_final(self.states, states, out.len())?;
         if states.is_empty() {
             return Ok(());
         }

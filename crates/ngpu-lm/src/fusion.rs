@@ -154,8 +154,8 @@ impl<'a> Fusion<'a> {
         }
     }
 
-    /// Checks the settings against a model with `width` columns.
-    pub fn check(&self, width: usize) -> Result<()> {
+    /// Checks the settings: α finite and ≥ 0, β finite, a batch of at least 1.
+    pub fn check_settings(&self) -> Result<()> {
         if !(self.alpha.is_finite() && self.alpha >= 0.0) {
             return Err(NgpuError::Invalid(format!(
                 "the LM weight α must be a finite number ≥ 0, got {}",
@@ -173,6 +173,12 @@ impl<'a> Fusion<'a> {
                 "the batch size must be at least 1".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// Checks the settings and the LM against a model with `width` columns.
+    pub fn check(&self, width: usize) -> Result<()> {
+        self.check_settings()?;
         if let Some(lm) = self.lm {
             if lm.vocab_size() + 1 != width {
                 return Err(NgpuError::VocabMismatch {
@@ -322,14 +328,27 @@ pub fn greedy_ctc(mats: &[&ScoreMatrix], f: &Fusion) -> Result<Vec<Vec<u32>>> {
     Ok(out.into_iter().flatten().collect())
 }
 
+/// Checks the settings (also with no utterances), each utterance's model width, and the
+/// contexts; errors name the utterance.
+pub(crate) fn check_inputs(f: &Fusion, widths: impl ExactSizeIterator<Item = usize>) -> Result<()> {
+    f.check_settings()?;
+    let n = widths.len();
+    let mut first = None;
+    for (i, w) in widths.enumerate() {
+        f.check(w).map_err(|e| utt_error(i, e))?;
+        first.get_or_insert(w);
+    }
+    match first {
+        Some(w) => f.contexts.check(n, w),
+        None => Ok(()),
+    }
+}
+
 /// Checks CTC score matrices: settings against their width, and every value finite (a NaN
 /// would make every comparison false and the argmax meaningless).
 pub(crate) fn check_matrices(mats: &[&ScoreMatrix], f: &Fusion) -> Result<()> {
-    if let Some(m) = mats.first() {
-        f.contexts.check(mats.len(), m.cols())?;
-    }
+    check_inputs(f, mats.iter().map(|m| m.cols()))?;
     for (i, m) in mats.iter().enumerate() {
-        f.check(m.cols()).map_err(|e| utt_error(i, e))?;
         if !ctx_core::scores::all_finite(m.data()) {
             let t = (0..m.rows())
                 .find(|&t| m.row(t).iter().any(|x| !x.is_finite()))
@@ -418,12 +437,7 @@ pub fn greedy_transducer<M: Transducer + Sync>(
     f: &Fusion,
     max_symbols: usize,
 ) -> Result<Vec<Vec<u32>>> {
-    for (i, m) in models.iter().enumerate() {
-        f.check(m.width()).map_err(|e| utt_error(i, e))?;
-    }
-    if let Some(m) = models.first() {
-        f.contexts.check(models.len(), m.width())?;
-    }
+    check_inputs(f, models.iter().map(|m| m.width()))?;
     let out: Vec<Vec<Vec<u32>>> = models
         .par_chunks(f.batch)
         .enumerate()
@@ -555,12 +569,7 @@ fn transducer_batch<M: Transducer>(
 
 /// Greedy AED decoding: labels until end of sequence (column 0) or the model's length limit.
 pub fn greedy_aed<M: Aed + Sync>(models: &[M], f: &Fusion) -> Result<Vec<Vec<u32>>> {
-    for (i, m) in models.iter().enumerate() {
-        f.check(m.width()).map_err(|e| utt_error(i, e))?;
-    }
-    if let Some(m) = models.first() {
-        f.contexts.check(models.len(), m.width())?;
-    }
+    check_inputs(f, models.iter().map(|m| m.width()))?;
     let out: Vec<Vec<Vec<u32>>> = models
         .par_chunks(f.batch)
         .enumerate()

@@ -15,17 +15,78 @@ use crate::arrays::NgramLm;
 use crate::error::{NgpuError, Result};
 use rayon::prelude::*;
 
-impl NgramLm {
-    fn check_states(&self, states: &[u32]) -> Result<()> {
-        let n = self.num_states() as u32;
-        if let Some((i, s)) = states.iter().enumerate().find(|(_, s)| **s >= n) {
-            return Err(NgpuError::Query(format!(
-                "row {i}: state {s} is out of range (the LM has {n} states)"
-            )));
-        }
-        Ok(())
+/// Checks a batch of states against an LM with `num_states` states.
+pub(crate) fn check_states(num_states: usize, states: &[u32]) -> Result<()> {
+    let n = num_states as u32;
+    if let Some((i, s)) = states.iter().enumerate().find(|(_, s)| **s >= n) {
+        return Err(NgpuError::Query(format!(
+            "row {i}: state {s} is out of range (the LM has {n} states)"
+        )));
     }
+    Ok(())
+}
 
+/// Checks the buffers of a full-vocabulary query (`advance`, CPU or device).
+pub(crate) fn check_advance(
+    num_states: usize,
+    vocab: usize,
+    states: &[u32],
+    scores: usize,
+    next: usize,
+) -> Result<()> {
+    check_states(num_states, states)?;
+    let want = states.len() * vocab;
+    if scores != want || next != want {
+        return Err(NgpuError::Query(format!(
+            "advance: {} states need {want} scores and next states, got {scores} and {next}",
+            states.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a sparse query (`advance_sparse`, CPU or device); returns K, the labels per row
+/// (0 when there is nothing to do).
+pub(crate) fn check_sparse(
+    num_states: usize,
+    vocab: usize,
+    states: &[u32],
+    labels: &[u32],
+    scores: usize,
+    next: usize,
+) -> Result<usize> {
+    check_states(num_states, states)?;
+    let b = states.len();
+    if b == 0 {
+        return Ok(0);
+    }
+    if !labels.len().is_multiple_of(b) || scores != labels.len() || next != labels.len() {
+        return Err(NgpuError::Query(format!(
+            "advance_sparse: {b} states, {} labels, {scores} scores, {next} next states (labels must be B × K, outputs as many)",
+            labels.len(),
+        )));
+    }
+    if let Some(l) = labels.iter().find(|l| **l as usize >= vocab) {
+        return Err(NgpuError::Query(format!(
+            "advance_sparse: label {l} is out of range (V = {vocab})"
+        )));
+    }
+    Ok(labels.len() / b)
+}
+
+/// Checks a final-weight query.
+pub(crate) fn check_final(num_states: usize, states: &[u32], out: usize) -> Result<()> {
+    check_states(num_states, states)?;
+    if out != states.len() {
+        return Err(NgpuError::Query(format!(
+            "final_weights: {} states, {out} outputs",
+            states.len()
+        )));
+    }
+    Ok(())
+}
+
+impl NgramLm {
     /// One row of [`Self::advance`]: fills `scores` and `next` (length V) for `state`. Unchecked
     /// (the inner loop of the batched query): panics on a state out of range or buffers shorter
     /// than V; [`Self::advance`] checks and returns errors instead.
@@ -66,16 +127,7 @@ impl NgramLm {
     /// into `next[b * V + l]`, every label l.
     pub fn advance(&self, states: &[u32], scores: &mut [f32], next: &mut [u32]) -> Result<()> {
         let v = self.vocab;
-        self.check_states(states)?;
-        if scores.len() != states.len() * v || next.len() != states.len() * v {
-            return Err(NgpuError::Query(format!(
-                "advance: {} states need {} scores and next states, got {} and {}",
-                states.len(),
-                states.len() * v,
-                scores.len(),
-                next.len()
-            )));
-        }
+        check_advance(self.num_states(), v, states, scores.len(), next.len())?;
         scores
             .par_chunks_mut(v)
             .zip(next.par_chunks_mut(v))
@@ -110,29 +162,14 @@ impl NgramLm {
         scores: &mut [f32],
         next: &mut [u32],
     ) -> Result<()> {
-        self.check_states(states)?;
-        let b = states.len();
-        if b == 0 {
-            return Ok(());
-        }
-        if !labels.len().is_multiple_of(b)
-            || scores.len() != labels.len()
-            || next.len() != labels.len()
-        {
-            return Err(NgpuError::Query(format!(
-                "advance_sparse: {b} states, {} labels, {} scores, {} next states (labels must be B × K, outputs as many)",
-                labels.len(),
-                scores.len(),
-                next.len()
-            )));
-        }
-        if let Some(l) = labels.iter().find(|l| **l as usize >= self.vocab) {
-            return Err(NgpuError::Query(format!(
-                "advance_sparse: label {l} is out of range (V = {})",
-                self.vocab
-            )));
-        }
-        let k = labels.len() / b;
+        let k = check_sparse(
+            self.num_states(),
+            self.vocab,
+            states,
+            labels,
+            scores.len(),
+            next.len(),
+        )?;
         if k == 0 {
             return Ok(());
         }
@@ -153,14 +190,7 @@ impl NgramLm {
 
     /// ln p(`</s>` | state) for each state into `out`.
     pub fn final_weights(&self, states: &[u32], out: &mut [f32]) -> Result<()> {
-        self.check_states(states)?;
-        if out.len() != states.len() {
-            return Err(NgpuError::Query(format!(
-                "final_weights: {} states, {} outputs",
-                states.len(),
-                out.len()
-            )));
-        }
+        check_final(self.num_states(), states, out.len())?;
         for (o, &s) in out.iter_mut().zip(states) {
             *o = self.final_weight[s as usize];
         }

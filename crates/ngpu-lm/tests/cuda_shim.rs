@@ -132,3 +132,30 @@ fn bad_device_queries_are_errors() {
     let mut f = vec![0f32; 2];
     assert!(dev.final_weights(&[0], &mut f).is_err());
 }
+
+#[test]
+fn batches_beyond_one_grid_launch_in_slices() {
+    // More rows than a grid's y dimension holds (65,535): launched in slices, same answers.
+    let lm = random_lm(9, 3, 3, false);
+    let (arr, _, _) = NgramLm::from_arpa_words(&lm).unwrap();
+    let v = arr.vocab_size();
+    let mut rng = Rng::new(2);
+    let states: Vec<u32> = (0..70_000)
+        .map(|_| rng.below(arr.num_states()) as u32)
+        .collect();
+    let b = states.len();
+    let (mut cs, mut cn) = (vec![0f32; b * v], vec![0u32; b * v]);
+    arr.advance(&states, &mut cs, &mut cn).unwrap();
+    let mut dev = DeviceLm::new(&arr, Box::new(ShimDevice::new())).unwrap();
+    let (mut gs, mut gn) = (vec![0f32; b * v], vec![0u32; b * v]);
+    dev.advance(&states, &mut gs, &mut gn).unwrap();
+    assert_eq!((bits(&cs), cn), (bits(&gs), gn));
+    let labels: Vec<u32> = (0..b * 2).map(|_| rng.below(v) as u32).collect();
+    let (mut cs, mut cn) = (vec![0f32; b * 2], vec![0u32; b * 2]);
+    arr.advance_sparse(&states, &labels, &mut cs, &mut cn)
+        .unwrap();
+    let (mut gs, mut gn) = (vec![0f32; b * 2], vec![0u32; b * 2]);
+    dev.advance_sparse(&states, &labels, &mut gs, &mut gn)
+        .unwrap();
+    assert_eq!((bits(&cs), cn), (bits(&gs), gn));
+}

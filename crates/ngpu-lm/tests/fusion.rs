@@ -392,6 +392,17 @@ fn bad_fusion_settings_are_errors() {
         ..Fusion::with_lm(&lm, 1.0)
     };
     assert!(greedy_ctc(&[&m], &f).is_err());
+    // A zero batch is an error even with no utterances (it would be a chunk size of 0).
+    let f = Fusion {
+        batch: 0,
+        ..Fusion::none()
+    };
+    assert!(greedy_ctc(&[], &f)
+        .unwrap_err()
+        .to_string()
+        .contains("batch"));
+    let none: [AedTable; 0] = [];
+    assert!(greedy_aed(&none, &f).is_err());
     // A model with 5 columns and an LM over 3 labels.
     let wide = ScoreMatrix::zeros(2, 5);
     match greedy_ctc(&[&wide], &Fusion::with_lm(&lm, 1.0)) {

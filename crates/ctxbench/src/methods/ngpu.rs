@@ -520,27 +520,9 @@ fn keyword_trees(st: &E2eSetup, p: &Point, kind: &str) -> Result<KeywordTrees> {
     };
     let ds = &st.dataset;
     let list_of = |u: &ctx_data::dataset::Utterance| -> Vec<Vec<String>> {
-        match &kind {
-            ListKind::Sequences => ds
-                .list_for(u)
-                .map(|l| l.phrases.clone())
-                .unwrap_or_default(),
-            ListKind::Unigrams => ds
-                .list_for(u)
-                .map(|l| ctx_core::bias::BiasList::unigrams(l).phrases)
-                .unwrap_or_default(),
-            ListKind::GroundTruth => u
-                .entities
-                .iter()
-                .map(|(_, s, e)| u.words[*s..*e].to_vec())
-                .collect(),
-            ListKind::Global(n) => ds
-                .global_lists
-                .get(n)
-                .map(|l| l.phrases.clone())
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        }
+        crate::pipeline::dataset_list_of(ds, u, &kind)
+            .map(|l| l.phrases)
+            .unwrap_or_default()
     };
     let spell = |w: &str| -> Option<Vec<u32>> {
         st.bpe
