@@ -138,10 +138,11 @@ pub fn boosting_tree(
             )));
         }
         if p.labels.len() >= MAX_CHAIN {
-            return Err(NgpuError::Order {
-                order: p.labels.len() + 1,
-                max: MAX_CHAIN,
-            });
+            return Err(NgpuError::Invalid(format!(
+                "phrase {i} has {} labels; a boosting tree holds phrases of at most {} labels",
+                p.labels.len(),
+                MAX_CHAIN - 1
+            )));
         }
         let s = p.score.unwrap_or(opts.default_score);
         if !s.is_finite() || !p.end_bonus.is_finite() {

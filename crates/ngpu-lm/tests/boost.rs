@@ -268,6 +268,8 @@ fn bad_phrases_are_errors() {
         .unwrap_err()
         .to_string()
         .contains("out of range"));
+    let long = boosting_tree(&[p(vec![1; 64])], 5, &opts).unwrap_err();
+    assert!(long.to_string().contains("at most 63 labels"), "{long}");
     let (_, rep) = boosting_tree(&[p(vec![1, 2]), p(vec![1, 2])], 5, &opts).unwrap();
     assert_eq!((rep.phrases, rep.duplicates), (1, 1));
 }
