@@ -40,6 +40,10 @@ pub const MEASURES: &[&str] = &[
     "latency_p99_ms",
     "batch_mean",
     "repeats",
+    "keywords_in_lm",
+    "wl_ngrams",
+    "wl_nodes",
+    "wl_build_s",
 ];
 
 /// Label columns that come first in points.csv.

@@ -46,6 +46,10 @@ pub fn measure_name(m: &str) -> &str {
         "lattice_density" => "arcs/frame",
         "oracle_wer" => "OWER",
         "boosted_arcs" => "boosted arcs/utt",
+        "keywords_in_lm" => "keywords in LM",
+        "wl_ngrams" => "WL n-grams",
+        "wl_nodes" => "WL trie nodes",
+        "wl_build_s" => "WL build (s)",
         other => other,
     }
 }
@@ -55,7 +59,9 @@ pub fn format_measure(m: &str, v: f64) -> String {
     match m {
         "rtfx" if v >= 100.0 => format!("{v:.0}"),
         "peak_mem_mb" | "utterances" | "graph_states" | "graph_arcs" | "phrases_kept"
-        | "phrases_dropped" | "boosted_arcs" => format!("{v:.0}"),
+        | "phrases_dropped" | "boosted_arcs" | "keywords_in_lm" | "wl_ngrams" | "wl_nodes" => {
+            format!("{v:.0}")
+        }
         "lattice_density" => format!("{v:.2}"),
         _ => format!("{v:.1}"),
     }

@@ -618,7 +618,7 @@ fn the_e2e_family_decodes_every_model_type_with_and_without_ngpu_lm() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("experiments/e2e.toml");
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    let exp = |alpha: &str, model: &str| {
+    let exp3 = |alpha: &str, model: &str, mode: &str| {
         format!(
             r#"
 title = "e2e"
@@ -654,9 +654,15 @@ row = "greedy + KB"
 method = "e2e+kb"
 kb_list = "gt"
 kb_score = 2.0
+kb_mode = "{mode}"
+[[rows]]
+row = "greedy + WL + KB"
+method = "e2e+wl+kb"
+kb_list = "gt"
 "#
         )
     };
+    let exp = |alpha: &str, model: &str| exp3(alpha, model, "strict");
     std::fs::write(&p, exp("0.6", "rnnt")).unwrap();
     let out = d.path().join("results");
     let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
@@ -690,6 +696,15 @@ kb_score = 2.0
                 .unwrap()
                 > 0.0
         );
+        // The WL-3gram-LM trie (shared) with each utterance's keywords: built, and it decodes
+        // differently from plain greedy.
+        assert!(
+            cell("greedy + WL + KB", m, "wl_nodes")
+                .parse::<f64>()
+                .unwrap()
+                > 100.0
+        );
+        assert_ne!(wer("greedy", m), wer("greedy + WL + KB", m), "{m}");
         // α = 0 decodes exactly as without the LM; a real weight changes the output.
         assert_eq!(wer("greedy", m), wer("greedy alpha 0", m), "{m}");
         assert_ne!(wer("greedy", m), wer("greedy + NGPU-LM", m), "{m}");
@@ -704,4 +719,8 @@ kb_score = 2.0
     let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("model 'lstm'"), "{}", stderr(&o));
+    std::fs::write(&p, exp3("0.6", "rnnt", "loose")).unwrap();
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("kb_mode 'loose'"), "{}", stderr(&o));
 }

@@ -16,7 +16,7 @@
 
 use crate::arrays::NgramLm;
 use crate::error::Result;
-use crate::fusion::{check_inputs, check_row, Fusion};
+use crate::fusion::{check_inputs, check_row, CtxState, Fusion, UttContext};
 use ctx_core::e2e::{Aed, Transducer};
 use ctx_core::scores::ScoreMatrix;
 use rayon::prelude::*;
@@ -95,7 +95,7 @@ fn top_labels(row: &[f32], k: usize) -> Vec<usize> {
 #[derive(Clone, Copy)]
 struct Scorer<'a> {
     f: &'a Fusion<'a>,
-    ctx: Option<&'a NgramLm>,
+    ctx: UttContext<'a>,
 }
 
 impl<'a> Scorer<'a> {
@@ -106,33 +106,34 @@ impl<'a> Scorer<'a> {
         }
     }
 
-    fn start(&self) -> (u32, u32) {
-        (
-            self.f.lm.map_or(0, NgramLm::bos_state),
-            self.ctx.map_or(0, NgramLm::bos_state),
-        )
+    fn start(&self) -> (u32, CtxState) {
+        (self.f.lm.map_or(0, NgramLm::bos_state), self.ctx.start())
     }
 
-    fn step(&self, st: (u32, u32), label: usize) -> (f32, (u32, u32)) {
-        let (mut add, mut next) = (0.0, (0, 0));
+    fn step(&self, st: (u32, CtxState), label: usize) -> (f32, (u32, CtxState)) {
+        let (mut add, mut next) = (0.0, (0, [0; 2]));
         if let Some(lm) = self.f.lm {
             let (w, t) = lm.score(st.0, label as u32 - 1);
             add = self.f.alpha * w + self.f.bonus;
             next.0 = t;
         }
-        if let Some(c) = self.ctx {
-            let (w, t) = c.score(st.1, label as u32 - 1);
+        if self.ctx.is_some() {
+            let (w, t) = self.ctx.score(st.1, label as u32 - 1);
             add += w;
             next.1 = t;
         }
         (add, next)
     }
 
-    fn fin(&self, st: (u32, u32)) -> f32 {
+    fn fin(&self, st: (u32, CtxState)) -> f32 {
         self.f
             .lm
             .map_or(0.0, |lm| self.f.alpha * lm.final_weight(st.0))
-            + self.ctx.map_or(0.0, |c| c.final_weight(st.1))
+            + if self.ctx.is_some() {
+                self.ctx.final_weight(st.1)
+            } else {
+                0.0
+            }
     }
 }
 
@@ -152,7 +153,7 @@ struct Prefix {
     /// ln P(prefix, ending in blank), ln P(prefix, ending in its last label).
     pb: f32,
     pnb: f32,
-    lm: (u32, u32),
+    lm: (u32, CtxState),
     lm_score: f32,
 }
 
@@ -238,7 +239,7 @@ fn ctc_one(m: &ScoreMatrix, sc: Scorer, beam: usize) -> Vec<u32> {
 struct THyp {
     node: u32,
     pred: u32,
-    lm: (u32, u32),
+    lm: (u32, CtxState),
     /// Model log-probability (merged hypotheses log-add it).
     am: f32,
     lm_score: f32,
@@ -423,7 +424,7 @@ fn tdt_one<M: Transducer>(
         }
         // Without a bonus (insertion bonus or context bonuses) scores only fall as a hypothesis
         // grows: drop active hypotheses the best finished one already beats.
-        if sc.f.bonus <= 0.0 && sc.ctx.is_none() {
+        if sc.f.bonus <= 0.0 && !sc.ctx.is_some() {
             let best_done = finished
                 .iter()
                 .map(|h| h.score() + sc.fin(h.lm))
@@ -446,7 +447,7 @@ fn top_labels_all(row: &[f32]) -> Vec<usize> {
 struct AHyp {
     node: u32,
     state: u32,
-    lm: (u32, u32),
+    lm: (u32, CtxState),
     score: f32,
     ended: bool,
     len: usize,

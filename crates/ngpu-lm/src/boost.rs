@@ -18,6 +18,13 @@
 //! Non-strict mode (icefall's `strict_mode = False`): a completed phrase returns to the root,
 //! keeping the bonus of the longest phrase completed there and nothing of longer partial matches.
 //!
+//! NeMo mode (NeMo's GPU boosting tree, `GPUBoostingTreeModel.from_cb_tree`): an arc earns the
+//! token score only (no output scores), matching continues past a completed phrase, and a node
+//! that completes a phrase backs off at weight 0: its bonus is kept, the partial bonus of any
+//! other node is taken back. Its final weight is the sum of the back-off weights down to the
+//! root. NeMo's depth scaling ([`BoostOptions::depth_scaling`]) gives the label at depth
+//! `d ≥ 2` the score `s·scale + ln d`.
+//!
 //! A phrase may also carry an end bonus, paid once when it completes and never taken back (its
 //! own and along output links in strict mode): the word-level n-gram entries of 003 §4.1.3,
 //! spelled in pieces with per-piece score 0 and the n-gram's bias score at the last piece.
@@ -29,21 +36,50 @@ use crate::arrays::{NgramLm, MAX_CHAIN};
 use crate::error::{NgpuError, Result};
 use std::collections::BTreeMap;
 
+/// How a boosting tree pays for completed phrases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Matching {
+    /// icefall's strict mode: every phrase completed at a label pays its node score there,
+    /// matching continues.
+    #[default]
+    Strict,
+    /// icefall's non-strict mode: back to the root at a completed phrase, keeping the longest.
+    NonStrict,
+    /// NeMo's GPU boosting tree: token scores only; a node that completes a phrase is never
+    /// taken back.
+    Nemo,
+}
+
+impl Matching {
+    /// Parses `strict`, `non-strict` or `nemo`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "strict" => Some(Self::Strict),
+            "non-strict" => Some(Self::NonStrict),
+            "nemo" => Some(Self::Nemo),
+            _ => None,
+        }
+    }
+}
+
 /// How a boosting tree scores.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BoostOptions {
     /// Bonus per matched label for phrases given no score of their own.
     pub default_score: f32,
-    /// Strict (every overlapping phrase pays, matching continues) or not (back to the root at a
-    /// completed phrase).
-    pub strict: bool,
+    /// How completed phrases pay (strict, non-strict, NeMo).
+    pub matching: Matching,
+    /// NeMo's depth scaling: the label at depth `d ≥ 2` of a phrase with score `s` earns
+    /// `s·scale + ln d` (a longer match is worth more per label); `None`: `s` at every depth.
+    pub depth_scaling: Option<f32>,
 }
 
 impl Default for BoostOptions {
     fn default() -> Self {
         Self {
             default_score: 1.0,
-            strict: true,
+            matching: Matching::Strict,
+            depth_scaling: None,
         }
     }
 }
@@ -125,6 +161,11 @@ pub fn boosting_tree(
             opts.default_score
         )));
     }
+    if let Some(d) = opts.depth_scaling.filter(|d| !d.is_finite()) {
+        return Err(NgpuError::Invalid(format!(
+            "depth scaling {d} is not finite"
+        )));
+    }
     // Duplicates: the larger score kept.
     let mut uniq: BTreeMap<&[u32], (f32, f32)> = BTreeMap::new();
     let mut duplicates = 0;
@@ -167,15 +208,19 @@ pub fn boosting_tree(
         let mut n = 0;
         for (i, &l) in labels.iter().enumerate() {
             let last = i + 1 == labels.len();
+            let token = match opts.depth_scaling {
+                Some(d) if i > 0 => score * d + ((i + 1) as f32).ln(),
+                _ => score,
+            };
             let child = match nodes[n].next.get(&l) {
                 Some(&c) => {
-                    nodes[c].token_score = nodes[c].token_score.max(score);
+                    nodes[c].token_score = nodes[c].token_score.max(token);
                     c
                 }
                 None => {
                     let c = nodes.len();
                     let mut node = Node::new(i + 1);
-                    node.token_score = score;
+                    node.token_score = token;
                     nodes.push(node);
                     nodes[n].next.insert(l, c);
                     c
@@ -246,8 +291,11 @@ pub fn boosting_tree(
     );
     let arc_of = |c: usize| -> (f32, u32) {
         let n = &nodes[c];
-        if opts.strict {
+        if opts.matching == Matching::Strict {
             (n.token_score + n.output_score, c as u32)
+        } else if opts.matching == Matching::Nemo {
+            let bonus = if n.is_end { n.end_bonus } else { 0.0 };
+            (n.token_score + bonus, c as u32)
         } else if n.output_score != 0.0 {
             // The longest phrase completed here: its partial score kept, its end bonus paid.
             let (kept, bonus) = if n.is_end {
@@ -285,11 +333,29 @@ pub fn boosting_tree(
     }
     arc_start.push(arc_label.len() as u32);
     let backoff_to: Vec<u32> = nodes.iter().map(|n| n.fail as u32).collect();
+    let nemo = opts.matching == Matching::Nemo;
     let backoff_weight: Vec<f32> = nodes
         .iter()
-        .map(|n| nodes[n.fail].node_score - n.node_score)
+        .map(|n| {
+            if nemo && n.is_end {
+                0.0
+            } else {
+                nodes[n.fail].node_score - n.node_score
+            }
+        })
         .collect();
-    let final_weight: Vec<f32> = nodes.iter().map(|n| -n.node_score).collect();
+    // The back-off weights summed down to the root (a failure link is shallower: breadth-first
+    // order has it final already); `−node_score` outside NeMo mode.
+    let mut final_weight: Vec<f32> = nodes.iter().map(|n| -n.node_score).collect();
+    if nemo {
+        for &n in &order {
+            final_weight[n] = if n == 0 {
+                0.0
+            } else {
+                backoff_weight[n] + final_weight[nodes[n].fail]
+            };
+        }
+    }
     let depth = nodes.iter().map(|n| n.depth).max().unwrap_or(0);
     let lm = NgramLm::from_parts(
         vocab,
@@ -396,6 +462,49 @@ pub fn word_lm_phrases(
             }
             _ => rep.keywords_unspelled += 1,
         }
+    }
+    (phrases, rep)
+}
+
+/// The per-utterance half of 003's unified trie when the WL-n-gram-LM trie is shared
+/// ([`crate::fusion::Contexts::SharedAndPerUtterance`]): each keyword (words) with end bonus
+/// `in_lm` (α_inLM; the shared trie already pays its `e^{log10 p}`) when it is an n-gram of
+/// `lm`, else `out_lm` (α_outLM). Summed with the shared trie this scores as
+/// [`word_lm_phrases`] with the keywords does. Keywords with a word the spelling refuses are
+/// counted in `keywords_unspelled` and left out.
+pub fn lm_keyword_phrases(
+    lm: &ctx_core::arpa::ArpaLm,
+    spell: impl Fn(&str) -> Option<Vec<u32>>,
+    keywords: &[Vec<String>],
+    in_lm: f32,
+    out_lm: f32,
+) -> (Vec<Phrase>, WordLmReport) {
+    let mut rep = WordLmReport::default();
+    let mut phrases = Vec::with_capacity(keywords.len());
+    for k in keywords {
+        let mut labels = Vec::new();
+        if k.is_empty()
+            || !k
+                .iter()
+                .all(|w| spell(w).map(|l| labels.extend(l)).is_some())
+        {
+            rep.keywords_unspelled += 1;
+            continue;
+        }
+        let ids: Option<Vec<u32>> = k.iter().map(|w| lm.word_id(w)).collect();
+        let in_the_lm = ids.is_some_and(|ids| ids.len() <= lm.order() && lm.entry(&ids).is_some());
+        let bonus = if in_the_lm {
+            rep.keywords_in_lm += 1;
+            in_lm
+        } else {
+            rep.keywords_out_lm += 1;
+            out_lm
+        };
+        phrases.push(Phrase {
+            labels,
+            score: Some(0.0),
+            end_bonus: bonus,
+        });
     }
     (phrases, rep)
 }

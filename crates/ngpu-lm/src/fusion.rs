@@ -52,9 +52,12 @@ impl LmQuery {
     }
 }
 
-/// Context boosting trees ([`crate::boost`]) of a decode: none, one for every utterance, or one
-/// per utterance (each utterance its own list, in one batch). A tree's scores are bonuses and
-/// take-backs added as they are (their weight is in the tree's scores).
+/// Context boosting trees ([`crate::boost`]) of a decode: none, one for every utterance, one
+/// per utterance (each utterance its own list, in one batch), or a shared tree plus one per
+/// utterance, their scores summed (003's unified trie: the word-level LM's n-grams shared, each
+/// utterance's keywords its own; with end bonuses only and strict matching the sum equals one
+/// trie holding both). A tree's scores are bonuses and take-backs added as they are (their
+/// weight is in the tree's scores).
 #[derive(Debug, Clone, Copy, Default)]
 pub enum Contexts<'a> {
     /// No context boosting.
@@ -64,34 +67,53 @@ pub enum Contexts<'a> {
     Shared(&'a NgramLm),
     /// Tree `i` for utterance `i`.
     PerUtterance(&'a [NgramLm]),
+    /// A tree for every utterance plus tree `i` for utterance `i`.
+    SharedAndPerUtterance(&'a NgramLm, &'a [NgramLm]),
 }
 
 impl<'a> Contexts<'a> {
-    /// The tree of utterance `i`.
-    pub fn get(&self, i: usize) -> Option<&'a NgramLm> {
+    /// The trees of utterance `i`.
+    pub fn get(&self, i: usize) -> UttContext<'a> {
         match *self {
-            Contexts::None => None,
-            Contexts::Shared(t) => Some(t),
-            Contexts::PerUtterance(ts) => ts.get(i),
+            Contexts::None => UttContext::default(),
+            Contexts::Shared(t) => UttContext {
+                shared: Some(t),
+                own: None,
+            },
+            Contexts::PerUtterance(ts) => UttContext {
+                shared: None,
+                own: ts.get(i),
+            },
+            Contexts::SharedAndPerUtterance(t, ts) => UttContext {
+                shared: Some(t),
+                own: ts.get(i),
+            },
         }
     }
 
     /// Checks the trees against `utts` utterances of a model with `width` columns.
     pub(crate) fn check(&self, utts: usize, width: usize) -> Result<()> {
-        let trees: &[NgramLm] = match self {
+        let (shared, own): (Option<&NgramLm>, &[NgramLm]) = match *self {
             Contexts::None => return Ok(()),
-            Contexts::Shared(t) => std::slice::from_ref(*t),
-            Contexts::PerUtterance(ts) => {
-                if ts.len() != utts {
-                    return Err(NgpuError::Invalid(format!(
-                        "{} context trees for {utts} utterances",
-                        ts.len()
-                    )));
-                }
-                ts
-            }
+            Contexts::Shared(t) => (Some(t), &[]),
+            Contexts::PerUtterance(ts) => (None, ts),
+            Contexts::SharedAndPerUtterance(t, ts) => (Some(t), ts),
         };
-        if let Some(t) = trees.iter().find(|t| t.vocab_size() + 1 != width) {
+        if matches!(
+            self,
+            Contexts::PerUtterance(_) | Contexts::SharedAndPerUtterance(..)
+        ) && own.len() != utts
+        {
+            return Err(NgpuError::Invalid(format!(
+                "{} context trees for {utts} utterances",
+                own.len()
+            )));
+        }
+        if let Some(t) = shared
+            .into_iter()
+            .chain(own)
+            .find(|t| t.vocab_size() + 1 != width)
+        {
             return Err(NgpuError::VocabMismatch {
                 count: t.vocab_size().abs_diff(width.saturating_sub(1)),
                 examples: format!(
@@ -103,6 +125,103 @@ impl<'a> Contexts<'a> {
         }
         Ok(())
     }
+}
+
+/// A context state: the state in the shared tree and in the utterance's own tree (0 where the
+/// tree is absent).
+pub type CtxState = [u32; 2];
+
+/// The context trees of one utterance (the shared one and its own), scored as their sum in
+/// that order.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UttContext<'a> {
+    /// The tree every utterance has.
+    pub shared: Option<&'a NgramLm>,
+    /// The utterance's own tree.
+    pub own: Option<&'a NgramLm>,
+}
+
+impl UttContext<'_> {
+    /// Whether any tree scores this utterance.
+    pub fn is_some(&self) -> bool {
+        self.shared.is_some() || self.own.is_some()
+    }
+
+    fn trees(&self) -> [Option<&NgramLm>; 2] {
+        [self.shared, self.own]
+    }
+
+    /// The start state.
+    pub fn start(&self) -> CtxState {
+        self.trees().map(|t| t.map_or(0, NgramLm::bos_state))
+    }
+
+    /// The bonus of `label` (0-based) from `s` and the next state.
+    pub fn score(&self, s: CtxState, label: u32) -> (f32, CtxState) {
+        let (mut w, mut next) = (0.0, [0; 2]);
+        for (k, t) in self.trees().into_iter().enumerate() {
+            if let Some(t) = t {
+                let (x, n) = t.score(s[k], label);
+                w += x;
+                next[k] = n;
+            }
+        }
+        (w, next)
+    }
+
+    /// The final weight (the take-back of broken-off phrases).
+    pub fn final_weight(&self, s: CtxState) -> f32 {
+        let mut w = 0.0;
+        for (k, t) in self.trees().into_iter().enumerate() {
+            if let Some(t) = t {
+                w += t.final_weight(s[k]);
+            }
+        }
+        w
+    }
+
+    /// The largest bonus any label can earn from any state.
+    pub fn upper_bound(&self) -> f32 {
+        self.trees()
+            .into_iter()
+            .flatten()
+            .map(NgramLm::score_upper_bound)
+            .sum()
+    }
+
+    /// Bonuses and next states of every label from `s` (the sum in [`Self::score`]'s order).
+    fn advance_row(
+        &self,
+        s: CtxState,
+        scores: &mut [f32],
+        next: &mut [CtxState],
+        tmp: &mut CtxRow,
+    ) {
+        let v = scores.len();
+        tmp.scores.resize(v, 0.0);
+        tmp.next.resize(v, 0);
+        scores.fill(0.0);
+        for (k, t) in self.trees().into_iter().enumerate() {
+            if let Some(t) = t {
+                t.advance_row(s[k], &mut tmp.scores, &mut tmp.next);
+                for l in 0..v {
+                    scores[l] += tmp.scores[l];
+                    next[l][k] = tmp.next[l];
+                }
+            } else {
+                for n in next.iter_mut() {
+                    n[k] = 0;
+                }
+            }
+        }
+    }
+}
+
+/// Buffers of one tree's row in [`UttContext::advance_row`].
+#[derive(Default)]
+struct CtxRow {
+    scores: Vec<f32>,
+    next: Vec<u32>,
 }
 
 /// Shallow-fusion settings: the LM (none: plain greedy), its weight α and the insertion bonus β,
@@ -208,8 +327,8 @@ pub fn argmax(row: &[f32]) -> usize {
 struct Pending<'r> {
     row: &'r [f32],
     state: u32,
-    ctx: Option<&'r NgramLm>,
-    cstate: u32,
+    ctx: UttContext<'r>,
+    cstate: CtxState,
     exclude: u32,
     best: usize,
 }
@@ -221,11 +340,12 @@ struct LmScratch {
     scores: Vec<f32>,
     next: Vec<u32>,
     cscores: Vec<f32>,
-    cnext: Vec<u32>,
+    cnext: Vec<CtxState>,
+    ctmp: CtxRow,
 }
 
 /// A chosen label: (column, next LM state, next context state).
-type Choice = (u32, u32, u32);
+type Choice = (u32, u32, CtxState);
 
 /// The fused choice among labels (columns ≥ 1, not `exclude`) for every pending row:
 /// `log p + α·LM + context bonus`, summed in that order by both queries.
@@ -248,7 +368,7 @@ fn label_stage(f: &Fusion, pend: &[Pending], s: &mut LmScratch) -> Vec<Choice> {
                 }
             }
             s.cscores.resize(v, 0.0);
-            s.cnext.resize(v, 0);
+            s.cnext.resize(v, [0; 2]);
             let mut fused = vec![0f32; v];
             pend.iter()
                 .enumerate()
@@ -261,8 +381,9 @@ fn label_stage(f: &Fusion, pend: &[Pending], s: &mut LmScratch) -> Vec<Choice> {
                             *f += a * w;
                         }
                     }
-                    if let Some(ctx) = p.ctx {
-                        ctx.advance_row(p.cstate, &mut s.cscores, &mut s.cnext);
+                    if p.ctx.is_some() {
+                        p.ctx
+                            .advance_row(p.cstate, &mut s.cscores, &mut s.cnext, &mut s.ctmp);
                         for (f, &w) in fused.iter_mut().zip(&s.cscores) {
                             *f += w;
                         }
@@ -272,7 +393,7 @@ fn label_stage(f: &Fusion, pend: &[Pending], s: &mut LmScratch) -> Vec<Choice> {
                     }
                     let l = argmax(&fused);
                     let lm_next = if f.lm.is_some() { s.next[i * v + l] } else { 0 };
-                    let ctx_next = if p.ctx.is_some() { s.cnext[l] } else { 0 };
+                    let ctx_next = if p.ctx.is_some() { s.cnext[l] } else { [0; 2] };
                     (l as u32 + 1, lm_next, ctx_next)
                 })
                 .collect()
@@ -280,9 +401,8 @@ fn label_stage(f: &Fusion, pend: &[Pending], s: &mut LmScratch) -> Vec<Choice> {
         LmQuery::Pruned => pend
             .iter()
             .map(|p| {
-                let bound = f.lm.map_or(0.0, |lm| a * lm.score_upper_bound())
-                    + p.ctx.map_or(0.0, NgramLm::score_upper_bound);
-                let eval = |c: usize| -> (f32, u32, u32) {
+                let bound = f.lm.map_or(0.0, |lm| a * lm.score_upper_bound()) + p.ctx.upper_bound();
+                let eval = |c: usize| -> (f32, u32, CtxState) {
                     let mut x = p.row[c];
                     let mut t = 0;
                     if let Some(lm) = f.lm {
@@ -290,9 +410,9 @@ fn label_stage(f: &Fusion, pend: &[Pending], s: &mut LmScratch) -> Vec<Choice> {
                         x += a * w;
                         t = n;
                     }
-                    let mut ct = 0;
-                    if let Some(ctx) = p.ctx {
-                        let (w, n) = ctx.score(p.cstate, c as u32 - 1);
+                    let mut ct = [0; 2];
+                    if p.ctx.is_some() {
+                        let (w, n) = p.ctx.score(p.cstate, c as u32 - 1);
                         x += w;
                         ct = n;
                     }
@@ -384,8 +504,8 @@ fn ctc_batch(mats: &[&ScoreMatrix], offset: usize, f: &Fusion) -> Vec<Vec<u32>> 
     let mut out = vec![Vec::new(); n];
     let mut prev = vec![0u32; n];
     let mut lm_state: Vec<u32> = vec![f.lm.map_or(0, |l| l.bos_state()); n];
-    let ctx: Vec<Option<&NgramLm>> = (0..n).map(|i| f.contexts.get(offset + i)).collect();
-    let mut ctx_state: Vec<u32> = ctx.iter().map(|c| c.map_or(0, |c| c.bos_state())).collect();
+    let ctx: Vec<UttContext> = (0..n).map(|i| f.contexts.get(offset + i)).collect();
+    let mut ctx_state: Vec<CtxState> = ctx.iter().map(UttContext::start).collect();
     let frames = mats.iter().map(|m| m.rows()).max().unwrap_or(0);
     let mut scratch = LmScratch::default();
     let mut pend_rows: Vec<usize> = Vec::new();
@@ -402,7 +522,7 @@ fn ctc_batch(mats: &[&ScoreMatrix], offset: usize, f: &Fusion) -> Vec<Vec<u32>> 
                 prev[i] = a;
                 continue;
             }
-            if f.lm.is_none() && ctx[i].is_none() {
+            if f.lm.is_none() && !ctx[i].is_some() {
                 out[i].push(a);
                 prev[i] = a;
             } else {
@@ -450,8 +570,8 @@ struct TRow<'c> {
     t: usize,
     pred: u32,
     lm: u32,
-    ctx: Option<&'c NgramLm>,
-    cs: u32,
+    ctx: UttContext<'c>,
+    cs: CtxState,
     syms: usize,
     out: Vec<u32>,
 }
@@ -475,7 +595,7 @@ fn transducer_batch<M: Transducer>(
                 pred: m.start(),
                 lm: f.lm.map_or(0, |l| l.bos_state()),
                 ctx,
-                cs: ctx.map_or(0, |c| c.bos_state()),
+                cs: ctx.start(),
                 syms: 0,
                 out: Vec::new(),
             }
@@ -543,7 +663,7 @@ fn transducer_batch<M: Transducer>(
                     fused.next();
                     choice
                 }
-                _ => (best_of[i] as u32, 0, 0),
+                _ => (best_of[i] as u32, 0, [0; 2]),
             };
             let (m, r) = (&models[i], &mut rows[i]);
             r.out.push(c);
@@ -583,8 +703,8 @@ fn aed_batch<M: Aed>(models: &[M], offset: usize, f: &Fusion) -> Result<Vec<Vec<
     let width = models.first().map_or(0, |m| m.width());
     let mut state: Vec<u32> = models.iter().map(|m| m.start()).collect();
     let mut lm_state = vec![f.lm.map_or(0, |l| l.bos_state()); n];
-    let ctx: Vec<Option<&NgramLm>> = (0..n).map(|i| f.contexts.get(offset + i)).collect();
-    let mut ctx_state: Vec<u32> = ctx.iter().map(|c| c.map_or(0, |c| c.bos_state())).collect();
+    let ctx: Vec<UttContext> = (0..n).map(|i| f.contexts.get(offset + i)).collect();
+    let mut ctx_state: Vec<CtxState> = ctx.iter().map(UttContext::start).collect();
     let mut done = vec![false; n];
     let mut out = vec![Vec::new(); n];
     let mut dist = vec![0f32; width];
@@ -593,7 +713,8 @@ fn aed_batch<M: Aed>(models: &[M], offset: usize, f: &Fusion) -> Result<Vec<Vec<
         scores: vec![0.0; v],
         next: vec![0; v],
         cscores: vec![0.0; v],
-        cnext: vec![0; v],
+        cnext: vec![[0; 2]; v],
+        ctmp: CtxRow::default(),
     };
     // Rows advance in lockstep; the AED's LM stage covers end of sequence too, so it runs per
     // row on the row's own buffers.
@@ -605,16 +726,10 @@ fn aed_batch<M: Aed>(models: &[M], offset: usize, f: &Fusion) -> Result<Vec<Vec<
             let m = &models[i];
             m.step(state[i], &mut dist);
             check_row(&dist, offset + i, "step output")?;
-            let (c, nx, cnx) = if f.lm.is_none() && ctx[i].is_none() {
-                (argmax(&dist), 0, 0)
+            let (c, nx, cnx) = if f.lm.is_none() && !ctx[i].is_some() {
+                (argmax(&dist), 0, [0; 2])
             } else {
-                aed_choice(
-                    f,
-                    &dist,
-                    lm_state[i],
-                    ctx[i].map(|c| (c, ctx_state[i])),
-                    &mut s,
-                )
+                aed_choice(f, &dist, lm_state[i], (ctx[i], ctx_state[i]), &mut s)
             };
             if c == 0 {
                 done[i] = true;
@@ -637,7 +752,8 @@ struct AedScratch {
     scores: Vec<f32>,
     next: Vec<u32>,
     cscores: Vec<f32>,
-    cnext: Vec<u32>,
+    cnext: Vec<CtxState>,
+    ctmp: CtxRow,
 }
 
 /// AED's fused choice: (column, next LM state, next context state). End of sequence scores
@@ -647,25 +763,25 @@ fn aed_choice(
     f: &Fusion,
     dist: &[f32],
     state: u32,
-    ctx: Option<(&NgramLm, u32)>,
+    (ctx, cs): (UttContext, CtxState),
     s: &mut AedScratch,
-) -> (usize, u32, u32) {
+) -> (usize, u32, CtxState) {
     let a = f.alpha;
     let mut eos = dist[0];
     if let Some(lm) = f.lm {
         eos += a * lm.final_weight(state);
     }
-    if let Some((c, cs)) = ctx {
-        eos += c.final_weight(cs);
+    if ctx.is_some() {
+        eos += ctx.final_weight(cs);
     }
-    let mut best = (eos, 0usize, 0u32, 0u32);
+    let mut best = (eos, 0usize, 0u32, [0u32; 2]);
     match f.query {
         LmQuery::Full => {
             if let Some(lm) = f.lm {
                 lm.advance_row(state, &mut s.scores, &mut s.next);
             }
-            if let Some((c, cs)) = ctx {
-                c.advance_row(cs, &mut s.cscores, &mut s.cnext);
+            if ctx.is_some() {
+                ctx.advance_row(cs, &mut s.cscores, &mut s.cnext, &mut s.ctmp);
             }
             for (c, &d) in dist.iter().enumerate().skip(1) {
                 let mut x = d;
@@ -678,13 +794,17 @@ fn aed_choice(
                 }
                 if x > best.0 {
                     let nx = if f.lm.is_some() { s.next[c - 1] } else { 0 };
-                    let cnx = if ctx.is_some() { s.cnext[c - 1] } else { 0 };
+                    let cnx = if ctx.is_some() {
+                        s.cnext[c - 1]
+                    } else {
+                        [0; 2]
+                    };
                     best = (x, c, nx, cnx);
                 }
             }
         }
         LmQuery::Pruned => {
-            let eval = |c: usize| -> (f32, u32, u32) {
+            let eval = |c: usize| -> (f32, u32, CtxState) {
                 let mut x = dist[c];
                 let mut t = 0;
                 if let Some(lm) = f.lm {
@@ -693,16 +813,15 @@ fn aed_choice(
                     t = n;
                 }
                 x += f.bonus;
-                let mut ct = 0;
-                if let Some((cl, cs)) = ctx {
-                    let (w, n) = cl.score(cs, c as u32 - 1);
+                let mut ct = [0; 2];
+                if ctx.is_some() {
+                    let (w, n) = ctx.score(cs, c as u32 - 1);
                     x += w;
                     ct = n;
                 }
                 (x, t, ct)
             };
-            let bound = f.lm.map_or(0.0, |lm| a * lm.score_upper_bound())
-                + ctx.map_or(0.0, |(c, _)| c.score_upper_bound());
+            let bound = f.lm.map_or(0.0, |lm| a * lm.score_upper_bound()) + ctx.upper_bound();
             let acoustic = argmax(&dist[1..]) + 1;
             let xa = eval(acoustic);
             let floor = best.0.max(xa.0) - bound - f.bonus - PRUNE_SLACK;

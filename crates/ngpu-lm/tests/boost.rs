@@ -4,7 +4,7 @@
 //! phrase sets, and no sequence earning more than the phrases it completes.
 
 use ctx_data::rng::Rng;
-use ngpu_lm::boost::{boosting_tree, BoostOptions, Phrase};
+use ngpu_lm::boost::{boosting_tree, BoostOptions, Matching, Phrase};
 use ngpu_lm::NgramLm;
 use std::collections::HashMap;
 
@@ -24,7 +24,7 @@ fn total(lm: &NgramLm, seq: &[u32]) -> f32 {
     t + lm.final_weight(s)
 }
 
-fn icefall_tree(strict: bool) -> NgramLm {
+fn icefall_tree(matching: Matching) -> NgramLm {
     let phrases: Vec<Phrase> = [
         "S", "HE", "SHE", "SHELL", "HIS", "HERS", "HELLO", "THIS", "THEM",
     ]
@@ -33,7 +33,8 @@ fn icefall_tree(strict: bool) -> NgramLm {
     .collect();
     let opts = BoostOptions {
         default_score: 1.0,
-        strict,
+        matching,
+        depth_scaling: None,
     };
     boosting_tree(&phrases, 26, &opts).unwrap().0
 }
@@ -51,7 +52,10 @@ fn icefall_golden_vectors_strict_and_non_strict() {
         ("DHRHISQ", 4.0, 3.0),
         ("THEN", 2.0, 2.0),
     ];
-    let (strict, loose) = (icefall_tree(true), icefall_tree(false));
+    let (strict, loose) = (
+        icefall_tree(Matching::Strict),
+        icefall_tree(Matching::NonStrict),
+    );
     for (q, s, n) in queries {
         assert_eq!(total(&strict, &letters(q)), s, "strict {q}");
         assert_eq!(total(&loose, &letters(q)), n, "non-strict {q}");
@@ -156,7 +160,44 @@ impl Walker {
         w
     }
 
-    fn step(&self, s: usize, l: u32, strict: bool) -> (f32, usize) {
+    /// NeMo's GPU tree: token scores only; back-off from an end node costs nothing.
+    fn step_nemo(&self, s: usize, l: u32) -> (f32, usize) {
+        let (mut s, mut acc) = (s, 0.0);
+        loop {
+            if let Some(&c) = self.next[s].get(&l) {
+                return (acc + self.token[c], c);
+            }
+            if s == 0 {
+                return (acc, 0);
+            }
+            let f = self.fail[s];
+            acc += if self.end[s] {
+                0.0
+            } else {
+                self.node[f] - self.node[s]
+            };
+            s = f;
+        }
+    }
+
+    /// NeMo's final weight: the back-off weights down to the root.
+    fn final_nemo(&self, s: usize) -> f32 {
+        let (mut s, mut acc) = (s, 0.0);
+        while s != 0 {
+            let f = self.fail[s];
+            if !self.end[s] {
+                acc += self.node[f] - self.node[s];
+            }
+            s = f;
+        }
+        acc
+    }
+
+    fn step(&self, s: usize, l: u32, m: Matching) -> (f32, usize) {
+        if m == Matching::Nemo {
+            return self.step_nemo(s, l);
+        }
+        let strict = m == Matching::Strict;
         let (node, score) = match self.next[s].get(&l) {
             Some(&c) => (c, self.token[c]),
             None => {
@@ -209,10 +250,11 @@ fn arrays_equal_a_direct_trie_walk_and_never_pay_more_than_completed_phrases() {
             .iter()
             .map(|(p, s)| Phrase::keyword(p.clone(), Some(*s)))
             .collect();
-        for strict in [true, false] {
+        for strict in [Matching::Strict, Matching::NonStrict, Matching::Nemo] {
             let opts = BoostOptions {
                 default_score: 1.0,
-                strict,
+                matching: strict,
+                depth_scaling: None,
             };
             let (lm, rep) = boosting_tree(&input, v, &opts).unwrap();
             assert_eq!(rep.phrases, uniq.len());
@@ -225,7 +267,7 @@ fn arrays_equal_a_direct_trie_walk_and_never_pay_more_than_completed_phrases() {
                     let (wb, nb) = walker.step(b, l, strict);
                     assert!(
                         (wa - wb).abs() < 1e-5,
-                        "case {case} strict {strict} {seq:?}: {wa} vs {wb}"
+                        "case {case} {strict:?} {seq:?}: {wa} vs {wb}"
                     );
                     ta += wa;
                     tb += wb;
@@ -233,7 +275,11 @@ fn arrays_equal_a_direct_trie_walk_and_never_pay_more_than_completed_phrases() {
                     b = nb;
                 }
                 ta += lm.final_weight(a);
-                tb -= walker.node[b];
+                tb += if strict == Matching::Nemo {
+                    walker.final_nemo(b)
+                } else {
+                    -walker.node[b]
+                };
                 assert!((ta - tb).abs() < 1e-4, "case {case}: total {ta} vs {tb}");
                 // Take-back: never more than every occurrence of every phrase, fully paid.
                 let cap: f32 = uniq
@@ -249,7 +295,7 @@ fn arrays_equal_a_direct_trie_walk_and_never_pay_more_than_completed_phrases() {
                     .sum();
                 assert!(
                     ta <= cap + 1e-4,
-                    "case {case} strict {strict} {seq:?}: {ta} > {cap}"
+                    "case {case} {strict:?} {seq:?}: {ta} > {cap}"
                 );
             }
         }
@@ -288,7 +334,12 @@ fn end_bonuses_are_paid_once_at_the_last_label_and_never_taken_back() {
     for strict in [true, false] {
         let opts = BoostOptions {
             default_score: 1.0,
-            strict,
+            matching: if strict {
+                Matching::Strict
+            } else {
+                Matching::NonStrict
+            },
+            depth_scaling: None,
         };
         let (lm, _) = boosting_tree(&phrases, 26, &opts).unwrap();
         let step = |seq: &str| -> Vec<f32> {
@@ -373,4 +424,88 @@ fn the_unified_trie_gives_lm_ngrams_their_bias_score_and_keywords_alpha() {
     // The keyword outside the LM: α_outLM once, at E.
     assert!(close(t("DE"), 1.5));
     assert!(close(t("DX"), 0.0));
+    // Split: the n-grams alone (shared) + the keywords with α only (per utterance) sum to the
+    // unified trie on every prefix.
+    let keywords = [kw("AB C"), kw("D E"), kw("x")];
+    let (ngrams, _) = word_lm_phrases(&lm, spell, &[], 0.5, 1.5);
+    let (own, rep) = ngpu_lm::boost::lm_keyword_phrases(&lm, spell, &keywords, 0.5, 1.5);
+    assert_eq!(
+        (
+            rep.keywords_in_lm,
+            rep.keywords_out_lm,
+            rep.keywords_unspelled
+        ),
+        (1, 1, 1)
+    );
+    let (a, _) = boosting_tree(&ngrams, 26, &BoostOptions::default()).unwrap();
+    let (b, _) = boosting_tree(&own, 26, &BoostOptions::default()).unwrap();
+    for q in ["ABC", "DE", "CABCDE", "ABAB", "DDEC"] {
+        let l = letters(q);
+        for k in 0..=l.len() {
+            let sum = total(&a, &l[..k]) + total(&b, &l[..k]);
+            assert!(
+                close(sum, t(&q[..k])),
+                "{q} prefix {k}: {sum} vs {}",
+                t(&q[..k])
+            );
+        }
+    }
+}
+
+/// NeMo's GPU boosting-tree test: phrases [1, 2, 3], [1, 2, 4], [3] with score 1 and depth
+/// scaling 1 (labels 2 and 3 of a phrase earn 1 + ln 2 and 1 + ln 3); NeMo mode keeps completed
+/// phrases. `abcba` -> [1, 1.6931, 2.0986, 0, 1]; `caba` -> [1, 1, 1.6931, -1.6931] (NeMo's
+/// fifth value is the padding of the shorter sequence in its batch).
+#[test]
+fn nemo_golden_vectors_with_depth_scaling() {
+    let phrases: Vec<Phrase> = [vec![1, 2, 3], vec![1, 2, 4], vec![3]]
+        .into_iter()
+        .map(|p| Phrase::keyword(p, None))
+        .collect();
+    let opts = BoostOptions {
+        default_score: 1.0,
+        matching: Matching::Nemo,
+        depth_scaling: Some(1.0),
+    };
+    let (lm, rep) = boosting_tree(&phrases, 5, &opts).unwrap();
+    assert_eq!(rep.nodes, 6, "root, 1, 12, 123, 124, 3");
+    let steps = |seq: &[u32]| -> Vec<f32> {
+        let mut s = lm.bos_state();
+        seq.iter()
+            .map(|&l| {
+                let (w, n) = lm.score(s, l);
+                s = n;
+                w
+            })
+            .collect()
+    };
+    let close = |got: Vec<f32>, want: &[f32]| {
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-4, "{got:?} vs {want:?}");
+        }
+    };
+    close(steps(&[1, 2, 3, 2, 1]), &[1.0, 1.6931, 2.0986, 0.0, 1.0]);
+    close(steps(&[3, 1, 2, 1]), &[1.0, 1.0, 1.6931, -1.6931]);
+    // The batched query gives the same first step for every label.
+    let (mut sc, mut nx) = (vec![0f32; 5], vec![0u32; 5]);
+    lm.advance(&[lm.bos_state()], &mut sc, &mut nx).unwrap();
+    assert_eq!(sc, vec![0.0, 1.0, 0.0, 1.0, 0.0]);
+    // icefall's strict mode on the same tree takes a completed phrase back once it breaks off
+    // at a longer one's prefix: `abcba` pays 1 + 1.6931 + 2.0986 + [123] + [3] ... then −all.
+    let strict = BoostOptions {
+        matching: Matching::Strict,
+        ..opts
+    };
+    let (st, _) = boosting_tree(&phrases, 5, &strict).unwrap();
+    let total_strict = total(&st, &[1, 2, 3, 2, 1]);
+    let total_nemo = total(&lm, &[1, 2, 3, 2, 1]);
+    assert!(
+        (total_nemo - (4.7917 + 1.0 - 1.0)).abs() < 1e-3,
+        "NeMo keeps [1,2,3]; the trailing a is taken back at the end: {total_nemo}"
+    );
+    assert!(
+        (total_strict - (4.7917 + 1.0)).abs() < 1e-3,
+        "strict: [1,2,3] and [3] paid as outputs, the partial a taken back: {total_strict}"
+    );
 }

@@ -593,3 +593,135 @@ fn per_utterance_contexts_in_one_batch_equal_decoding_each_alone() {
     }
     assert!(per_query[0] == per_query[1], "pruned == full with contexts");
 }
+
+/// 003's unified trie (word n-grams and keywords in one trie) equals a shared n-gram tree plus
+/// each utterance's keyword tree, summed: with end bonuses only and strict matching, every
+/// phrase ending at a label pays its bonus in whichever tree holds it. Bonuses are multiples of
+/// 1/4 so both sums are exact and decoding must agree label for label.
+#[test]
+fn shared_plus_per_utterance_trees_equal_the_unified_trie() {
+    use ngpu_lm::boost::{boosting_tree, BoostOptions, Phrase};
+    use ngpu_lm::fusion::Contexts;
+    let (sents, bpe, lm) = sim_setup();
+    let all: Vec<&str> = sents
+        .iter()
+        .flat_map(|s| s.iter().map(String::as_str))
+        .collect();
+    let spell = |ws: &[String]| -> Vec<u32> {
+        ws.iter()
+            .flat_map(|w| bpe.encode_word(w))
+            .map(|p| bpe.id(&p).unwrap() - 1)
+            .collect()
+    };
+    let end = |labels: Vec<u32>, b: f32| Phrase {
+        labels,
+        score: Some(0.0),
+        end_bonus: b,
+    };
+    // "LM n-grams": every word and every second word pair of the first sentences.
+    let mut ngrams: Vec<(Vec<String>, f32)> = Vec::new();
+    for (k, s) in sents.iter().take(6).enumerate() {
+        for (j, w) in s.iter().enumerate() {
+            ngrams.push((vec![w.clone()], [0.25, 0.5][(j + k) % 2]));
+            if j % 2 == 1 {
+                ngrams.push((s[j - 1..=j].to_vec(), 0.75));
+            }
+        }
+    }
+    ngrams.sort_by(|a, b| a.0.cmp(&b.0));
+    ngrams.dedup_by(|a, b| a.0 == b.0);
+    let v = bpe.len();
+    let opts = BoostOptions::default();
+    let shared_ph: Vec<Phrase> = ngrams.iter().map(|(w, b)| end(spell(w), *b)).collect();
+    let (shared, _) = boosting_tree(&shared_ph, v, &opts).unwrap();
+    // Keywords of utterance i: its second word (α_in 0.5 when an n-gram, else α_out 1.5).
+    let (mut own, mut unified) = (Vec::new(), Vec::new());
+    let mut in_lm = 0;
+    for s in &sents {
+        let kws: Vec<Vec<String>> = s.iter().skip(1).take(1).map(|w| vec![w.clone()]).collect();
+        let mut own_ph = Vec::new();
+        let mut uni: Vec<Phrase> = Vec::new();
+        for (w, b) in &ngrams {
+            let hit = kws.contains(w);
+            uni.push(end(spell(w), if hit { b + 0.5 } else { *b }));
+        }
+        for k in &kws {
+            let hit = ngrams.iter().any(|(w, _)| w == k);
+            in_lm += hit as usize;
+            own_ph.push(end(spell(k), if hit { 0.5 } else { 1.5 }));
+            if !hit {
+                uni.push(end(spell(k), 1.5));
+            }
+        }
+        own.push(boosting_tree(&own_ph, v, &opts).unwrap().0);
+        unified.push(boosting_tree(&uni, v, &opts).unwrap().0);
+    }
+    assert!(
+        in_lm > 0 && in_lm < sents.len(),
+        "keywords in and out of the LM"
+    );
+    let both = Contexts::SharedAndPerUtterance(&shared, &own);
+    let one = Contexts::PerUtterance(&unified);
+    // Step by step on label sequences: the sums are equal.
+    let mut rng = ctx_data::rng::Rng::new(5);
+    for i in 0..sents.len() {
+        let (a, b) = (both.get(i), one.get(i));
+        let (mut sa, mut sb) = (a.start(), b.start());
+        let words = spell(&sents[(i + rng.below(3)) % sents.len()]);
+        for &l in &words {
+            let l = if rng.below(5) == 0 {
+                rng.below(v) as u32
+            } else {
+                l
+            };
+            let ((wa, na), (wb, nb)) = (a.score(sa, l), b.score(sb, l));
+            assert_eq!(wa, wb, "utterance {i} label {l}");
+            (sa, sb) = (na, nb);
+        }
+        assert_eq!(a.final_weight(sa), b.final_weight(sb));
+    }
+    // Decoding: the same labels for CTC greedy and beam, RNN-T beam, AED greedy.
+    let ids: Vec<String> = (0..sents.len()).map(|i| format!("u{i}")).collect();
+    let dur = |s: &Vec<String>| 0.4 * s.len() as f64 + 0.3;
+    let ctc = ctx_data::acoustic::CtcSim::new(knobs(), bpe.clone()).with_vocabulary(all.clone());
+    let mats: Vec<ScoreMatrix> = sents
+        .iter()
+        .zip(&ids)
+        .map(|(s, u)| ctc.simulate(u, s, dur(s)).unwrap().0)
+        .collect();
+    let refs: Vec<&ScoreMatrix> = mats.iter().collect();
+    let rnnt = TransducerSim::new(knobs(), bpe.clone(), false).with_vocabulary(all.clone());
+    let r_utts: Vec<_> = sents
+        .iter()
+        .zip(&ids)
+        .map(|(s, u)| rnnt.simulate(u, s, dur(s)).unwrap())
+        .collect();
+    let aed = AedSim::new(knobs(), bpe.clone()).with_vocabulary(all.clone());
+    let a_utts: Vec<_> = sents
+        .iter()
+        .zip(&ids)
+        .map(|(s, u)| aed.simulate(u, s).unwrap())
+        .collect();
+    for query in [LmQuery::Full, LmQuery::Pruned] {
+        let run = |contexts| {
+            let f = Fusion {
+                query,
+                batch: 8,
+                contexts,
+                ..Fusion::with_lm(&lm, 0.3)
+            };
+            (
+                greedy_ctc(&refs, &f).unwrap(),
+                ngpu_lm::beam::beam_ctc(&refs, &f, 3).unwrap(),
+                ngpu_lm::beam::beam_transducer(&r_utts, &f, 3, 5).unwrap(),
+                greedy_aed(&a_utts, &f).unwrap(),
+            )
+        };
+        let (x, y) = (run(both), run(one));
+        assert!(x == y, "shared + own == unified ({query:?})");
+        assert!(
+            x != run(Contexts::None),
+            "the trees change outputs ({query:?})"
+        );
+    }
+}

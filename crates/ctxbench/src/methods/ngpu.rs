@@ -53,6 +53,10 @@ const COMPONENTS: &[Component] = &[
         name: "kb",
         doc: "keyword boosting: each utterance's list as an Aho-Corasick trie over its BPE pieces (003 §4.1.3; icefall's ContextGraph)",
     },
+    Component {
+        name: "wl",
+        doc: "WL-3gram-LM: the dataset's word n-gram LM spelled in BPE pieces in one shared Aho-Corasick trie, e^{log10 p} at each n-gram's last piece (003 §4.1.3); with kb the unified trie (keywords α_inLM / α_outLM)",
+    },
 ];
 
 const SETTINGS: &[SettingSpec] = &[
@@ -119,10 +123,28 @@ const SETTINGS: &[SettingSpec] = &[
         "bonus per matched piece, taken back when a keyword breaks off (003: 2.0)",
     ),
     spec(
-        "kb_strict",
-        Type::Bool,
+        "kb_mode",
+        Type::Str,
         "kb",
-        "strict Aho-Corasick matching (every overlapping keyword pays) or not (back to the root at a completed keyword)",
+        "strict (icefall: every overlapping keyword pays), non-strict (back to the root at a completed keyword) or nemo (NeMo's GPU tree: completed keywords never taken back)",
+    ),
+    spec(
+        "kb_depth_scaling",
+        Type::Float,
+        "kb",
+        "NeMo's depth scaling: the piece at depth d ≥ 2 earns kb_score·scale + ln d (0: off)",
+    ),
+    spec(
+        "wl_in_lm",
+        Type::Float,
+        "wl",
+        "with kb: α_inLM, added at the last piece of a keyword that is an n-gram of the LM (003: 0.5)",
+    ),
+    spec(
+        "wl_out_lm",
+        Type::Float,
+        "wl",
+        "with kb: α_outLM, the bonus at the last piece of a keyword outside the LM (003: 1.5)",
     ),
     spec(
         "lm_query",
@@ -159,7 +181,10 @@ impl Family for E2e {
         s.insert("lm_prune".into(), Value::Str("0,0,0,1,1".into()));
         s.insert("lm_query".into(), Value::Str("full".into()));
         s.insert("kb_score".into(), Value::Float(2.0));
-        s.insert("kb_strict".into(), Value::Bool(true));
+        s.insert("kb_mode".into(), Value::Str("strict".into()));
+        s.insert("kb_depth_scaling".into(), Value::Float(0.0));
+        s.insert("wl_in_lm".into(), Value::Float(0.5));
+        s.insert("wl_out_lm".into(), Value::Float(1.5));
     }
 
     fn required(&self) -> &'static [(&'static str, &'static str)] {
@@ -186,6 +211,18 @@ impl Family for E2e {
                     | crate::pipeline::ListKind::Global(_),
                 ) => {}
                 _ => bail!("{what}: kb_list '{l}' (sequences, unigrams, gt or list:NAME)"),
+            }
+        }
+        if let Some(m) = s.get("kb_mode").and_then(Value::as_str) {
+            if ngpu_lm::boost::Matching::parse(m).is_none() {
+                bail!("{what}: kb_mode '{m}' (strict, non-strict or nemo)");
+            }
+        }
+        for k in ["kb_score", "kb_depth_scaling", "wl_in_lm", "wl_out_lm"] {
+            if let Some(x) = s.get(k).and_then(Value::as_f64) {
+                if !x.is_finite() || (k == "kb_depth_scaling" && x < 0.0) {
+                    bail!("{what}: {k} {x} must be a finite number (≥ 0 for the scaling)");
+                }
             }
         }
         if let Some(q) = s.get("lm_query").and_then(Value::as_str) {
@@ -249,18 +286,29 @@ impl Family for E2e {
         let fused = first.method.has("ngpu-lm");
         let beam = first.method.has("beam");
         let lm = if fused { Some(st.lm(cx, first)?) } else { None };
+        // The WL-n-gram-LM trie is built once per dataset, like an LM is loaded (not timed).
+        let wl = if first.method.has("wl") {
+            Some(st.word_lm_trie(cx)?)
+        } else {
+            None
+        };
         // Keyword lists arrive with their utterances: building the tries counts in RTFx.
         let t_kb = Instant::now();
         let kb = match first.settings.get("kb_list").and_then(Value::as_str) {
-            Some(l) if first.method.has("kb") => Some(keyword_trees(&st, first, l)?),
+            Some(l) if first.method.has("kb") => Some(keyword_trees(&st, first, l, wl.as_deref())?),
             _ => None,
         };
         let kb_s = t_kb.elapsed().as_secs_f64();
+        use ngpu_lm::fusion::Contexts;
+        let contexts = match (&wl, &kb) {
+            (None, None) => Contexts::None,
+            (Some(w), None) => Contexts::Shared(&w.tree),
+            (None, Some(k)) => Contexts::PerUtterance(&k.trees),
+            (Some(w), Some(k)) => Contexts::SharedAndPerUtterance(&w.tree, &k.trees),
+        };
         let fusion = Fusion {
             lm: lm.as_deref().map(|(l, _)| l),
-            contexts: kb.as_ref().map_or(ngpu_lm::fusion::Contexts::None, |k| {
-                ngpu_lm::fusion::Contexts::PerUtterance(&k.trees)
-            }),
+            contexts,
             alpha: if fused {
                 num(first, "lm_alpha", 0.0) as f32
             } else {
@@ -379,6 +427,15 @@ impl Family for E2e {
                 m.insert("context_s".into(), kb_s);
                 m.insert("phrases_kept".into(), k.kept as f64);
                 m.insert("phrases_dropped".into(), k.dropped as f64);
+                if wl.is_some() {
+                    m.insert("keywords_in_lm".into(), k.in_lm as f64);
+                }
+            }
+            if let Some(w) = &wl {
+                m.insert("wl_ngrams".into(), w.ngrams as f64);
+                m.insert("wl_nodes".into(), w.nodes as f64);
+                m.insert("wl_mb".into(), w.tree.bytes() as f64 / 1e6);
+                m.insert("wl_build_s".into(), w.build_s);
             }
             if let Some((l, ngrams)) = lm.as_deref() {
                 m.insert("lm_ngrams".into(), *ngrams as f64);
@@ -415,6 +472,17 @@ struct E2eSetup {
     bpe: Bpe,
     model: Model,
     lms: Mutex<BTreeMap<String, Arc<(NgramLm, usize)>>>,
+    wl: Mutex<Option<Arc<WordLmTrie>>>,
+}
+
+/// The WL-n-gram-LM trie of a dataset (003 §4.1.3): its word LM's n-grams spelled in the
+/// model's pieces, shared by every utterance; the LM kept to tell keywords in it from others.
+struct WordLmTrie {
+    tree: NgramLm,
+    lm: ctx_core::arpa::ArpaLm,
+    ngrams: usize,
+    nodes: usize,
+    build_s: f64,
 }
 
 /// The last setup, kept while consecutive groups share it (BPE training and the LM estimate
@@ -467,12 +535,64 @@ fn setup(cx: &GroupContext<'_>, first: &Point) -> Result<Arc<E2eSetup>> {
         bpe,
         model,
         lms: Mutex::new(BTreeMap::new()),
+        wl: Mutex::new(None),
     });
     *cache = Some((key, st.clone()));
     Ok(st)
 }
 
 impl E2eSetup {
+    /// Spells a word in the model's pieces as 0-based labels (`None`: a character the BPE
+    /// model lacks).
+    fn spell(&self, w: &str) -> Option<Vec<u32>> {
+        self.bpe
+            .encode_word(w)
+            .iter()
+            .map(|piece| self.bpe.id(piece).map(|id| id - 1))
+            .collect()
+    }
+
+    /// The dataset's WL-n-gram-LM trie (its word LM, the one its graphs are compiled from:
+    /// Earnings-22 text for Earnings-21), built on first use (strict matching, end bonuses).
+    fn word_lm_trie(&self, cx: &GroupContext<'_>) -> Result<Arc<WordLmTrie>> {
+        let mut wl = self
+            .wl
+            .lock()
+            .map_err(|_| anyhow!("WL trie cache poisoned"))?;
+        if let Some(w) = wl.as_ref() {
+            return Ok(w.clone());
+        }
+        let t0 = Instant::now();
+        let name = self.dataset.name.trim_end_matches("-quick");
+        let lm = ctx_data::graphs::dataset_lm(cx.reg, name)
+            .with_context(|| format!("the word LM of {name}"))?;
+        let words: Vec<&str> = lm.vocab().iter().map(String::as_str).collect();
+        let spelled: std::collections::HashMap<&str, Option<Vec<u32>>> =
+            words.par_iter().map(|w| (*w, self.spell(w))).collect();
+        let (phrases, rep) = ngpu_lm::boost::word_lm_phrases(
+            &lm,
+            |w| spelled.get(w).cloned().flatten(),
+            &[],
+            0.0,
+            0.0,
+        );
+        let (tree, brep) = ngpu_lm::boost::boosting_tree(
+            &phrases,
+            self.bpe.len(),
+            &ngpu_lm::boost::BoostOptions::default(),
+        )
+        .with_context(|| format!("the WL-n-gram-LM trie of {name}"))?;
+        let w = Arc::new(WordLmTrie {
+            tree,
+            ngrams: rep.ngrams,
+            nodes: brep.nodes,
+            build_s: t0.elapsed().as_secs_f64(),
+            lm,
+        });
+        *wl = Some(w.clone());
+        Ok(w)
+    }
+
     /// The token LM of a point's `lm_order` and `lm_prune` as arrays (and its n-gram count).
     fn lm(&self, cx: &GroupContext<'_>, p: &Point) -> Result<Arc<(NgramLm, usize)>> {
         let order = num(p, "lm_order", 6.0) as usize;
@@ -494,42 +614,53 @@ impl E2eSetup {
     }
 }
 
-/// Per-utterance keyword tries of a point (`kb_list`, `kb_score`, `kb_strict`).
+/// Per-utterance keyword tries of a point (`kb_list`, `kb_score`, `kb_mode`,
+/// `kb_depth_scaling`; with `wl` the keywords' α_inLM / α_outLM).
 struct KeywordTrees {
     /// One per utterance, in dataset order.
     trees: Vec<NgramLm>,
     /// Phrases entered, summed over distinct lists.
     kept: usize,
+    /// Of those, keywords that are n-grams of the WL-n-gram-LM (with `wl`).
+    in_lm: usize,
     /// Phrases with a word the BPE model cannot spell (a character it lacks), left out.
     dropped: usize,
 }
 
 /// Each utterance's list of `kind` spelled in the model's pieces, as an Aho-Corasick trie; one
-/// trie per distinct list, shared by the utterances that have it.
-fn keyword_trees(st: &E2eSetup, p: &Point, kind: &str) -> Result<KeywordTrees> {
+/// trie per distinct list, shared by the utterances that have it. Beside a WL-n-gram-LM trie
+/// (`wl`) a keyword earns α_inLM or α_outLM at its last piece instead (003's unified trie, the
+/// shared n-grams in the other tree).
+fn keyword_trees(
+    st: &E2eSetup,
+    p: &Point,
+    kind: &str,
+    wl: Option<&WordLmTrie>,
+) -> Result<KeywordTrees> {
     use crate::pipeline::ListKind;
-    use ngpu_lm::boost::{boosting_tree, BoostOptions, Phrase};
+    use ngpu_lm::boost::{boosting_tree, lm_keyword_phrases, BoostOptions, Matching, Phrase};
     let kind = ListKind::parse(kind).ok_or_else(|| anyhow!("kb_list '{kind}'"))?;
+    let mode = s(p, "kb_mode");
+    let scaling = num(p, "kb_depth_scaling", 0.0) as f32;
     let opts = BoostOptions {
         default_score: num(p, "kb_score", 2.0) as f32,
-        strict: p
-            .settings
-            .get("kb_strict")
-            .and_then(Value::as_bool)
-            .unwrap_or(true),
+        matching: if wl.is_some() {
+            // End bonuses only: the sum with the shared trie is the unified trie.
+            Matching::Strict
+        } else {
+            Matching::parse(&mode).ok_or_else(|| anyhow!("kb_mode '{mode}'"))?
+        },
+        depth_scaling: (scaling > 0.0 && wl.is_none()).then_some(scaling),
     };
+    let (in_lm, out_lm) = (
+        num(p, "wl_in_lm", 0.5) as f32,
+        num(p, "wl_out_lm", 1.5) as f32,
+    );
     let ds = &st.dataset;
     let list_of = |u: &ctx_data::dataset::Utterance| -> Vec<Vec<String>> {
         crate::pipeline::dataset_list_of(ds, u, &kind)
             .map(|l| l.phrases)
             .unwrap_or_default()
-    };
-    let spell = |w: &str| -> Option<Vec<u32>> {
-        st.bpe
-            .encode_word(w)
-            .iter()
-            .map(|piece| st.bpe.id(piece).map(|id| id - 1))
-            .collect()
     };
     let v = st.bpe.len();
     // Distinct lists in first-use order, then their tries built in parallel.
@@ -553,14 +684,20 @@ fn keyword_trees(st: &E2eSetup, p: &Point, kind: &str) -> Result<KeywordTrees> {
         .map(String::as_str)
         .collect();
     let spelled: std::collections::HashMap<&str, Option<Vec<u32>>> =
-        words.into_par_iter().map(|w| (w, spell(w))).collect();
+        words.into_par_iter().map(|w| (w, st.spell(w))).collect();
     let spell = |w: &str| spelled.get(w).cloned().flatten();
-    let built: Vec<(NgramLm, usize, usize)> = lists
+    let built: Vec<(NgramLm, usize, usize, usize)> = lists
         .par_iter()
         .enumerate()
         .map(|(k, list)| {
-            let (mut phrases, mut dropped) = (Vec::new(), 0);
-            for ph in list {
+            let (mut phrases, mut dropped, mut found) = (Vec::new(), 0, 0);
+            if let Some(w) = wl {
+                let (ph, rep) = lm_keyword_phrases(&w.lm, spell, list, in_lm, out_lm);
+                phrases = ph;
+                dropped = rep.keywords_unspelled;
+                found = rep.keywords_in_lm;
+            }
+            for ph in list.iter().filter(|_| wl.is_none()) {
                 let mut labels = Vec::new();
                 let ok = ph.iter().all(|w| match spell(w) {
                     Some(l) => {
@@ -580,16 +717,18 @@ fn keyword_trees(st: &E2eSetup, p: &Point, kind: &str) -> Result<KeywordTrees> {
                 let u = which.iter().position(|&w| w == k).unwrap_or(0);
                 format!("the keyword trie of utterance {}", ds.utterances[u].id)
             })?;
-            Ok((tree, kept, dropped))
+            Ok((tree, kept, dropped, found))
         })
         .collect::<Result<_>>()?;
     let kept = built.iter().map(|b| b.1).sum();
     let dropped = built.iter().map(|b| b.2).sum();
+    let in_lm = built.iter().map(|b| b.3).sum();
     let distinct: Vec<NgramLm> = built.into_iter().map(|b| b.0).collect();
     let trees = which.iter().map(|&i| distinct[i].clone()).collect();
     Ok(KeywordTrees {
         trees,
         kept,
+        in_lm,
         dropped,
     })
 }
