@@ -34,7 +34,6 @@
 
 use crate::arrays::{NgramLm, MAX_CHAIN};
 use crate::error::{NgpuError, Result};
-use std::collections::BTreeMap;
 
 /// How a boosting tree pays for completed phrases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -108,10 +107,9 @@ impl Phrase {
     }
 }
 
-/// A trie node during the build.
+/// A trie node during the build (its children in compressed rows beside).
 #[derive(Debug, Clone)]
 struct Node {
-    next: BTreeMap<u32, usize>,
     token_score: f32,
     node_score: f32,
     output_score: f32,
@@ -125,7 +123,6 @@ struct Node {
 impl Node {
     fn new(depth: usize) -> Self {
         Self {
-            next: BTreeMap::new(),
             token_score: 0.0,
             node_score: 0.0,
             output_score: 0.0,
@@ -166,9 +163,6 @@ pub fn boosting_tree(
             "depth scaling {d} is not finite"
         )));
     }
-    // Duplicates: the larger score kept.
-    let mut uniq: BTreeMap<&[u32], (f32, f32)> = BTreeMap::new();
-    let mut duplicates = 0;
     for (i, p) in phrases.iter().enumerate() {
         if p.labels.is_empty() {
             return Err(NgpuError::Invalid(format!("phrase {i} is empty")));
@@ -192,70 +186,109 @@ pub fn boosting_tree(
                 p.end_bonus
             )));
         }
-        match uniq.get_mut(p.labels.as_slice()) {
-            Some(old) => {
-                duplicates += 1;
-                *old = (old.0.max(s), old.1.max(p.end_bonus));
+    }
+    // Phrases in label order; duplicates merged (the larger score and end bonus kept).
+    let mut sorted: Vec<usize> = (0..phrases.len()).collect();
+    sorted.sort_unstable_by(|&a, &b| phrases[a].labels.cmp(&phrases[b].labels).then(a.cmp(&b)));
+    let mut uniq: Vec<(usize, f32, f32)> = Vec::with_capacity(sorted.len());
+    for &i in &sorted {
+        let p = &phrases[i];
+        let s = p.score.unwrap_or(opts.default_score);
+        match uniq.last_mut() {
+            Some(u) if phrases[u.0].labels == p.labels => {
+                u.1 = u.1.max(s);
+                u.2 = u.2.max(p.end_bonus);
             }
-            None => {
-                uniq.insert(&p.labels, (s, p.end_bonus));
-            }
+            _ => uniq.push((i, s, p.end_bonus)),
         }
     }
-    // The trie (icefall's build: a shared node keeps the largest token score).
+    let duplicates = phrases.len() - uniq.len();
+    // The trie (icefall's build: a shared node keeps the largest token score), built along
+    // the sorted phrases: each shares its longest common prefix with the one before, so nodes
+    // come in depth-first order and every node's children in increasing label order.
     let mut nodes = vec![Node::new(0)];
-    for (labels, &(score, end_bonus)) in &uniq {
-        let mut n = 0;
+    let (mut parent, mut label) = (vec![0u32], vec![0u32]);
+    let mut path: Vec<usize> = vec![0];
+    let mut prev: &[u32] = &[];
+    for &(pi, score, end_bonus) in &uniq {
+        let labels = &phrases[pi].labels;
+        let lcp = prev.iter().zip(labels).take_while(|(a, b)| a == b).count();
+        path.truncate(lcp + 1);
         for (i, &l) in labels.iter().enumerate() {
-            let last = i + 1 == labels.len();
             let token = match opts.depth_scaling {
                 Some(d) if i > 0 => score * d + ((i + 1) as f32).ln(),
                 _ => score,
             };
-            let child = match nodes[n].next.get(&l) {
-                Some(&c) => {
-                    nodes[c].token_score = nodes[c].token_score.max(token);
-                    c
-                }
-                None => {
-                    let c = nodes.len();
-                    let mut node = Node::new(i + 1);
-                    node.token_score = token;
-                    nodes.push(node);
-                    nodes[n].next.insert(l, c);
-                    c
-                }
-            };
-            if last {
-                nodes[child].is_end = true;
-                nodes[child].end_bonus = nodes[child].end_bonus.max(end_bonus);
+            if i < lcp {
+                let c = path[i + 1];
+                nodes[c].token_score = nodes[c].token_score.max(token);
+            } else {
+                let c = nodes.len();
+                let mut node = Node::new(i + 1);
+                node.token_score = token;
+                nodes.push(node);
+                parent.push(path[i] as u32);
+                label.push(l);
+                path.push(c);
             }
-            n = child;
         }
+        let last = path[labels.len()];
+        nodes[last].is_end = true;
+        nodes[last].end_bonus = nodes[last].end_bonus.max(end_bonus);
+        prev = labels;
     }
-    // Node scores top-down (parents before children: creation order), then failure and output
-    // links breadth-first.
-    let mut order: Vec<usize> = vec![0];
+    let ns = nodes.len();
+    // Children as compressed rows (creation order keeps labels increasing); the root's by label.
+    let mut child_start = vec![0u32; ns + 1];
+    for &p in &parent[1..] {
+        child_start[p as usize + 1] += 1;
+    }
+    for n in 0..ns {
+        child_start[n + 1] += child_start[n];
+    }
+    let mut fill = child_start.clone();
+    let mut children = vec![0u32; ns.saturating_sub(1)];
+    for (c, &p) in parent.iter().enumerate().skip(1) {
+        let p = p as usize;
+        children[fill[p] as usize] = c as u32;
+        fill[p] += 1;
+    }
+    let mut root_child = vec![u32::MAX; vocab];
+    for &c in &children[..child_start[1] as usize] {
+        root_child[label[c as usize] as usize] = c;
+    }
+    let kids = |n: usize| &children[child_start[n] as usize..child_start[n + 1] as usize];
+    let child = |n: usize, l: u32| -> Option<usize> {
+        if n == 0 {
+            let c = root_child[l as usize];
+            return (c != u32::MAX).then_some(c as usize);
+        }
+        let k = kids(n);
+        k.binary_search_by(|&c| label[c as usize].cmp(&l))
+            .ok()
+            .map(|i| k[i] as usize)
+    };
+    // Node scores top-down, failure and output links breadth-first.
+    let mut order: Vec<usize> = Vec::with_capacity(ns);
+    order.push(0);
     let mut head = 0;
     while head < order.len() {
         let n = order[head];
         head += 1;
-        let children: Vec<(u32, usize)> = nodes[n].next.iter().map(|(&l, &c)| (l, c)).collect();
-        for (l, c) in children {
+        for &c in kids(n) {
+            let (c, l) = (c as usize, label[c as usize]);
             nodes[c].node_score = nodes[n].node_score + nodes[c].token_score;
             if n != 0 {
                 let mut f = nodes[n].fail;
-                loop {
-                    if let Some(&t) = nodes[f].next.get(&l) {
-                        nodes[c].fail = t;
-                        break;
+                nodes[c].fail = loop {
+                    if let Some(t) = child(f, l) {
+                        break t;
                     }
                     if f == 0 {
-                        nodes[c].fail = 0;
-                        break;
+                        break 0;
                     }
                     f = nodes[f].fail;
-                }
+                };
             }
             // The nearest end node along the failure chain.
             let mut o = nodes[c].fail;
@@ -282,7 +315,6 @@ pub fn boosting_tree(
         nodes[n].output_score = own + out;
     }
     // Arrays: state = node id; arcs by (state, label); the root holds every label.
-    let ns = nodes.len();
     let (mut arc_start, mut arc_label, mut arc_weight, mut arc_to) = (
         Vec::with_capacity(ns + 1),
         Vec::new(),
@@ -310,22 +342,26 @@ pub fn boosting_tree(
             (n.token_score, c as u32)
         }
     };
-    for (s, node) in nodes.iter().enumerate() {
+    arc_label.reserve(vocab + ns);
+    arc_weight.reserve(vocab + ns);
+    arc_to.reserve(vocab + ns);
+    for s in 0..ns {
         arc_start.push(arc_label.len() as u32);
         if s == 0 {
             // Every label, at weight 0 back to the root, then the phrases' first labels.
             arc_label.extend(0..vocab as u32);
             arc_weight.resize(vocab, 0.0);
             arc_to.resize(vocab, 0);
-            for (&l, &c) in &node.next {
-                let (w, t) = arc_of(c);
-                arc_weight[l as usize] = w;
-                arc_to[l as usize] = t;
+            for &c in kids(0) {
+                let (w, t) = arc_of(c as usize);
+                let l = label[c as usize] as usize;
+                arc_weight[l] = w;
+                arc_to[l] = t;
             }
         } else {
-            for (&l, &c) in &node.next {
-                let (w, t) = arc_of(c);
-                arc_label.push(l);
+            for &c in kids(s) {
+                let (w, t) = arc_of(c as usize);
+                arc_label.push(label[c as usize]);
                 arc_weight.push(w);
                 arc_to.push(t);
             }

@@ -65,10 +65,10 @@ pub enum Contexts<'a> {
     None,
     /// One tree for every utterance.
     Shared(&'a NgramLm),
-    /// Tree `i` for utterance `i`.
-    PerUtterance(&'a [NgramLm]),
+    /// Tree `i` for utterance `i` (utterances with the same list may share one tree).
+    PerUtterance(&'a [&'a NgramLm]),
     /// A tree for every utterance plus tree `i` for utterance `i`.
-    SharedAndPerUtterance(&'a NgramLm, &'a [NgramLm]),
+    SharedAndPerUtterance(&'a NgramLm, &'a [&'a NgramLm]),
 }
 
 impl<'a> Contexts<'a> {
@@ -82,18 +82,18 @@ impl<'a> Contexts<'a> {
             },
             Contexts::PerUtterance(ts) => UttContext {
                 shared: None,
-                own: ts.get(i),
+                own: ts.get(i).copied(),
             },
             Contexts::SharedAndPerUtterance(t, ts) => UttContext {
                 shared: Some(t),
-                own: ts.get(i),
+                own: ts.get(i).copied(),
             },
         }
     }
 
     /// Checks the trees against `utts` utterances of a model with `width` columns.
     pub(crate) fn check(&self, utts: usize, width: usize) -> Result<()> {
-        let (shared, own): (Option<&NgramLm>, &[NgramLm]) = match *self {
+        let (shared, own): (Option<&NgramLm>, &[&NgramLm]) = match *self {
             Contexts::None => return Ok(()),
             Contexts::Shared(t) => (Some(t), &[]),
             Contexts::PerUtterance(ts) => (None, ts),
@@ -111,7 +111,7 @@ impl<'a> Contexts<'a> {
         }
         if let Some(t) = shared
             .into_iter()
-            .chain(own)
+            .chain(own.iter().copied())
             .find(|t| t.vocab_size() + 1 != width)
         {
             return Err(NgpuError::VocabMismatch {

@@ -472,9 +472,9 @@ fn a_context_tree_boosts_its_phrase_in_greedy_decoding() {
         );
     }
     // A wrong number of per-utterance trees is an error.
-    let trees = vec![tree.clone(), tree.clone()];
+    let tree_refs = vec![&tree, &tree];
     let f = Fusion {
-        contexts: Contexts::PerUtterance(&trees),
+        contexts: Contexts::PerUtterance(&tree_refs),
         ..Fusion::none()
     };
     assert!(greedy_ctc(&[&m], &f)
@@ -514,6 +514,7 @@ fn per_utterance_contexts_in_one_batch_equal_decoding_each_alone() {
             boosting_tree(&ph, v, &BoostOptions::default()).unwrap().0
         })
         .collect();
+    let tree_refs: Vec<&NgramLm> = trees.iter().collect();
     let ctc = ctx_data::acoustic::CtcSim::new(knobs(), bpe.clone()).with_vocabulary(all.clone());
     let mats: Vec<ScoreMatrix> = sents
         .iter()
@@ -538,7 +539,7 @@ fn per_utterance_contexts_in_one_batch_equal_decoding_each_alone() {
         let batched = Fusion {
             query,
             batch: 16,
-            contexts: Contexts::PerUtterance(&trees),
+            contexts: Contexts::PerUtterance(&tree_refs),
             ..Fusion::with_lm(&lm, 0.5)
         };
         let got = (
@@ -660,6 +661,8 @@ fn shared_plus_per_utterance_trees_equal_the_unified_trie() {
         in_lm > 0 && in_lm < sents.len(),
         "keywords in and out of the LM"
     );
+    let (own, unified): (Vec<&NgramLm>, Vec<&NgramLm>) =
+        (own.iter().collect(), unified.iter().collect());
     let both = Contexts::SharedAndPerUtterance(&shared, &own);
     let one = Contexts::PerUtterance(&unified);
     // Step by step on label sequences: the sums are equal.

@@ -300,11 +300,15 @@ impl Family for E2e {
         };
         let kb_s = t_kb.elapsed().as_secs_f64();
         use ngpu_lm::fusion::Contexts;
+        let own: Vec<&NgramLm> = kb
+            .as_ref()
+            .map(|k| k.which.iter().map(|&i| &k.distinct[i]).collect())
+            .unwrap_or_default();
         let contexts = match (&wl, &kb) {
             (None, None) => Contexts::None,
             (Some(w), None) => Contexts::Shared(&w.tree),
-            (None, Some(k)) => Contexts::PerUtterance(&k.trees),
-            (Some(w), Some(k)) => Contexts::SharedAndPerUtterance(&w.tree, &k.trees),
+            (None, Some(_)) => Contexts::PerUtterance(&own),
+            (Some(w), Some(_)) => Contexts::SharedAndPerUtterance(&w.tree, &own),
         };
         let fusion = Fusion {
             lm: lm.as_deref().map(|(l, _)| l),
@@ -617,8 +621,10 @@ impl E2eSetup {
 /// Per-utterance keyword tries of a point (`kb_list`, `kb_score`, `kb_mode`,
 /// `kb_depth_scaling`; with `wl` the keywords' α_inLM / α_outLM).
 struct KeywordTrees {
-    /// One per utterance, in dataset order.
-    trees: Vec<NgramLm>,
+    /// One per distinct list.
+    distinct: Vec<NgramLm>,
+    /// The tree of each utterance, in dataset order (an index into `distinct`).
+    which: Vec<usize>,
     /// Phrases entered, summed over distinct lists.
     kept: usize,
     /// Of those, keywords that are n-grams of the WL-n-gram-LM (with `wl`).
@@ -657,32 +663,53 @@ fn keyword_trees(
         num(p, "wl_out_lm", 1.5) as f32,
     );
     let ds = &st.dataset;
-    let list_of = |u: &ctx_data::dataset::Utterance| -> Vec<Vec<String>> {
-        crate::pipeline::dataset_list_of(ds, u, &kind)
-            .map(|l| l.phrases)
-            .unwrap_or_default()
+    // An utterance's list: the dataset's own (sequences: borrowed, told apart by address) or
+    // made for it (unigrams, ground truth, global: told apart by content).
+    let list_of = |u: &ctx_data::dataset::Utterance| -> std::borrow::Cow<'_, [Vec<String>]> {
+        match kind {
+            ListKind::Sequences => {
+                std::borrow::Cow::Borrowed(ds.list_for(u).map_or(&[][..], |l| &l.phrases[..]))
+            }
+            _ => std::borrow::Cow::Owned(
+                crate::pipeline::dataset_list_of(ds, u, &kind)
+                    .map(|l| l.phrases)
+                    .unwrap_or_default(),
+            ),
+        }
     };
     let v = st.bpe.len();
     // Distinct lists in first-use order, then their tries built in parallel.
-    let mut index: std::collections::HashMap<Vec<Vec<String>>, usize> = Default::default();
-    let mut lists: Vec<Vec<Vec<String>>> = Vec::new();
+    #[derive(PartialEq, Eq, Hash)]
+    enum ListKey {
+        Address(usize),
+        Content(Vec<Vec<String>>),
+    }
+    let mut index: std::collections::HashMap<ListKey, usize> = Default::default();
+    let mut lists: Vec<std::borrow::Cow<'_, [Vec<String>]>> = Vec::new();
     let mut which = Vec::with_capacity(ds.utterances.len());
     for u in &ds.utterances {
         let list = list_of(u);
+        let key = match &list {
+            std::borrow::Cow::Borrowed(l) if !l.is_empty() => ListKey::Address(l.as_ptr() as usize),
+            l => ListKey::Content(l.to_vec()),
+        };
         let next = lists.len();
-        let i = *index.entry(list.clone()).or_insert_with(|| {
+        let i = *index.entry(key).or_insert_with(|| {
             lists.push(list);
             next
         });
         which.push(i);
     }
     // Each distinct word spelled once (BPE encoding is the slow part of building the tries).
-    let words: std::collections::BTreeSet<&str> = lists
+    let mut words: Vec<&str> = lists
         .iter()
-        .flatten()
+        .flat_map(|l| l.iter())
         .flatten()
         .map(String::as_str)
+        .collect::<std::collections::HashSet<&str>>()
+        .into_iter()
         .collect();
+    words.sort_unstable();
     let spelled: std::collections::HashMap<&str, Option<Vec<u32>>> =
         words.into_par_iter().map(|w| (w, st.spell(w))).collect();
     let spell = |w: &str| spelled.get(w).cloned().flatten();
@@ -698,13 +725,13 @@ fn keyword_trees(
                 found = rep.keywords_in_lm;
             }
             for ph in list.iter().filter(|_| wl.is_none()) {
-                let mut labels = Vec::new();
-                let ok = ph.iter().all(|w| match spell(w) {
-                    Some(l) => {
-                        labels.extend(l);
+                let mut labels = Vec::with_capacity(4 * ph.len());
+                let ok = ph.iter().all(|w| match spelled.get(w.as_str()) {
+                    Some(Some(l)) => {
+                        labels.extend_from_slice(l);
                         true
                     }
-                    None => false,
+                    _ => false,
                 });
                 if ok && !labels.is_empty() {
                     phrases.push(Phrase::keyword(labels, None));
@@ -724,9 +751,9 @@ fn keyword_trees(
     let dropped = built.iter().map(|b| b.2).sum();
     let in_lm = built.iter().map(|b| b.3).sum();
     let distinct: Vec<NgramLm> = built.into_iter().map(|b| b.0).collect();
-    let trees = which.iter().map(|&i| distinct[i].clone()).collect();
     Ok(KeywordTrees {
-        trees,
+        distinct,
+        which,
         kept,
         in_lm,
         dropped,
