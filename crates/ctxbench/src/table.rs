@@ -63,6 +63,7 @@ pub fn format_measure(m: &str, v: f64) -> String {
             format!("{v:.0}")
         }
         "lattice_density" => format!("{v:.2}"),
+        "context_s" | "wl_build_s" => format!("{v:.3}"),
         _ => format!("{v:.1}"),
     }
 }

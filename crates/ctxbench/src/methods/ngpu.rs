@@ -684,7 +684,7 @@ fn keyword_trees(
         Address(usize),
         Content(Vec<Vec<String>>),
     }
-    let mut index: std::collections::HashMap<ListKey, usize> = Default::default();
+    let mut index: rustc_hash::FxHashMap<ListKey, usize> = Default::default();
     let mut lists: Vec<std::borrow::Cow<'_, [Vec<String>]>> = Vec::new();
     let mut which = Vec::with_capacity(ds.utterances.len());
     for u in &ds.utterances {
@@ -706,11 +706,11 @@ fn keyword_trees(
         .flat_map(|l| l.iter())
         .flatten()
         .map(String::as_str)
-        .collect::<std::collections::HashSet<&str>>()
+        .collect::<rustc_hash::FxHashSet<&str>>()
         .into_iter()
         .collect();
     words.sort_unstable();
-    let spelled: std::collections::HashMap<&str, Option<Vec<u32>>> =
+    let spelled: rustc_hash::FxHashMap<&str, Option<Vec<u32>>> =
         words.into_par_iter().map(|w| (w, st.spell(w))).collect();
     let spell = |w: &str| spelled.get(w).cloned().flatten();
     let built: Vec<(NgramLm, usize, usize, usize)> = lists
