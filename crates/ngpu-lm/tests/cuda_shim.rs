@@ -159,3 +159,59 @@ fn batches_beyond_one_grid_launch_in_slices() {
         .unwrap();
     assert_eq!((bits(&cs), cn), (bits(&gs), gn));
 }
+
+/// A boosting tree is queried by the same kernels: icefall's phrases under each matching rule
+/// (NeMo's with depth scaling), full-vocabulary, sparse and final queries on the device equal the
+/// CPU's bit for bit from every trie node (deep back-off chains included).
+#[test]
+fn boosting_trees_on_the_device_equal_the_cpu() {
+    use ngpu_lm::boost::{boosting_tree, BoostOptions, Matching, Phrase};
+    let phrases: Vec<Phrase> = [
+        "S", "HE", "SHE", "SHELL", "HIS", "HERS", "HELLO", "THIS", "THEM",
+    ]
+    .iter()
+    .map(|p| Phrase::keyword(p.bytes().map(|b| (b - b'A') as u32).collect(), None))
+    .chain([Phrase {
+        labels: vec![7, 4, 11, 11],
+        score: Some(0.0),
+        end_bonus: 0.7,
+    }])
+    .collect();
+    for (matching, depth_scaling) in [
+        (Matching::Strict, None),
+        (Matching::NonStrict, None),
+        (Matching::Nemo, Some(1.5)),
+    ] {
+        let opts = BoostOptions {
+            default_score: 2.0,
+            matching,
+            depth_scaling,
+        };
+        let (tree, rep) = boosting_tree(&phrases, 26, &opts).unwrap();
+        let states: Vec<u32> = (0..rep.nodes as u32).collect();
+        let (b, v) = (states.len(), tree.vocab_size());
+        for d in devices() {
+            let mut dev = DeviceLm::new(&tree, d).unwrap();
+            let (mut cs, mut cn) = (vec![0f32; b * v], vec![0u32; b * v]);
+            tree.advance(&states, &mut cs, &mut cn).unwrap();
+            let (mut gs, mut gn) = (vec![1f32; b * v], vec![7u32; b * v]);
+            dev.advance(&states, &mut gs, &mut gn).unwrap();
+            assert_eq!(bits(&cs), bits(&gs), "{matching:?}: scores");
+            assert_eq!(cn, gn, "{matching:?}: next states");
+            let labels: Vec<u32> = (0..b as u32).map(|i| (i * 7) % 26).collect();
+            let (mut cs, mut cn) = (vec![0f32; b], vec![0u32; b]);
+            tree.advance_sparse(&states, &labels, &mut cs, &mut cn)
+                .unwrap();
+            let (mut gs, mut gn) = (vec![1f32; b], vec![7u32; b]);
+            dev.advance_sparse(&states, &labels, &mut gs, &mut gn)
+                .unwrap();
+            assert_eq!(bits(&cs), bits(&gs), "{matching:?}: sparse scores");
+            assert_eq!(cn, gn, "{matching:?}: sparse next states");
+            let mut cf = vec![0f32; b];
+            tree.final_weights(&states, &mut cf).unwrap();
+            let mut gf = vec![1f32; b];
+            dev.final_weights(&states, &mut gf).unwrap();
+            assert_eq!(bits(&cf), bits(&gf), "{matching:?}: final weights");
+        }
+    }
+}
