@@ -41,6 +41,7 @@ pub const MEASURES: &[&str] = &[
     "batch_mean",
     "repeats",
     "keywords_in_lm",
+    "phrases_duplicate",
     "wl_ngrams",
     "wl_nodes",
     "wl_build_s",

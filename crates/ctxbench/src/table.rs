@@ -59,7 +59,8 @@ pub fn format_measure(m: &str, v: f64) -> String {
     match m {
         "rtfx" if v >= 100.0 => format!("{v:.0}"),
         "peak_mem_mb" | "utterances" | "graph_states" | "graph_arcs" | "phrases_kept"
-        | "phrases_dropped" | "boosted_arcs" | "keywords_in_lm" | "wl_ngrams" | "wl_nodes" => {
+        | "phrases_dropped" | "boosted_arcs" | "keywords_in_lm" | "wl_ngrams" | "wl_nodes"
+        | "phrases_duplicate" => {
             format!("{v:.0}")
         }
         "lattice_density" => format!("{v:.2}"),

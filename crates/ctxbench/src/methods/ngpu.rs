@@ -431,6 +431,7 @@ impl Family for E2e {
                 m.insert("context_s".into(), kb_s);
                 m.insert("phrases_kept".into(), k.kept as f64);
                 m.insert("phrases_dropped".into(), k.dropped as f64);
+                m.insert("phrases_duplicate".into(), k.duplicates as f64);
                 if wl.is_some() {
                     m.insert("keywords_in_lm".into(), k.in_lm as f64);
                 }
@@ -629,6 +630,8 @@ struct KeywordTrees {
     kept: usize,
     /// Of those, keywords that are n-grams of the WL-n-gram-LM (with `wl`).
     in_lm: usize,
+    /// Of those, repeats of a phrase already in the same list (merged: the larger score kept).
+    duplicates: usize,
     /// Phrases with a word the BPE model cannot spell (a character it lacks), left out.
     dropped: usize,
 }
@@ -713,7 +716,7 @@ fn keyword_trees(
     let spelled: rustc_hash::FxHashMap<&str, Option<Vec<u32>>> =
         words.into_par_iter().map(|w| (w, st.spell(w))).collect();
     let spell = |w: &str| spelled.get(w).cloned().flatten();
-    let built: Vec<(NgramLm, usize, usize, usize)> = lists
+    let built: Vec<(NgramLm, usize, usize, usize, usize)> = lists
         .par_iter()
         .enumerate()
         .map(|(k, list)| {
@@ -740,14 +743,15 @@ fn keyword_trees(
                 }
             }
             let kept = phrases.len();
-            let (tree, _) = boosting_tree(&phrases, v, &opts).with_context(|| {
+            let (tree, rep) = boosting_tree(&phrases, v, &opts).with_context(|| {
                 let u = which.iter().position(|&w| w == k).unwrap_or(0);
                 format!("the keyword trie of utterance {}", ds.utterances[u].id)
             })?;
-            Ok((tree, kept, dropped, found))
+            Ok((tree, kept, dropped, found, rep.duplicates))
         })
         .collect::<Result<_>>()?;
     let kept = built.iter().map(|b| b.1).sum();
+    let duplicates = built.iter().map(|b| b.4).sum();
     let dropped = built.iter().map(|b| b.2).sum();
     let in_lm = built.iter().map(|b| b.3).sum();
     let distinct: Vec<NgramLm> = built.into_iter().map(|b| b.0).collect();
@@ -756,6 +760,7 @@ fn keyword_trees(
         which,
         kept,
         in_lm,
+        duplicates,
         dropped,
     })
 }
