@@ -294,41 +294,77 @@ fn sim_setup() -> (Vec<Vec<String>>, Bpe, NgramLm) {
     (sents, bpe, lm)
 }
 
+/// The four simulated models over the sentences' words; sentence `i` is utterance `u{i}`,
+/// 0.4 s a word plus 0.3 s.
+struct Sims {
+    ctc: ctx_data::acoustic::CtcSim,
+    rnnt: TransducerSim,
+    tdt: TransducerSim,
+    aed: AedSim,
+}
+
+impl Sims {
+    fn new(sents: &[Vec<String>], bpe: &Bpe) -> Self {
+        let all: Vec<&str> = sents
+            .iter()
+            .flat_map(|s| s.iter().map(String::as_str))
+            .collect();
+        Sims {
+            ctc: ctx_data::acoustic::CtcSim::new(knobs(), bpe.clone()).with_vocabulary(all.clone()),
+            rnnt: TransducerSim::new(knobs(), bpe.clone(), false).with_vocabulary(all.clone()),
+            tdt: TransducerSim::new(knobs(), bpe.clone(), true).with_vocabulary(all.clone()),
+            aed: AedSim::new(knobs(), bpe.clone()).with_vocabulary(all),
+        }
+    }
+
+    fn dur(s: &[String]) -> f64 {
+        0.4 * s.len() as f64 + 0.3
+    }
+
+    fn ctc(&self, sents: &[Vec<String>]) -> Vec<ScoreMatrix> {
+        sents
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                self.ctc
+                    .simulate(&format!("u{i}"), s, Self::dur(s))
+                    .unwrap()
+                    .0
+            })
+            .collect()
+    }
+
+    fn transducer(
+        &self,
+        sents: &[Vec<String>],
+        tdt: bool,
+    ) -> Vec<ctx_data::e2e::TransducerUtt<'_>> {
+        let m = if tdt { &self.tdt } else { &self.rnnt };
+        sents
+            .iter()
+            .enumerate()
+            .map(|(i, s)| m.simulate(&format!("u{i}"), s, Self::dur(s)).unwrap())
+            .collect()
+    }
+
+    fn aed(&self, sents: &[Vec<String>]) -> Vec<ctx_data::e2e::AedUtt<'_>> {
+        sents
+            .iter()
+            .enumerate()
+            .map(|(i, s)| self.aed.simulate(&format!("u{i}"), s).unwrap())
+            .collect()
+    }
+}
+
 #[test]
 fn alpha_zero_is_plain_greedy_and_pruned_equals_full_on_every_model_type() {
     let (sents, bpe, lm) = sim_setup();
-    let all: Vec<&str> = sents
-        .iter()
-        .flat_map(|s| s.iter().map(String::as_str))
-        .collect();
-    let ids: Vec<String> = (0..sents.len()).map(|i| format!("u{i}")).collect();
-    let dur = |s: &Vec<String>| 0.4 * s.len() as f64 + 0.3;
-
-    let ctc = ctx_data::acoustic::CtcSim::new(knobs(), bpe.clone()).with_vocabulary(all.clone());
-    let mats: Vec<ScoreMatrix> = sents
-        .iter()
-        .zip(&ids)
-        .map(|(s, u)| ctc.simulate(u, s, dur(s)).unwrap().0)
-        .collect();
+    let sims = Sims::new(&sents, &bpe);
+    let mats = sims.ctc(&sents);
     let refs: Vec<&ScoreMatrix> = mats.iter().collect();
-    let rnnt = TransducerSim::new(knobs(), bpe.clone(), false).with_vocabulary(all.clone());
-    let tdt = TransducerSim::new(knobs(), bpe.clone(), true).with_vocabulary(all.clone());
-    let aed = AedSim::new(knobs(), bpe.clone()).with_vocabulary(all.clone());
-    let r_utts: Vec<_> = sents
-        .iter()
-        .zip(&ids)
-        .map(|(s, u)| rnnt.simulate(u, s, dur(s)).unwrap())
-        .collect();
-    let t_utts: Vec<_> = sents
-        .iter()
-        .zip(&ids)
-        .map(|(s, u)| tdt.simulate(u, s, dur(s)).unwrap())
-        .collect();
-    let a_utts: Vec<_> = sents
-        .iter()
-        .zip(&ids)
-        .map(|(s, u)| aed.simulate(u, s).unwrap())
-        .collect();
+    let r_utts = sims.transducer(&sents, false);
+    let t_utts = sims.transducer(&sents, true);
+    let a_utts = sims.aed(&sents);
 
     let run = |f: &Fusion| {
         (
@@ -488,12 +524,6 @@ fn per_utterance_contexts_in_one_batch_equal_decoding_each_alone() {
     use ngpu_lm::boost::{boosting_tree, BoostOptions, Phrase};
     use ngpu_lm::fusion::Contexts;
     let (sents, bpe, lm) = sim_setup();
-    let all: Vec<&str> = sents
-        .iter()
-        .flat_map(|s| s.iter().map(String::as_str))
-        .collect();
-    let ids: Vec<String> = (0..sents.len()).map(|i| format!("u{i}")).collect();
-    let dur = |s: &Vec<String>| 0.4 * s.len() as f64 + 0.3;
     // Each utterance's context: its own second word and another utterance's first word.
     let v = bpe.len();
     let trees: Vec<NgramLm> = (0..sents.len())
@@ -515,25 +545,11 @@ fn per_utterance_contexts_in_one_batch_equal_decoding_each_alone() {
         })
         .collect();
     let tree_refs: Vec<&NgramLm> = trees.iter().collect();
-    let ctc = ctx_data::acoustic::CtcSim::new(knobs(), bpe.clone()).with_vocabulary(all.clone());
-    let mats: Vec<ScoreMatrix> = sents
-        .iter()
-        .zip(&ids)
-        .map(|(s, u)| ctc.simulate(u, s, dur(s)).unwrap().0)
-        .collect();
+    let sims = Sims::new(&sents, &bpe);
+    let mats = sims.ctc(&sents);
     let refs: Vec<&ScoreMatrix> = mats.iter().collect();
-    let rnnt = TransducerSim::new(knobs(), bpe.clone(), false).with_vocabulary(all.clone());
-    let r_utts: Vec<_> = sents
-        .iter()
-        .zip(&ids)
-        .map(|(s, u)| rnnt.simulate(u, s, dur(s)).unwrap())
-        .collect();
-    let aed = AedSim::new(knobs(), bpe.clone()).with_vocabulary(all.clone());
-    let a_utts: Vec<_> = sents
-        .iter()
-        .zip(&ids)
-        .map(|(s, u)| aed.simulate(u, s).unwrap())
-        .collect();
+    let r_utts = sims.transducer(&sents, false);
+    let a_utts = sims.aed(&sents);
     let mut per_query = Vec::new();
     for query in [LmQuery::Full, LmQuery::Pruned] {
         let batched = Fusion {
@@ -604,10 +620,6 @@ fn shared_plus_per_utterance_trees_equal_the_unified_trie() {
     use ngpu_lm::boost::{boosting_tree, BoostOptions, Phrase};
     use ngpu_lm::fusion::Contexts;
     let (sents, bpe, lm) = sim_setup();
-    let all: Vec<&str> = sents
-        .iter()
-        .flat_map(|s| s.iter().map(String::as_str))
-        .collect();
     let spell = |ws: &[String]| -> Vec<u32> {
         ws.iter()
             .flat_map(|w| bpe.encode_word(w))
@@ -684,27 +696,11 @@ fn shared_plus_per_utterance_trees_equal_the_unified_trie() {
         assert_eq!(a.final_weight(sa), b.final_weight(sb));
     }
     // Decoding: the same labels for CTC greedy and beam, RNN-T beam, AED greedy.
-    let ids: Vec<String> = (0..sents.len()).map(|i| format!("u{i}")).collect();
-    let dur = |s: &Vec<String>| 0.4 * s.len() as f64 + 0.3;
-    let ctc = ctx_data::acoustic::CtcSim::new(knobs(), bpe.clone()).with_vocabulary(all.clone());
-    let mats: Vec<ScoreMatrix> = sents
-        .iter()
-        .zip(&ids)
-        .map(|(s, u)| ctc.simulate(u, s, dur(s)).unwrap().0)
-        .collect();
+    let sims = Sims::new(&sents, &bpe);
+    let mats = sims.ctc(&sents);
     let refs: Vec<&ScoreMatrix> = mats.iter().collect();
-    let rnnt = TransducerSim::new(knobs(), bpe.clone(), false).with_vocabulary(all.clone());
-    let r_utts: Vec<_> = sents
-        .iter()
-        .zip(&ids)
-        .map(|(s, u)| rnnt.simulate(u, s, dur(s)).unwrap())
-        .collect();
-    let aed = AedSim::new(knobs(), bpe.clone()).with_vocabulary(all.clone());
-    let a_utts: Vec<_> = sents
-        .iter()
-        .zip(&ids)
-        .map(|(s, u)| aed.simulate(u, s).unwrap())
-        .collect();
+    let r_utts = sims.transducer(&sents, false);
+    let a_utts = sims.aed(&sents);
     for query in [LmQuery::Full, LmQuery::Pruned] {
         let run = |contexts| {
             let f = Fusion {
