@@ -169,3 +169,76 @@ fn spelled_counts_phrases_the_graph_can_output() {
     assert_eq!((r.spelled, r.phrases), (2, 4));
     assert_eq!(r.arcs.len(), 2);
 }
+
+/// Algorithm 1 as printed (000 §4.2), one depth-first search per seed state: `shared` keeps one
+/// visited set across every seed, step and phrase, as the public reference code does.
+fn algorithm_1_literal(g: &DecodingGraph, phrases: &[Vec<u32>], shared: bool) -> Vec<u32> {
+    let mut out = BTreeSet::new();
+    let mut visited_everywhere = BTreeSet::new();
+    for p in phrases.iter().filter(|p| !p.is_empty()) {
+        let mut frontier: BTreeSet<u32> = (0..g.num_arcs() as u32)
+            .filter(|&a| g.olabel[a as usize] == p[0])
+            .collect();
+        out.extend(frontier.iter().copied());
+        for &w in &p[1..] {
+            let mut next = BTreeSet::new();
+            for &a in &frontier {
+                let mut own = BTreeSet::new();
+                let visited = if shared {
+                    &mut visited_everywhere
+                } else {
+                    &mut own
+                };
+                let mut stack = vec![g.next[a as usize]];
+                while let Some(s) = stack.pop() {
+                    if !visited.insert(s) {
+                        continue;
+                    }
+                    for b in g.emitting(s).chain(g.non_emitting(s)) {
+                        match g.olabel[b] {
+                            0 => stack.push(g.next[b]),
+                            o if o == w => {
+                                next.insert(b as u32);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            out.extend(next.iter().copied());
+            frontier = next;
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// With one visited set per seed state, Algorithm 1 as printed equals brute force (and our
+/// trie search); with the reference code's one set shared across seeds, it misses arcs — the
+/// bug a shared visited set would bring back is caught by these graphs.
+#[test]
+fn one_visited_set_per_seed_is_exact_and_a_shared_one_is_not() {
+    let mut rng = Rng(0x0dd_ba11_cafe_f00d);
+    let mut shared_wrong = 0;
+    for case in 0..300 {
+        let states = 4 + rng.below(9) as u32;
+        let g = random_dag(&mut rng, states, 3);
+        let phrases: Vec<Vec<u32>> = (0..1 + rng.below(3))
+            .map(|_| {
+                (0..1 + rng.below(3))
+                    .map(|_| 1 + rng.below(3) as u32)
+                    .collect()
+            })
+            .collect();
+        let want = brute_force(&g, &phrases);
+        assert_eq!(
+            algorithm_1_literal(&g, &phrases, false),
+            want,
+            "case {case}"
+        );
+        assert_eq!(phrase_arcs(&g, &phrases).arcs, want, "case {case}");
+        let shared = algorithm_1_literal(&g, &phrases, true);
+        assert!(shared.iter().all(|a| want.contains(a)), "case {case}");
+        shared_wrong += usize::from(shared != want);
+    }
+    assert!(shared_wrong >= 5, "{shared_wrong}");
+}

@@ -32,6 +32,20 @@ pub struct ArcSetBooster {
     states: std::sync::Arc<Vec<u8>>,
     num_states: usize,
     discount: f32,
+    slot: Option<PoolSlot>,
+}
+
+/// Where an arc list also lies in a pool of lists kept in one buffer (the context registry of
+/// `hclg-boost`): which pool, its layout generation (bumped when lists move) and the list's
+/// offset. A device that holds the pool reads the list there instead of a copy per batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSlot {
+    /// The pool's identity (unique per process).
+    pub pool: u64,
+    /// The pool's layout generation the offset belongs to.
+    pub generation: u64,
+    /// First element of the list in the pool.
+    pub offset: u32,
 }
 
 impl ArcSetBooster {
@@ -77,7 +91,20 @@ impl ArcSetBooster {
             states: std::sync::Arc::new(states),
             num_states: n,
             discount,
+            slot: None,
         })
+    }
+
+    /// This set, marked as also lying at `slot` of a pool (its arcs must be the pool's
+    /// `slot.offset..slot.offset + len` elements; the pool's owner guarantees it).
+    pub fn with_slot(mut self, slot: PoolSlot) -> Self {
+        self.slot = Some(slot);
+        self
+    }
+
+    /// Where this set also lies in a pool, if anywhere.
+    pub fn slot(&self) -> Option<PoolSlot> {
+        self.slot
     }
 
     /// Whether state `s` has a boosted arc (emitting or not).

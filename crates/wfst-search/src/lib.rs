@@ -26,7 +26,7 @@ pub mod lm_delta;
 pub mod phrase_automaton;
 pub mod search;
 
-pub use booster::{ArcSetBooster, Booster, WordArcIndex, WordBooster};
+pub use booster::{ArcSetBooster, Booster, PoolSlot, WordArcIndex, WordBooster};
 pub use config::DecoderConfig;
 pub use cuda::{GpuDecoder, GpuStats};
 pub use decoder::{decode_utterance, Decoder, SegmentResult, UtteranceResult};

@@ -55,6 +55,8 @@ pub struct GpuDecoder<'g> {
     graph: GraphBufs,
     lanes: Option<LaneBufs>,
     boost: Option<BoostBufs>,
+    /// A pool of arc lists held on the device ([`Self::load_arc_pool`]).
+    pool: Option<DevicePool>,
     rows: Option<DevPtr>,
     /// Columns per row in `rows`.
     row_cols: usize,
@@ -66,9 +68,19 @@ pub struct GpuDecoder<'g> {
     stats: GpuStats,
 }
 
-/// The arc lists and word tables of a batch's boosters, concatenated, with per-lane offsets.
+/// A pool of arc lists on the device: which pool, its layout generation, its length.
+struct DevicePool {
+    id: u64,
+    generation: u64,
+    len: usize,
+    arcs: DevPtr,
+}
+
+/// The arc lists and word tables of a batch's boosters, with per-lane offsets: the lists
+/// concatenated for this batch, or (`pooled`) the device pool's buffer itself.
 struct BoostBufs {
     key: Vec<(usize, usize, u32)>,
+    pooled: bool,
     arcs: DevPtr,
     off: DevPtr,
     len: DevPtr,
@@ -81,8 +93,10 @@ struct BoostBufs {
 
 impl BoostBufs {
     fn free(&self, dev: &mut dyn Device) {
+        if !self.pooled {
+            dev.free(self.arcs);
+        }
         for p in [
-            self.arcs,
             self.off,
             self.len,
             self.discount,
@@ -112,6 +126,7 @@ impl<'g> GpuDecoder<'g> {
             graph,
             lanes: None,
             boost: None,
+            pool: None,
             rows: None,
             row_cols: 0,
             epoch: 0,
@@ -144,6 +159,42 @@ impl<'g> GpuDecoder<'g> {
     /// Device bytes held by the lanes' scratch (0 before the first batch).
     pub fn scratch_bytes(&self) -> usize {
         self.lanes.as_ref().map_or(0, LaneBufs::bytes)
+    }
+
+    /// Puts a pool of arc lists on the device (replacing the one held): streams whose arc set
+    /// carries a [`crate::PoolSlot`] of this pool, generation and length then read their list
+    /// from it — a context switch changes a lane's offset, not the lists on the device.
+    /// `(id, generation, arcs.len())` equal to the pool held already is a no-op.
+    pub fn load_arc_pool(&mut self, id: u64, generation: u64, arcs: &[u32]) -> Result<()> {
+        if self
+            .pool
+            .as_ref()
+            .is_some_and(|p| (p.id, p.generation, p.len) == (id, generation, arcs.len()))
+        {
+            return Ok(());
+        }
+        let dev = self.dev.as_mut();
+        // A batch reading the old pool must rebuild its tables.
+        if let Some(b) = self.boost.take() {
+            b.free(dev);
+        }
+        if let Some(p) = self.pool.take() {
+            dev.free(p.arcs);
+        }
+        let data: &[u32] = if arcs.is_empty() { &[0] } else { arcs };
+        let ptr = upload_new(dev, data, "the context registry's arc pool")?;
+        self.pool = Some(DevicePool {
+            id,
+            generation,
+            len: arcs.len(),
+            arcs: ptr,
+        });
+        Ok(())
+    }
+
+    /// The pool held on the device: (id, generation, length).
+    pub fn arc_pool(&self) -> Option<(u64, u64, usize)> {
+        self.pool.as_ref().map(|p| (p.id, p.generation, p.len))
     }
 
     /// Advances every stream by its chunk, all streams as one batch on the device; like
@@ -369,6 +420,18 @@ impl<'g> GpuDecoder<'g> {
             if let Some(b) = self.boost.take() {
                 b.free(dev);
             }
+            // Every arc set of the batch in the device pool: lanes point into it, nothing
+            // is copied; otherwise the batch's lists are concatenated.
+            let in_pool = |b: &crate::ArcSetBooster| {
+                matches!((b.slot(), &self.pool), (Some(s), Some(p))
+                    if s.pool == p.id && s.generation == p.generation
+                        && s.offset as usize + b.arcs().len() <= p.len)
+            };
+            let pooled = self.pool.is_some()
+                && streams.iter().all(|s| match s.booster() {
+                    Booster::ArcSet(b) => b.arcs().is_empty() || in_pool(b),
+                    _ => true,
+                });
             let mut arcs: Vec<u32> = Vec::new();
             let mut seen: std::collections::HashMap<usize, u32> = Default::default();
             let (mut off, mut len, mut disc) =
@@ -378,11 +441,14 @@ impl<'g> GpuDecoder<'g> {
                     if k.1 == 0 {
                         continue;
                     }
-                    let o = *seen.entry(k.0).or_insert_with(|| {
-                        let o = arcs.len() as u32;
-                        arcs.extend_from_slice(b.arcs());
-                        o
-                    });
+                    let o = match b.slot() {
+                        Some(slot) if pooled => slot.offset,
+                        _ => *seen.entry(k.0).or_insert_with(|| {
+                            let o = arcs.len() as u32;
+                            arcs.extend_from_slice(b.arcs());
+                            o
+                        }),
+                    };
                     off[i] = o;
                     len[i] = k.1 as u32;
                     disc[i] = b.discount();
@@ -414,9 +480,14 @@ impl<'g> GpuDecoder<'g> {
                 words.push(0);
                 costs.push(0.0);
             }
+            let arcs = match (&self.pool, pooled) {
+                (Some(p), true) => p.arcs,
+                _ => upload_new(dev, &arcs, "the boosted arc lists")?,
+            };
             self.boost = Some(BoostBufs {
                 key,
-                arcs: upload_new(dev, &arcs, "the boosted arc lists")?,
+                pooled,
+                arcs,
                 off: upload_new(dev, &off, "the boosted arc lists")?,
                 len: upload_new(dev, &len, "the boosted arc lists")?,
                 discount: upload_new(dev, &disc, "the boosted arc lists")?,
@@ -454,6 +525,9 @@ impl Drop for GpuDecoder<'_> {
         }
         if let Some(b) = self.boost.take() {
             b.free(dev);
+        }
+        if let Some(p) = self.pool.take() {
+            dev.free(p.arcs);
         }
         if let Some(r) = self.rows.take() {
             dev.free(r);
