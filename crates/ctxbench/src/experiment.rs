@@ -351,6 +351,9 @@ pub struct PaperRow {
     /// The paper's column block (e.g. its test set).
     #[serde(default)]
     pub group: String,
+    /// Our section it belongs to, when two sections share the row label (empty: any).
+    #[serde(default)]
+    pub section: String,
     /// Measures by column name (wer, ne_wer, ...).
     #[serde(flatten)]
     pub values: BTreeMap<String, f64>,

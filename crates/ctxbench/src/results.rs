@@ -45,6 +45,18 @@ pub const MEASURES: &[&str] = &[
     "wl_ngrams",
     "wl_nodes",
     "wl_build_s",
+    "latency_p90_ms",
+    "graph_mb",
+    "contexts",
+    "context_kb",
+    "context_host_kb",
+    "pool_mb",
+    "rescore_s",
+    "unbiased_contexts",
+    "segments",
+    "audio_h",
+    "documents",
+    "list_entries",
 ];
 
 /// Label columns that come first in points.csv.

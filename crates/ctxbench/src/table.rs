@@ -119,8 +119,15 @@ pub fn grid(exp: &Experiment, pts: &Points) -> Result<Grid> {
         }
         v
     };
-    let paper_cells = |row: &str, group: &str| -> Vec<String> {
-        let p = exp.paper.iter().find(|p| p.row == row && p.group == group);
+    // A paper row names its section when two sections share a row label.
+    let paper_of = |p: &crate::experiment::PaperRow, section: &str, row: &str| {
+        p.row == row && (p.section.is_empty() || p.section == section)
+    };
+    let paper_cells = |section: &str, row: &str, group: &str| -> Vec<String> {
+        let p = exp
+            .paper
+            .iter()
+            .find(|p| paper_of(p, section, row) && p.group == group);
         measures
             .iter()
             .map(|m| {
@@ -149,7 +156,7 @@ pub fn grid(exp: &Experiment, pts: &Points) -> Result<Grid> {
     for i in 0..pts.rows.len() {
         let (row, label) = row_key(i);
         let section = pts.text(i, "section").unwrap_or("").to_string();
-        if !order.iter().any(|(_, _, l)| *l == label) {
+        if !order.iter().any(|(s, _, l)| *l == label && *s == section) {
             order.push((section, row, label));
         }
     }
@@ -158,7 +165,7 @@ pub fn grid(exp: &Experiment, pts: &Points) -> Result<Grid> {
     let show_sections = sections.len() > 1 || sections.iter().any(|s| !s.is_empty());
     let mut body = Vec::new();
     let mut last_section: Option<String> = None;
-    let mut papered: Vec<String> = Vec::new();
+    let mut papered: Vec<(String, String)> = Vec::new();
     for (section, row, label) in &order {
         if show_sections && last_section.as_ref() != Some(section) {
             body.push(Line::Section(section.clone()));
@@ -168,6 +175,7 @@ pub fn grid(exp: &Experiment, pts: &Points) -> Result<Grid> {
         for (value, _) in &groups {
             let i = (0..pts.rows.len()).find(|&i| {
                 row_key(i).1 == *label
+                    && pts.text(i, "section").unwrap_or("") == section
                     && spec
                         .group_by
                         .as_ref()
@@ -180,25 +188,26 @@ pub fn grid(exp: &Experiment, pts: &Points) -> Result<Grid> {
                 );
             }
         }
-        let first_of_row = !papered.contains(row);
+        let key = (section.clone(), row.clone());
+        let first_of_row = !papered.contains(&key);
         if columns_layout {
             for g in &paper_groups {
                 if first_of_row {
-                    cells.extend(paper_cells(row, g));
+                    cells.extend(paper_cells(section, row, g));
                 } else {
                     cells.extend(measures.iter().map(|_| "-".to_string()));
                 }
             }
         }
         body.push(Line::Row(label.clone(), cells));
-        if !columns_layout && first_of_row && exp.paper.iter().any(|p| p.row == *row) {
+        if !columns_layout && first_of_row && exp.paper.iter().any(|p| paper_of(p, section, row)) {
             let mut cells = Vec::new();
             for (_, l) in &groups {
-                cells.extend(paper_cells(row, l));
+                cells.extend(paper_cells(section, row, l));
             }
             body.push(Line::Row("*paper*".into(), cells));
         }
-        papered.push(row.clone());
+        papered.push(key);
     }
     Ok(Grid {
         corner: exp

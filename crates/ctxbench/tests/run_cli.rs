@@ -724,3 +724,108 @@ kb_list = "gt"
     assert!(!o.status.success());
     assert!(stderr(&o).contains("kb_mode 'loose'"), "{}", stderr(&o));
 }
+
+/// The hclg-boost family: its "partial hypotheses" rows give the WFST family's arc boosting
+/// figures and its "at endpoints" rows lattice biasing's (the same methods, run through the
+/// online pipeline with a context registry), the CUDA kernels on the shim give the CPU's, a
+/// switch at chunk 0 is the new context throughout, and the load simulation reports latency.
+#[test]
+fn the_hclg_boost_family_matches_the_wfst_methods_and_switches_contexts() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("experiments/hclg.toml");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let exp = |output: &str| {
+        format!(
+            r#"
+title = "hclg"
+[settings]
+dataset = "atco2-sim-1h"
+subset = "quick"
+limit = 8
+threads = 1
+[table]
+measures = ["wer", "ne_wer"]
+[[rows]]
+row = "arcs"
+method = "arc-boosting"
+arcs_list = "sequences"
+[[rows]]
+row = "lattice"
+method = "lattice-biasing"
+bias_list = "sequences"
+[[rows]]
+row = "partial"
+method = "hclg-boost"
+ctx_list = "sequences"
+[[rows]]
+row = "partial-shim"
+method = "hclg-boost"
+ctx_list = "sequences"
+backend = "shim"
+[[rows]]
+row = "endpoints"
+method = "hclg-boost"
+ctx_list = "sequences"
+ctx_output = "{output}"
+[[rows]]
+row = "right"
+method = "hclg-boost"
+ctx_list = "gt"
+[[rows]]
+row = "none"
+method = "hclg-boost"
+ctx_list = "gt"
+ctx_schedule = "none"
+[[rows]]
+row = "wrong"
+method = "hclg-boost"
+ctx_list = "gt"
+ctx_schedule = "wrong"
+[[rows]]
+row = "switch-at-0"
+method = "hclg-boost"
+ctx_list = "gt"
+ctx_schedule = "wrong-then-right"
+ctx_switch_chunk = 0
+[[rows]]
+row = "switch-at-3"
+method = "hclg-boost"
+ctx_list = "gt"
+ctx_schedule = "wrong-then-right"
+ctx_switch_chunk = 3
+[[rows]]
+row = "load"
+method = "hclg-boost"
+ctx_list = "sequences"
+clients = 4
+"#
+        )
+    };
+    std::fs::write(&p, exp("endpoints")).unwrap();
+    let out = d.path().join("results");
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let get = cell_of(&out.join("hclg/points.csv"));
+    let acc = |row: &str| (get(row, "wer"), get(row, "ne_wer"));
+    assert_eq!(acc("partial"), acc("arcs"));
+    assert_eq!(acc("partial-shim"), acc("partial"));
+    assert_eq!(get("partial-shim", "device"), "cpu-shim");
+    assert_eq!(acc("endpoints"), acc("lattice"));
+    assert_eq!(acc("switch-at-0"), acc("right"));
+    assert_ne!(acc("wrong"), acc("right"));
+    assert_ne!(acc("none"), acc("right"));
+    assert_ne!(acc("switch-at-3"), acc("wrong"));
+    assert_eq!(
+        acc("load"),
+        acc("partial"),
+        "the load simulation decodes the same"
+    );
+    let num = |row: &str, c: &str| -> f64 { get(row, c).parse().unwrap() };
+    assert!(num("load", "latency_p99_ms") >= num("load", "latency_p50_ms"));
+    assert!(num("partial", "contexts") >= 2.0 && num("partial", "context_kb") > 0.0);
+    assert!(num("partial", "graph_mb") > 100.0 * num("partial", "context_kb") / 1e3);
+    std::fs::write(&p, exp("later")).unwrap();
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("ctx_output 'later'"), "{}", stderr(&o));
+}

@@ -7,8 +7,9 @@
 //!   chunks with first/last flags, a context per stream switched at any chunk, partial
 //!   hypotheses after each chunk, endpoints, and at each endpoint the word lattice rescored by
 //!   lattice biasing with the stream's context (000's "at endpoints" rows).
-//! - [`serve`]: load simulation — many clients streaming at real-time pace into one pipeline,
-//!   chunk latency percentiles and the real-time factor held.
+//!
+//! The load simulation (many clients at real-time pace, chunk latency percentiles) is the
+//! runner's (`ctxbench`'s `methods::load`), which drives this pipeline as one of its servers.
 //!
 //! The three faults of the public reference code are absent by construction and tested: its
 //! arc lists are unsorted (emitting and non-emitting CSR ranges interleave; here every list is
@@ -19,11 +20,9 @@
 pub mod error;
 pub mod online;
 pub mod registry;
-pub mod serve;
 
 pub use error::{HclgBoostError, Result};
 pub use online::{
     Chunk, ChunkResult, Endpointed, Engine, OnlinePipeline, PipelineConfig, PipelineTimes,
 };
 pub use registry::{ContextRegistry, ContextReport};
-pub use serve::{simulate, Client, LoadConfig, LoadReport};

@@ -319,7 +319,6 @@ fn streaming(
         super::load::simulate(&cfg, &durations, &|i| st.scores(&utts[i]), &mut server)
     })?;
     let hyps: Vec<Vec<String>> = r.words.iter().map(|w| st.words(w)).collect();
-    let total = r.total_ms();
     let mut out = Vec::new();
     for &i in group {
         let p = &plan.points[i];
@@ -340,35 +339,11 @@ fn streaming(
         };
         put("audio_s", Some(r.audio_s));
         put("decode_s", Some(r.compute_s));
-        put("rtfx", Some(r.rtfx_held()));
         put("peak_mem_mb", pipeline::peak_mem_mb());
         put("utterances", Some(utts.len() as f64));
         put("graph_states", Some(st.csr.num_states() as f64));
         put("graph_arcs", Some(st.csr.num_arcs() as f64));
-        put(
-            "latency_compute_ms",
-            Some(super::load::LoadReport::mean(&r.compute_ms)),
-        );
-        put(
-            "latency_queue_ms",
-            Some(super::load::LoadReport::mean(&r.queue_ms)),
-        );
-        put(
-            "latency_total_ms",
-            Some(super::load::LoadReport::mean(&total)),
-        );
-        put(
-            "latency_p50_ms",
-            Some(super::load::LoadReport::quantile(&total, 0.5)),
-        );
-        put(
-            "latency_p99_ms",
-            Some(super::load::LoadReport::quantile(&total, 0.99)),
-        );
-        put(
-            "batch_mean",
-            Some(r.queue_ms.len() as f64 / r.batches.max(1) as f64),
-        );
+        super::load::put_measures(&r, &mut m);
         out.push(record(plan, i, m, ""));
     }
     Ok(out)

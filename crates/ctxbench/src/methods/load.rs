@@ -92,6 +92,27 @@ impl LoadReport {
     }
 }
 
+/// The load measures of a report (points.csv columns): latency mean by part, p50 and p99 of
+/// the total, the mean batch; `rtfx` is the audio held per simulated second.
+pub fn put_measures(r: &LoadReport, m: &mut std::collections::BTreeMap<String, f64>) {
+    let total = r.total_ms();
+    for (k, v) in [
+        ("rtfx", r.rtfx_held()),
+        ("latency_compute_ms", LoadReport::mean(&r.compute_ms)),
+        ("latency_queue_ms", LoadReport::mean(&r.queue_ms)),
+        ("latency_total_ms", LoadReport::mean(&total)),
+        ("latency_p50_ms", LoadReport::quantile(&total, 0.5)),
+        ("latency_p90_ms", LoadReport::quantile(&total, 0.9)),
+        ("latency_p99_ms", LoadReport::quantile(&total, 0.99)),
+        (
+            "batch_mean",
+            r.queue_ms.len() as f64 / r.batches.max(1) as f64,
+        ),
+    ] {
+        m.insert(k.to_string(), v);
+    }
+}
+
 struct Client {
     /// Channel id of the current utterance.
     id: u64,

@@ -8,11 +8,13 @@
 //!
 //! - [`wfst`]: WFST decoding (HCLG or TLG) with G-boosting, HCLG-boosting, arc boosting and
 //!   lattice biasing (000, 003 chapter 3); `baseline` is its method with no component.
+//! - [`hclg`]: the online batched pipeline of `hclg-boost` with per-stream contexts (000 §4).
 //! - [`ctc`]: the CTC WFST decoder with word and phrase boosting (001).
 //! - [`ngpu`]: simulated end-to-end models (CTC, RNN-T, TDT, AED) decoded greedily or by beam
 //!   search, with NGPU-LM shallow fusion (004).
 
 pub mod ctc;
+pub mod hclg;
 pub mod load;
 pub mod ngpu;
 pub mod wfst;
@@ -86,7 +88,7 @@ pub trait Family: Sync {
 
 /// Every family, the default (`baseline`) first.
 pub fn families() -> &'static [&'static dyn Family] {
-    &[&wfst::Wfst, &ctc::CtcWfst, &ngpu::E2e]
+    &[&wfst::Wfst, &hclg::HclgBoost, &ctc::CtcWfst, &ngpu::E2e]
 }
 
 /// A setting of a point as a string (empty when unset).
@@ -241,9 +243,16 @@ pub(crate) fn base_measures(
     put("utterances", Some(st.dataset.utterances.len() as f64));
     put("graph_states", Some(st.csr.num_states() as f64));
     put("graph_arcs", Some(st.csr.num_arcs() as f64));
+    put("graph_mb", Some(graph_bytes(&st.csr) as f64 / 1e6));
     put("lattice_density", Some(lattice.0));
     put("oracle_wer", lattice.1);
     m
+}
+
+/// Bytes of a decoding graph's CSR arrays (input and output label, weight and next state per
+/// arc; two offsets and a final cost per state): what a copy of the graph costs at least.
+pub(crate) fn graph_bytes(g: &ctx_graph::csr::DecodingGraph) -> usize {
+    g.num_arcs() * 16 + g.num_states() * 12
 }
 
 /// The record of point `i` of the plan.

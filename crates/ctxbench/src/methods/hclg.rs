@@ -1,0 +1,607 @@
+//! The HCLG-boosting family (000 §4, `hclg-boost`): the online batched pipeline with a context
+//! registry, each stream biased by its own context — its utterance's (ATC) or document's
+//! (Earnings) list — on the CPU backend or the CUDA kernels (a GPU, or the shim).
+//!
+//! Rows: `hclg-boost` alone is 000's GPU "No biasing" row (same pipeline, no context);
+//! with `ctx_list` and `ctx_output = "partial"` the context's arcs are boosted during the
+//! search and the output is the search's best path (000's "partial hypotheses" rows); with
+//! `ctx_output = "endpoints"` the search is unbiased and each segment's lattice is rescored by
+//! lattice biasing with the stream's context at its endpoint (000's "at endpoints" rows).
+//! `ctx_schedule` switches every stream's context at a chunk (the context-switching
+//! experiment); `clients` runs the load simulation of [`super::load`] instead of the batch.
+//!
+//! Contexts are pre-loaded before the streams start (000 §4.3: "all expected biasing FSTs are
+//! pre-loaded"), so their build time is reported (`context_s`) and not counted in RTFx.
+
+use super::{
+    accuracy_measures, check_targets, decode_settings, graph_bytes, key_of, load_setup, num,
+    record, s, subset_of, Component, Family, GroupContext, SetupCache, DECODE_KEYS, SETUP_KEYS,
+};
+use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
+use crate::pipeline::{self, ListKind, Setup, SetupOptions};
+use crate::results::PointRecord;
+use anyhow::{anyhow, bail, Result};
+use ctx_core::bias::BiasList;
+use ctx_core::scores::ScoreMatrix;
+use ctx_data::dataset::Dataset;
+use ctx_graph::compile::GraphKind;
+use hclg_boost::{Chunk, ContextRegistry, Engine, OnlinePipeline, PipelineConfig};
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+use wfst_search::{Decoder, EndpointConfig};
+
+/// The HCLG-boosting family (see the module docs).
+pub struct HclgBoost;
+
+const COMPONENTS: &[Component] = &[Component {
+    name: "hclg-boost",
+    doc: "the online batched pipeline of hclg-boost: per-stream contexts as HCLG arc indices \
+          (000 §4), switched at any chunk, lattice biasing at endpoints",
+}];
+
+const SETTINGS: &[SettingSpec] = &[
+    spec(
+        "ctx_list",
+        Type::Str,
+        "hclg-boost",
+        "each stream's context: its utterance's list of this kind (sequences, unigrams, gt or \
+         list:NAME); unset: no context",
+    ),
+    spec(
+        "ctx_output",
+        Type::Str,
+        "hclg-boost",
+        "partial (arcs boosted during the search, output = the search's best path) or \
+         endpoints (unbiased search, lattice biasing at each endpoint)",
+    ),
+    spec(
+        "ctx_discount",
+        Type::Float,
+        "hclg-boost",
+        "discount on a context's arcs during the search",
+    ),
+    spec(
+        "ctx_lattice_discount",
+        Type::Float,
+        "hclg-boost",
+        "lattice-biasing discount per word at endpoints",
+    ),
+    spec(
+        "ctx_schedule",
+        Type::Str,
+        "hclg-boost",
+        "right (the stream's own context throughout), wrong (another utterance's), none, \
+         wrong-then-right or right-then-wrong (switched at chunk ctx_switch_chunk)",
+    ),
+    spec(
+        "ctx_switch_chunk",
+        Type::Int,
+        "hclg-boost",
+        "the chunk (0-based) from which a *-then-* schedule uses its second context",
+    ),
+    spec(
+        "clients",
+        Type::Int,
+        "hclg-boost",
+        "load simulation: this many clients stream at real-time pace into the pipeline \
+         (unset: the set decoded in batches)",
+    ),
+    spec(
+        "client_batch",
+        Type::Int,
+        "hclg-boost",
+        "load simulation: at most this many chunks per server batch",
+    ),
+];
+
+const SCHEDULES: &[&str] = &[
+    "right",
+    "wrong",
+    "none",
+    "wrong-then-right",
+    "right-then-wrong",
+];
+
+impl Family for HclgBoost {
+    fn name(&self) -> &'static str {
+        "hclg-boost"
+    }
+
+    fn marker(&self) -> Option<&'static str> {
+        Some("hclg-boost")
+    }
+
+    fn components(&self) -> &'static [Component] {
+        COMPONENTS
+    }
+
+    fn settings(&self) -> &'static [SettingSpec] {
+        SETTINGS
+    }
+
+    fn defaults(&self, s: &mut Settings) {
+        s.insert("ctx_output".into(), Value::Str("partial".into()));
+        s.insert("ctx_discount".into(), Value::Float(-2.0));
+        s.insert("ctx_lattice_discount".into(), Value::Float(-2.0));
+        s.insert("ctx_schedule".into(), Value::Str("right".into()));
+        s.insert("ctx_switch_chunk".into(), Value::Int(0));
+        s.insert("client_batch".into(), Value::Int(256));
+    }
+
+    fn required(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
+    fn check(&self, s: &Settings, what: &str) -> Result<()> {
+        let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_string);
+        if let Some(g) = str_of("graph") {
+            if g != "hclg" {
+                bail!("{what}: graph '{g}': the hclg-boost family decodes an HCLG");
+            }
+        }
+        if let Some(v) = str_of("ctx_list") {
+            if ListKind::parse(&v).is_none() {
+                bail!("{what}: ctx_list '{v}' (sequences, unigrams, gt, list:NAME)");
+            }
+        }
+        if let Some(v) = str_of("ctx_output") {
+            if !["partial", "endpoints"].contains(&v.as_str()) {
+                bail!("{what}: ctx_output '{v}' (partial or endpoints)");
+            }
+        }
+        if let Some(v) = str_of("ctx_schedule") {
+            if !SCHEDULES.contains(&v.as_str()) {
+                bail!("{what}: ctx_schedule '{v}' ({})", SCHEDULES.join(", "));
+            }
+            if v != "right" && s.get("ctx_list").is_none() {
+                bail!("{what}: ctx_schedule '{v}' needs a ctx_list");
+            }
+        }
+        for k in ["ctx_discount", "ctx_lattice_discount"] {
+            if let Some(x) = s.get(k).and_then(Value::as_f64) {
+                if !x.is_finite() || (k == "ctx_lattice_discount" && x > 0.0) {
+                    bail!("{what}: {k} {x} must be finite (and ≤ 0 for lattice biasing)");
+                }
+            }
+        }
+        for k in ["clients", "client_batch"] {
+            if s.get(k).and_then(Value::as_f64).is_some_and(|x| x < 1.0) {
+                bail!("{what}: '{k}' must be at least 1");
+            }
+        }
+        if s.get("ctx_switch_chunk")
+            .and_then(Value::as_f64)
+            .is_some_and(|x| x < 0.0)
+        {
+            bail!("{what}: ctx_switch_chunk must be ≥ 0");
+        }
+        Ok(())
+    }
+
+    fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
+        check_targets(ds, p)?;
+        if let Some(Some(ListKind::Global(n))) = p
+            .settings
+            .get("ctx_list")
+            .and_then(Value::as_str)
+            .map(ListKind::parse)
+        {
+            if !ds.global_lists.contains_key(&n) {
+                bail!(
+                    "ctx_list 'list:{n}': dataset {} has no global list '{n}'",
+                    ds.name
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn setup_key(&self, p: &Point) -> String {
+        key_of("wfst", p, SETUP_KEYS, &[])
+    }
+
+    fn decode_key(&self, p: &Point) -> String {
+        let settings: Vec<&str> = SETTINGS.iter().map(|s| s.name).collect();
+        self.setup_key(p) + &key_of("", p, DECODE_KEYS, &settings)
+    }
+
+    fn run_group(
+        &self,
+        cx: &GroupContext<'_>,
+        group: &[usize],
+        setup: &mut SetupCache,
+    ) -> Result<Vec<PointRecord>> {
+        let plan = cx.plan;
+        let first = &plan.points[group[0]];
+        pipeline::reset_peak_mem();
+        let opts = SetupOptions {
+            kind: GraphKind::Hclg,
+            noise: first.settings.get("noise").and_then(Value::as_f64),
+            ..SetupOptions::hclg(subset_of(first), cx.cache)
+        };
+        // The plain HCLG: the same setup (and cache entry) as the WFST family's baseline.
+        let st = load_setup(cx, first, self.setup_key(first), &opts, setup)?;
+        let settings = decode_settings(first, st)?;
+        let contexts = Contexts::build(st, first)?;
+        let dec = Decoder::new(&st.csr, settings.config.clone())?.with_silence(&st.silence);
+        let engine = Engine::open(dec, settings.backend)?;
+        let (backend, device) = (engine.backend(), engine.device());
+        let output = s(first, "ctx_output");
+        let mut pipe = OnlinePipeline::new(
+            engine,
+            contexts.registry,
+            PipelineConfig {
+                boost_search: output != "endpoints",
+                rescore_endpoints: output == "endpoints",
+                endpoint: settings
+                    .endpointing
+                    .then(|| EndpointConfig::kaldi(st.frame_s as f32)),
+                threads: settings.threads,
+            },
+        )?;
+        let schedule = Schedule::of(first);
+        let chunk_rows = ((settings.chunk_s / st.frame_s).round() as usize).max(1);
+        // Streams per batch: the device's batch, or as the CPU decode runs them.
+        let batch = if backend == "cpu" {
+            16 * settings.threads.max(1)
+        } else {
+            settings.gpu_batch.max(1)
+        };
+        let mut m = BTreeMap::new();
+        let (hyps, decode_s, audio_s, segments) = match first
+            .settings
+            .get("clients")
+            .and_then(Value::as_f64)
+        {
+            Some(n) => {
+                let cfg = super::load::LoadConfig {
+                    streams: n as usize,
+                    chunk_s: settings.chunk_s,
+                    frame_s: st.frame_s,
+                    max_batch: num(first, "client_batch", 256.0) as usize,
+                    seed: 0x5eed,
+                };
+                let mut server = Server {
+                    pipe: &mut pipe,
+                    names: &contexts.names,
+                    schedule,
+                    chunk: HashMap::new(),
+                    words: HashMap::new(),
+                };
+                let utts = &st.dataset.utterances;
+                let durations: Vec<f64> = utts.iter().map(|u| u.duration_s).collect();
+                let r =
+                    super::load::simulate(&cfg, &durations, &|i| st.scores(&utts[i]), &mut server)?;
+                super::load::put_measures(&r, &mut m);
+                let hyps: Vec<Vec<String>> = r.words.iter().map(|w| st.words(w)).collect();
+                (hyps, r.compute_s, r.audio_s, None)
+            }
+            None => {
+                let b =
+                    decode_batches(st, &mut pipe, &contexts.names, schedule, chunk_rows, batch)?;
+                (b.hyps, b.decode_s, b.audio_s, Some(b.segments))
+            }
+        };
+        let times = pipe.times();
+        let reg = pipe.registry();
+        m.insert("audio_s".into(), audio_s);
+        m.insert("decode_s".into(), decode_s);
+        m.insert("rtfx".into(), audio_s / decode_s.max(1e-9));
+        m.insert("rescore_s".into(), times.rescore_s);
+        if let Some(p) = pipeline::peak_mem_mb() {
+            m.insert("peak_mem_mb".into(), p);
+        }
+        m.insert("utterances".into(), st.dataset.utterances.len() as f64);
+        m.insert("graph_states".into(), st.csr.num_states() as f64);
+        m.insert("graph_arcs".into(), st.csr.num_arcs() as f64);
+        m.insert("graph_mb".into(), graph_bytes(&st.csr) as f64 / 1e6);
+        m.insert("audio_h".into(), audio_s / 3600.0);
+        let docs: std::collections::BTreeSet<_> = st
+            .dataset
+            .utterances
+            .iter()
+            .filter_map(|u| u.doc.as_ref())
+            .collect();
+        if !docs.is_empty() {
+            m.insert("documents".into(), docs.len() as f64);
+        }
+        if let Some(e) = contexts.entries {
+            m.insert("list_entries".into(), e);
+        }
+        if let Some(n) = segments {
+            m.insert("segments".into(), n as f64);
+        }
+        if !reg.is_empty() {
+            let k = reg.len() as f64;
+            let sum = |f: &dyn Fn(&hclg_boost::ContextReport) -> usize| {
+                reg.reports().map(f).sum::<usize>() as f64
+            };
+            m.insert("context_s".into(), contexts.build_s);
+            m.insert("contexts".into(), k);
+            m.insert("boosted_arcs".into(), sum(&|r| r.arcs) / k);
+            m.insert("context_kb".into(), sum(&|r| r.pool_bytes) / k / 1e3);
+            m.insert("context_host_kb".into(), sum(&|r| r.host_bytes) / k / 1e3);
+            m.insert("pool_mb".into(), 4.0 * reg.pool().len() as f64 / 1e6);
+            m.insert("phrases_kept".into(), sum(&|r| r.kept));
+            m.insert("phrases_dropped".into(), sum(&|r| r.oov_phrases));
+            m.insert(
+                "unbiased_contexts".into(),
+                reg.reports().filter(|r| r.warning().is_some()).count() as f64,
+            );
+        }
+        let mut out = Vec::new();
+        for &i in group {
+            let p = &plan.points[i];
+            let targets = pipeline::targets(
+                &st.dataset,
+                p.settings.get("targets").and_then(Value::as_str),
+            )?;
+            let t = st.score(&hyps, targets.as_ref().map(|(_, t)| t))?;
+            let mut mm = accuracy_measures(&t);
+            mm.extend(m.clone());
+            let dev = if backend == "cpu" {
+                ""
+            } else {
+                device.as_str()
+            };
+            out.push(record(plan, i, mm, dev));
+        }
+        Ok(out)
+    }
+}
+
+/// Each utterance's right and wrong context names (`None`: no context).
+struct Contexts<'g> {
+    registry: ContextRegistry<'g>,
+    /// Per utterance: (right, wrong).
+    names: Vec<(Option<String>, Option<String>)>,
+    build_s: f64,
+    /// Phrases in an utterance's list, mean over utterances (000 Table 2's "biasing entities").
+    entries: Option<f64>,
+}
+
+impl<'g> Contexts<'g> {
+    /// One context per distinct list of the point's kind (an utterance's, a document's, a
+    /// global one); the wrong context of utterance i is the one of utterance i + n/2.
+    fn build(st: &'g Setup, p: &Point) -> Result<Self> {
+        let mut registry = ContextRegistry::new(
+            &st.csr,
+            &st.graph.symbols.words,
+            num(p, "ctx_discount", -2.0) as f32,
+            num(p, "ctx_lattice_discount", -2.0) as f32,
+        )?;
+        let utts = &st.dataset.utterances;
+        let Some(l) = p.settings.get("ctx_list").and_then(Value::as_str) else {
+            return Ok(Self {
+                registry,
+                names: vec![(None, None); utts.len()],
+                build_s: 0.0,
+                entries: None,
+            });
+        };
+        let kind = ListKind::parse(l).ok_or_else(|| anyhow!("bad ctx_list '{l}'"))?;
+        let t = Instant::now();
+        let mut by_list: HashMap<Vec<Vec<String>>, String> = HashMap::new();
+        let mut lists: Vec<(String, BiasList)> = Vec::new();
+        let mut right = Vec::with_capacity(utts.len());
+        let mut entries = 0usize;
+        for u in utts {
+            let list = pipeline::list_of(st, u, &kind);
+            entries += list.phrases.len();
+            let name = by_list
+                .entry(list.phrases.clone())
+                .or_insert_with(|| {
+                    let name = format!("{}:{}", l, u.id);
+                    lists.push((name.clone(), list));
+                    name
+                })
+                .clone();
+            right.push(Some(name));
+        }
+        registry.add_many(&lists)?;
+        let n = utts.len();
+        let names = (0..n)
+            .map(|i| (right[i].clone(), right[(i + n / 2) % n].clone()))
+            .collect();
+        Ok(Self {
+            registry,
+            names,
+            build_s: t.elapsed().as_secs_f64(),
+            entries: Some(entries as f64 / n.max(1) as f64),
+        })
+    }
+}
+
+/// Which context a stream has at each chunk.
+#[derive(Debug, Clone, Copy)]
+struct Schedule {
+    /// (before the switch, from the switch on): 0 none, 1 right, 2 wrong.
+    parts: (u8, u8),
+    switch: usize,
+}
+
+impl Schedule {
+    fn of(p: &Point) -> Self {
+        let parts = match s(p, "ctx_schedule").as_str() {
+            "wrong" => (2, 2),
+            "none" => (0, 0),
+            "wrong-then-right" => (2, 1),
+            "right-then-wrong" => (1, 2),
+            _ => (1, 1),
+        };
+        Self {
+            parts,
+            switch: num(p, "ctx_switch_chunk", 0.0) as usize,
+        }
+    }
+
+    /// The context of a stream with `names` at chunk `k`.
+    fn at<'n>(&self, names: &'n (Option<String>, Option<String>), k: usize) -> Option<&'n str> {
+        let part = if k < self.switch {
+            self.parts.0
+        } else {
+            self.parts.1
+        };
+        match part {
+            1 => names.0.as_deref(),
+            2 => names.1.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// What decoding the set in batches produced.
+struct Batches {
+    hyps: Vec<Vec<String>>,
+    decode_s: f64,
+    audio_s: f64,
+    segments: usize,
+}
+
+/// Decodes the set through the pipeline, `batch` streams at a time, all of a batch's streams
+/// fed chunk k together; scores are simulated outside the timed part.
+fn decode_batches(
+    st: &Setup,
+    pipe: &mut OnlinePipeline<'_>,
+    names: &[(Option<String>, Option<String>)],
+    schedule: Schedule,
+    chunk_rows: usize,
+    batch: usize,
+) -> Result<Batches> {
+    let utts = &st.dataset.utterances;
+    let mut out = Batches {
+        hyps: Vec::with_capacity(utts.len()),
+        decode_s: 0.0,
+        audio_s: 0.0,
+        segments: 0,
+    };
+    let mut unbiased = 0usize;
+    for (g, group) in utts.chunks(batch.max(1)).enumerate() {
+        let base = g * batch.max(1);
+        let mats: Vec<ScoreMatrix> = group.iter().map(|u| st.scores(u)).collect::<Result<_>>()?;
+        let t = Instant::now();
+        for (j, _) in group.iter().enumerate() {
+            let id = (base + j) as u64;
+            if pipe.open(id, schedule.at(&names[base + j], 0))?.is_some() {
+                unbiased += 1;
+            }
+        }
+        let mut words: Vec<Vec<u32>> = vec![Vec::new(); group.len()];
+        let chunks = mats
+            .iter()
+            .map(|m| m.rows().div_ceil(chunk_rows))
+            .max()
+            .unwrap_or(0);
+        for k in 0..chunks {
+            if k > 0 && k == schedule.switch {
+                for j in 0..group.len() {
+                    if k * chunk_rows < mats[j].rows() {
+                        pipe.set_context((base + j) as u64, schedule.at(&names[base + j], k))?;
+                    }
+                }
+            }
+            let slices: Vec<(usize, ScoreMatrix)> = (0..group.len())
+                .filter(|&j| k * chunk_rows < mats[j].rows())
+                .map(|j| {
+                    let m = &mats[j];
+                    (
+                        j,
+                        m.slice_rows(k * chunk_rows..((k + 1) * chunk_rows).min(m.rows())),
+                    )
+                })
+                .collect();
+            let feed: Vec<Chunk<'_>> = slices
+                .iter()
+                .map(|(j, m)| Chunk {
+                    id: (base + j) as u64,
+                    scores: m,
+                    first: k == 0,
+                    last: (k + 1) * chunk_rows >= mats[*j].rows(),
+                })
+                .collect();
+            for ((j, _), r) in slices.iter().zip(pipe.feed(&feed)) {
+                let r = r.map_err(|e| anyhow!("utterance {}: {e}", group[*j].id))?;
+                for s in r.segments {
+                    out.segments += 1;
+                    words[*j].extend(s.path.words);
+                }
+            }
+        }
+        out.decode_s += t.elapsed().as_secs_f64();
+        out.audio_s += group.iter().map(|u| u.duration_s).sum::<f64>();
+        out.hyps.extend(words.iter().map(|w| st.words(w)));
+    }
+    if unbiased > 0 {
+        eprintln!(
+            "hclg-boost: {unbiased} stream(s) had a context that biases nothing (empty or all out-of-vocabulary list) and decoded unbiased"
+        );
+    }
+    Ok(out)
+}
+
+/// The pipeline as the load simulation's server: a channel per client utterance, its words
+/// collected from every finished segment.
+struct Server<'p, 'g, 'n> {
+    pipe: &'p mut OnlinePipeline<'g>,
+    names: &'n [(Option<String>, Option<String>)],
+    schedule: Schedule,
+    /// Per open channel: (utterance, next chunk).
+    chunk: HashMap<u64, (usize, usize)>,
+    words: HashMap<u64, Vec<u32>>,
+}
+
+impl super::load::ChunkServer for Server<'_, '_, '_> {
+    fn open(&mut self, id: u64, utt: usize) -> Result<()> {
+        self.pipe.open(id, self.schedule.at(&self.names[utt], 0))?;
+        self.chunk.insert(id, (utt, 0));
+        self.words.insert(id, Vec::new());
+        Ok(())
+    }
+
+    fn push(&mut self, chunks: &[(u64, &ScoreMatrix)]) -> Result<()> {
+        let mut feed = Vec::with_capacity(chunks.len());
+        for &(id, m) in chunks {
+            let (utt, k) = *self.chunk.get(&id).ok_or_else(|| anyhow!("channel {id}"))?;
+            if k > 0 && k == self.schedule.switch {
+                self.pipe
+                    .set_context(id, self.schedule.at(&self.names[utt], k))?;
+            }
+            self.chunk.insert(id, (utt, k + 1));
+            feed.push(Chunk {
+                id,
+                scores: m,
+                first: k == 0,
+                last: false,
+            });
+        }
+        for (r, (id, _)) in self.pipe.feed(&feed).into_iter().zip(chunks) {
+            let r = r?;
+            let w = self.words.get_mut(id).expect("open channel");
+            for s in r.segments {
+                w.extend(s.path.words);
+            }
+        }
+        Ok(())
+    }
+
+    fn close(&mut self, id: u64) -> Result<Vec<u32>> {
+        // The stream's end: an empty last chunk finishes its open segment.
+        let empty = ScoreMatrix::new(0, 0, Vec::new())?;
+        let r = self
+            .pipe
+            .feed(&[Chunk {
+                id,
+                scores: &empty,
+                first: false,
+                last: true,
+            }])
+            .pop()
+            .expect("one result")?;
+        self.chunk.remove(&id);
+        let mut w = self.words.remove(&id).unwrap_or_default();
+        for s in r.segments {
+            w.extend(s.path.words);
+        }
+        Ok(w)
+    }
+}
