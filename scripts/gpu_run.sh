@@ -50,4 +50,11 @@ if [ -f gpu-bundle/lm.arpa.gz ]; then
     "$B/ctxbench" lm arrays --lm gpu-bundle/lm.arpa.gz --backend cpu --threads 16 --batch 256 --steps 20 \
         >> "$OUT/ngpu-lm.txt" 2>&1
 fi
+# 000 on the device (hclg-boost): Table 1's GPU-method rows (quick sets), the speed ratio with
+# 1,000 boosted phrases per stream, the load simulation (clients at real-time pace).
+for e in nigmatulina23-table1 nigmatulina23-speed nigmatulina23-load; do
+    q=""; [ "$e" = nigmatulina23-table1 ] && q="--quick"
+    "$B/ctxbench" run "experiments/$e.toml" $q --set backend=cuda --set threads=16 \
+        --out "$OUT/runs" --cache /tmp/ctx-cache >> "$OUT/hclg-boost.log" 2>&1
+done
 echo done >> "$OUT/device.txt"

@@ -56,10 +56,18 @@ pub fn measured(exp: &Experiment, pts: &Points) -> Result<Baseline> {
             points.len()
         );
     }
+    // A label two sections share is told apart by its section.
+    let labels: Vec<String> = points.iter().map(|p| p.label()).collect();
     let mut out = Vec::new();
     for (i, p) in points.iter().enumerate() {
+        let label = p.label();
+        let label = if labels.iter().filter(|l| **l == label).count() > 1 {
+            format!("{} / {label}", pts.text(i, "section").unwrap_or(""))
+        } else {
+            label
+        };
         out.push(BasePoint {
-            label: p.label(),
+            label,
             wer: pts.num(i, "wer"),
             ne_wer: pts.num(i, "ne_wer"),
         });

@@ -555,3 +555,116 @@ fn an_empty_last_chunk_finishes_the_segment() {
     assert_eq!(outs[0], format!("{:?}", want.segments[0].best));
     assert!(outs.iter().all(|o| *o == outs[0]));
 }
+
+/// Contexts added and removed while streams run (the pool grows, then compaction moves the
+/// arrays and changes the layout generation): on every backend each stream still decodes
+/// exactly as alone with the context it named at each chunk, and the device holds the
+/// registry's current pool.
+#[test]
+fn contexts_added_and_removed_while_streams_run() {
+    let syms = words();
+    let mut compacted = 0;
+    for case in 0..12u64 {
+        let mut rng = Rng(900 + case);
+        let g = random_graph(&mut rng, 6 + (case % 6) as u32);
+        let dec = Decoder::new(&g, config()).unwrap();
+        let lists: Vec<BiasList> = (0..4).map(|_| random_list(&mut rng)).collect();
+        let utts: Vec<ScoreMatrix> = (0..3).map(|i| scores(&mut rng, 10 + i)).collect();
+        let chunk = 3;
+        let mut outs: Vec<Vec<String>> = Vec::new();
+        for backend in backends() {
+            let mut reg = ContextRegistry::new(&g, &syms, -1.5, -2.0).unwrap();
+            reg.add("a", &lists[0]).unwrap();
+            reg.add("b", &lists[1]).unwrap();
+            let engine = Engine::open(dec.clone(), backend).unwrap();
+            let mut p = OnlinePipeline::new(engine, reg, PipelineConfig::default()).unwrap();
+            let ids = [1u64, 2, 3];
+            p.open(1, Some("a")).unwrap();
+            p.open(2, Some("b")).unwrap();
+            p.open(3, None).unwrap();
+            let mut got = vec![String::new(); 3];
+            for k in 0..4 {
+                match k {
+                    1 => {
+                        // New contexts while the streams run; stream 3 takes one.
+                        p.add_contexts(&[
+                            ("c".to_string(), lists[2].clone()),
+                            ("d".to_string(), lists[3].clone()),
+                        ])
+                        .unwrap();
+                        p.set_context(3, Some("d")).unwrap();
+                    }
+                    2 => {
+                        // Stream 1 leaves "a"; "a" and "c" removed (compaction may follow).
+                        p.set_context(1, Some("d")).unwrap();
+                        p.remove_context("a").unwrap();
+                        p.remove_context("c").unwrap();
+                        assert!(p.registry().pool_arcs("d").is_ok());
+                        compacted += usize::from(p.registry().pool_key().1 > 0);
+                    }
+                    _ => {}
+                }
+                let slices: Vec<ScoreMatrix> = utts
+                    .iter()
+                    .map(|m| m.slice_rows(k * chunk..((k + 1) * chunk).min(m.rows())))
+                    .collect();
+                let batch: Vec<Chunk<'_>> = ids
+                    .iter()
+                    .zip(&slices)
+                    .enumerate()
+                    .map(|(i, (&id, m))| Chunk {
+                        id,
+                        scores: m,
+                        first: k == 0,
+                        last: (k + 1) * chunk >= utts[i].rows(),
+                    })
+                    .collect();
+                for (i, r) in p.feed(&batch).into_iter().enumerate() {
+                    let r = r.unwrap();
+                    for s in &r.segments {
+                        got[i] += &format!("{:?};", s.path);
+                    }
+                    got[i] += &format!("p{:?};", r.partial);
+                }
+                if let Engine::Device(gpu) = p.engine() {
+                    let (id, gen) = p.registry().pool_key();
+                    assert_eq!(gpu.arc_pool(), Some((id, gen, p.registry().pool().len())));
+                }
+            }
+            outs.push(got);
+        }
+        // Alone on the CPU, with the boosters of the same lists.
+        let mut reg = ContextRegistry::new(&g, &syms, -1.5, -2.0).unwrap();
+        for (n, l) in ["a", "b", "c", "d"].iter().zip(&lists) {
+            reg.add(n, l).unwrap();
+        }
+        let plan: [&dyn Fn(usize) -> Option<&'static str>; 3] = [
+            &|k| Some(if k < 2 { "a" } else { "d" }),
+            &|_| Some("b"),
+            &|k| if k < 1 { None } else { Some("d") },
+        ];
+        for i in 0..3 {
+            let want = run_alone(
+                &dec,
+                None,
+                &utts[i],
+                chunk,
+                &|k| plan[i](k).map_or(Booster::None, |c| reg.booster(c).unwrap()),
+                &|_| None,
+            );
+            // run_alone also prints the segment's best and lattice; compare the paths only.
+            let want: String = want
+                .split(';')
+                .filter(|x| !x.is_empty())
+                .map(|x| match x.split_once('|') {
+                    Some((path, _)) => format!("{path};"),
+                    None => format!("{x};"),
+                })
+                .collect();
+            for o in &outs {
+                assert_eq!(o[i], want, "case {case} stream {i}");
+            }
+        }
+    }
+    assert!(compacted >= 4, "compaction ran while streams ran: {compacted}");
+}

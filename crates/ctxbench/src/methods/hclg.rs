@@ -286,7 +286,9 @@ impl Family for HclgBoost {
         let reg = pipe.registry();
         m.insert("audio_s".into(), audio_s);
         m.insert("decode_s".into(), decode_s);
-        m.insert("rtfx".into(), audio_s / decode_s.max(1e-9));
+        // The load simulation's RTFx is the audio it held per simulated second (set above).
+        m.entry("rtfx".into())
+            .or_insert(audio_s / decode_s.max(1e-9));
         m.insert("rescore_s".into(), times.rescore_s);
         if let Some(p) = pipeline::peak_mem_mb() {
             m.insert("peak_mem_mb".into(), p);
