@@ -666,5 +666,8 @@ fn contexts_added_and_removed_while_streams_run() {
             }
         }
     }
-    assert!(compacted >= 4, "compaction ran while streams ran: {compacted}");
+    assert!(
+        compacted >= 4,
+        "compaction ran while streams ran: {compacted}"
+    );
 }
