@@ -219,7 +219,7 @@ impl Family for HclgBoost {
             noise: first.settings.get("noise").and_then(Value::as_f64),
             ..SetupOptions::hclg(subset_of(first), cx.cache)
         };
-        // The plain HCLG: the same setup (and cache entry) as the WFST family's baseline.
+        // The plain HCLG: the same on-disk graph cache entry as the WFST family's baseline.
         let st = load_setup(cx, first, self.setup_key(first), &opts, setup)?;
         let settings = decode_settings(first, st)?;
         let contexts = Contexts::build(st, first)?;
@@ -390,14 +390,16 @@ impl<'g> Contexts<'g> {
         for u in utts {
             let list = pipeline::list_of(st, u, &kind);
             entries += list.phrases.len();
-            let name = by_list
-                .entry(list.phrases.clone())
-                .or_insert_with(|| {
+            // One context per distinct list (the key is cloned only for a new one).
+            let name = match by_list.get(&list.phrases) {
+                Some(n) => n.clone(),
+                None => {
                     let name = format!("{}:{}", l, u.id);
+                    by_list.insert(list.phrases.clone(), name.clone());
                     lists.push((name.clone(), list));
                     name
-                })
-                .clone();
+                }
+            };
             right.push(Some(name));
         }
         registry.add_many(&lists)?;
