@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds what a GPU run needs on this (build) machine and puts it in gpu-bundle/ (ignored):
-# the release test binaries of ctx-cuda, wfst-search, ngpu-lm and hclg-boost (GPU parity against the CPU backend, the
+# the release test binaries of ctx-cuda, wfst-search, ngpu-lm, hclg-boost and ctc-wfst (GPU parity against the CPU backend, the
 # NVRTC compile check, backend discovery), the ctxbench binary, and scripts/gpu_run.sh.
 # The GPU machines have the CUDA driver and NVRTC but no Rust toolchain (TOOLCHAIN.md).
 # Then, on the device tool: run `bash gpu-bundle/gpu_run.sh` with carry ["gpu-bundle"]; it
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 rm -rf gpu-bundle && mkdir -p gpu-bundle/bin
 cargo build --release -p ctxbench
 cp target/release/ctxbench gpu-bundle/bin/
-cargo test --release -p ctx-cuda -p wfst-search -p ngpu-lm -p hclg-boost --no-run --message-format=json 2>/dev/null \
+cargo test --release -p ctx-cuda -p wfst-search -p ngpu-lm -p hclg-boost -p ctc-wfst --no-run --message-format=json 2>/dev/null \
     | python3 -c '
 import json, sys
 for line in sys.stdin:

@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
-# Runs on a GPU machine from the repository root (gpu-bundle/ made by scripts/gpu_bundle.sh):
-# device facts, the parity tests on the GPU, quick-set decodes on cuda vs cpu (byte-identical
-# hypotheses, twice for determinism), and the throughput table. Everything goes to $OUT.
+# Runs on a GPU machine from the repository root (gpu-bundle/ made by scripts/gpu_bundle.sh).
+# Everything goes to $OUT. Usage: bash gpu-bundle/gpu_run.sh [PHASE ...] (default: all), with
+# phases
+#   tests       the parity and discovery test binaries on the GPU (tests.log)
+#   parity      quick-set decodes, cpu vs cuda, cuda twice (parity.txt, decode.log)
+#   throughput  002 Table 2 (HCLG) and 001 Tables 2-3 (compact TLG) decoder throughput
+#   lm          NGPU-LM batched queries (when the bundle holds the Earnings-22 LM)
+#   hclg        000 on the device: Table 1 (quick), speed ratio, load simulation
+#   fusion      004 greedy fusion with the LM's queries on the device (bataev-device)
+#   ctc-stream  001 Table 4: the CTC decoder's streaming channels on the device
+# The device tool stops a command after 10 minutes: run the phases over several calls (each
+# phase's wall time goes to phases.txt, and every long command has its own time limit, so one
+# slow phase cannot take the rest of a call with it).
 set -uo pipefail
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
 B=gpu-bundle/bin
+CACHE=/tmp/ctx-cache
 # NVRTC from the machine's CUDA toolkit (the binaries load it by soname).
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
     [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
@@ -15,46 +26,101 @@ done
     echo "code: $(cat gpu-bundle/code-version)"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 } > "$OUT/device.txt" 2>&1
-# Parity and discovery tests (the GPU is used when one answers).
-for t in "$B"/test-*; do
-    echo "== $t" >> "$OUT/tests.log"
-    "$t" --test-threads 1 >> "$OUT/tests.log" 2>&1; echo "exit $?" >> "$OUT/tests.log"
-done
-# Quick-set parity through the CLI: cpu, then cuda twice.
-for ds in atco2-sim-1h atco2-sim-4h earnings21; do
-    for b in cpu cuda cuda2; do
-        be=${b%2}
-        "$B/ctxbench" decode --dataset "$ds" --quick --backend "$be" --methods none,sequences \
-            --hyp-dir "/tmp/hyp-$ds-$b" >> "$OUT/decode.log" 2>&1
+
+# `lim SECONDS LOG cmd...`: runs cmd with a time limit, output appended to LOG, a timeout noted.
+lim() {
+    local s=$1 log=$2
+    shift 2
+    timeout "$s" "$@" >> "$log" 2>&1
+    local rc=$?
+    [ $rc -eq 124 ] && echo "TIMED OUT after ${s}s: $*" >> "$log"
+    return 0
+}
+
+phase_tests() {
+    for t in "$B"/test-*; do
+        echo "== $t" >> "$OUT/tests.log"
+        timeout 300 "$t" --test-threads 1 >> "$OUT/tests.log" 2>&1
+        echo "exit $?" >> "$OUT/tests.log"
     done
-    for f in none sequences; do
-        a="/tmp/hyp-$ds-cpu/$f.txt" b="/tmp/hyp-$ds-cuda/$f.txt" c="/tmp/hyp-$ds-cuda2/$f.txt"
-        if [ ! -f "$a" ] || [ ! -f "$b" ] || [ ! -f "$c" ]; then
-            echo "$ds $f: MISSING (a decode failed, see decode.log)"
-            continue
-        fi
-        cmp -s "$a" "$b" && echo "$ds $f: cuda == cpu" || echo "$ds $f: DIFFER"
-        cmp -s "$b" "$c" && echo "$ds $f: cuda run 1 == run 2" || echo "$ds $f: NOT DETERMINISTIC"
-    done >> "$OUT/parity.txt"
-done
-# Throughput (002 Table 2): CPU 1 and 2 threads, GPU at growing batches.
-"$B/ctxbench" throughput --backend cpu --threads 1 --streams 1,16,128 --csv "$OUT/throughput.csv" >> "$OUT/throughput.log" 2>&1
-"$B/ctxbench" throughput --backend cpu --threads 2 --streams 128 --csv "$OUT/throughput.csv" >> "$OUT/throughput.log" 2>&1
-"$B/ctxbench" throughput --backend cuda --streams 1,16,128,512,2048 --csv "$OUT/throughput.csv" >> "$OUT/throughput.log" 2>&1
-# NGPU-LM batched full-vocabulary queries (004): the Earnings-22 trigram, CPU then GPU.
-if [ -f gpu-bundle/lm.arpa.gz ]; then
+}
+
+phase_parity() {
+    for ds in atco2-sim-1h atco2-sim-4h earnings21; do
+        for b in cpu cuda cuda2; do
+            be=${b%2}
+            lim 120 "$OUT/decode.log" "$B/ctxbench" decode --dataset "$ds" --quick --backend "$be" \
+                --methods none,sequences --cache "$CACHE" --hyp-dir "/tmp/hyp-$ds-$b"
+        done
+        for f in none sequences; do
+            a="/tmp/hyp-$ds-cpu/$f.txt" b="/tmp/hyp-$ds-cuda/$f.txt" c="/tmp/hyp-$ds-cuda2/$f.txt"
+            if [ ! -f "$a" ] || [ ! -f "$b" ] || [ ! -f "$c" ]; then
+                echo "$ds $f: MISSING (a decode failed, see decode.log)"
+                continue
+            fi
+            cmp -s "$a" "$b" && echo "$ds $f: cuda == cpu" || echo "$ds $f: DIFFER"
+            cmp -s "$b" "$c" && echo "$ds $f: cuda run 1 == run 2" || echo "$ds $f: NOT DETERMINISTIC"
+        done >> "$OUT/parity.txt"
+    done
+}
+
+phase_throughput() {
+    local T="$OUT/throughput.log"
+    # 002 Table 2 (HCLG): CPU 1 and 2 threads, GPU at growing batches.
+    lim 120 "$T" "$B/ctxbench" throughput --cache "$CACHE" --backend cpu --threads 1 --streams 1,16,128 --csv "$OUT/throughput.csv"
+    lim 60 "$T" "$B/ctxbench" throughput --cache "$CACHE" --backend cpu --threads 2 --streams 128 --csv "$OUT/throughput.csv"
+    lim 180 "$T" "$B/ctxbench" throughput --cache "$CACHE" --backend cuda --streams 1,16,128,512,2048 --csv "$OUT/throughput.csv"
+    # 001 Tables 2-3 (CTC WFST, compact TLG): one CPU thread, then the GPU at growing batches.
+    lim 60 "$T" "$B/ctxbench" throughput --cache "$CACHE" --kind tlg-compact --backend cpu --threads 1 --streams 128 --csv "$OUT/throughput-ctc.csv"
+    lim 120 "$T" "$B/ctxbench" throughput --cache "$CACHE" --kind tlg-compact --backend cuda --streams 64,256,1024,2048 --csv "$OUT/throughput-ctc.csv"
+}
+
+phase_lm() {
+    # NGPU-LM batched full-vocabulary queries (004): the Earnings-22 trigram, GPU then CPU.
+    [ -f gpu-bundle/lm.arpa.gz ] || { echo "no gpu-bundle/lm.arpa.gz (run make lm-earnings22 before make gpu-bundle)" >> "$OUT/ngpu-lm.txt"; return; }
     for bs in 32 256 2048; do
-        "$B/ctxbench" lm arrays --lm gpu-bundle/lm.arpa.gz --backend cuda --batch "$bs" --steps 50 \
-            --json "$OUT/ngpu-lm-cuda-b$bs.json" >> "$OUT/ngpu-lm.txt" 2>&1
+        lim 120 "$OUT/ngpu-lm.txt" "$B/ctxbench" lm arrays --lm gpu-bundle/lm.arpa.gz --backend cuda \
+            --batch "$bs" --steps 50 --json "$OUT/ngpu-lm-cuda-b$bs.json"
     done
-    "$B/ctxbench" lm arrays --lm gpu-bundle/lm.arpa.gz --backend cpu --threads 16 --batch 256 --steps 20 \
-        >> "$OUT/ngpu-lm.txt" 2>&1
-fi
-# 000 on the device (hclg-boost): Table 1's GPU-method rows (quick sets), the speed ratio with
-# 1,000 boosted phrases per stream, the load simulation (clients at real-time pace).
-for e in nigmatulina23-table1 nigmatulina23-speed nigmatulina23-load; do
-    q=""; [ "$e" = nigmatulina23-table1 ] && q="--quick"
-    "$B/ctxbench" run "experiments/$e.toml" $q --set backend=cuda --set threads=16 \
-        --out "$OUT/runs" --cache /tmp/ctx-cache >> "$OUT/hclg-boost.log" 2>&1
+    lim 120 "$OUT/ngpu-lm.txt" "$B/ctxbench" lm arrays --lm gpu-bundle/lm.arpa.gz --backend cpu \
+        --threads 16 --batch 256 --steps 20
+}
+
+# `run_exp SECONDS LOG EXPERIMENT [ARGS...]`: one experiment into $OUT/runs.
+run_exp() {
+    local s=$1 log=$2 e=$3
+    shift 3
+    lim "$s" "$log" "$B/ctxbench" run "experiments/$e.toml" "$@" --out "$OUT/runs" --cache "$CACHE"
+}
+
+phase_hclg() {
+    # 000 on the device (hclg-boost): Table 1's rows (quick sets), the speed ratio with 1,000
+    # boosted phrases per stream, the load simulation (clients at real-time pace).
+    run_exp 200 "$OUT/hclg-boost.log" nigmatulina23-table1 --quick --set backend=cuda --set threads=16
+    run_exp 150 "$OUT/hclg-boost.log" nigmatulina23-speed --set backend=cuda --set threads=16
+    run_exp 200 "$OUT/hclg-boost.log" nigmatulina23-load --set backend=cuda --set threads=16
+}
+
+phase_fusion() {
+    # 004 greedy fusion with the LM's queries on the device (CPU-query rows beside).
+    run_exp 400 "$OUT/ngpu-fusion.log" bataev-device --set threads=16
+}
+
+phase_ctc_stream() {
+    # 001 Table 4 on the device: the CTC WFST decoder's streaming channels, load simulation.
+    run_exp 400 "$OUT/ctc-streaming.log" galvez-table4 --set backend=cuda
+}
+
+phases=("$@")
+[ ${#phases[@]} -eq 0 ] && phases=(tests parity throughput lm hclg fusion ctc-stream)
+for p in "${phases[@]}"; do
+    f="phase_${p//-/_}"
+    if ! declare -F "$f" > /dev/null; then
+        echo "unknown phase '$p' (tests parity throughput lm hclg fusion ctc-stream)" >&2
+        exit 2
+    fi
+    t0=$(date +%s)
+    "$f"
+    echo "$p $(( $(date +%s) - t0 )) s" >> "$OUT/phases.txt"
 done
-echo done >> "$OUT/device.txt"
+echo "done: ${phases[*]}" >> "$OUT/device.txt"

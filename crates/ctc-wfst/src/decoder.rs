@@ -14,7 +14,8 @@ use rayon::prelude::*;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use wfst_search::{
-    decode_utterance, Booster, Decoder, EndpointConfig, SegmentResult, Stream, UtteranceResult,
+    decode_utterance, Booster, Decoder, EndpointConfig, Engine, SegmentResult, Stream,
+    UtteranceResult,
 };
 
 /// A CTC WFST decoder over one TLG.
@@ -135,11 +136,23 @@ impl<'g> CtcDecoder<'g> {
             .collect()
     }
 
-    /// A streaming front end over this decoder; `endpoint` splits channels into segments.
+    /// A streaming front end over this decoder on the CPU backend; `endpoint` splits channels
+    /// into segments.
     pub fn streaming(&self, endpoint: Option<EndpointConfig>) -> Result<StreamingCtc<'_>> {
+        self.streaming_on(endpoint, ctx_cuda::Backend::Cpu)
+    }
+
+    /// [`Self::streaming`] on `backend`: the CUDA backend keeps the channels' state on the host
+    /// between chunks, as the CPU backend does, and advances each batch of chunks as one batch
+    /// of lanes on the device (001 §3.4).
+    pub fn streaming_on(
+        &self,
+        endpoint: Option<EndpointConfig>,
+        backend: ctx_cuda::Backend,
+    ) -> Result<StreamingCtc<'_>> {
         Ok(StreamingCtc {
             dec: self,
-            engine: self.engine()?,
+            engine: Engine::open(self.engine()?, backend)?,
             endpoint,
             channels: HashMap::new(),
         })
@@ -159,7 +172,7 @@ pub struct ChunkResult {
 /// decoder state between chunks; a batch of chunks from different channels advances together.
 pub struct StreamingCtc<'d> {
     dec: &'d CtcDecoder<'d>,
-    engine: Decoder<'d>,
+    engine: Engine<'d>,
     endpoint: Option<EndpointConfig>,
     channels: HashMap<u64, Stream>,
 }
@@ -183,6 +196,11 @@ impl<'d> StreamingCtc<'d> {
             .ok_or_else(|| CtcError::Channel(id, "not open".into()))?;
         s.set_booster(booster);
         Ok(())
+    }
+
+    /// `cpu`, `shim` or `cuda`, and the device's name ("" on the CPU).
+    pub fn backend(&self) -> (&'static str, String) {
+        (self.engine.backend(), self.engine.device())
     }
 
     /// Open channels.

@@ -201,6 +201,24 @@ fn exhaustive_best(g: &DecodingGraph, m: &ScoreMatrix, scale: f32) -> f32 {
         .fold(f32::INFINITY, f32::min)
 }
 
+/// The words `a`..`e` (ids 1..5) of the random TLGs.
+fn word_table() -> SymbolTable {
+    let mut table = SymbolTable::new();
+    for w in ["<eps>", "a", "b", "c", "d", "e"] {
+        table.add(w);
+    }
+    table
+}
+
+/// Normal topology for even cases, compact for odd ones.
+fn topology(case: usize) -> CtcTopology {
+    if case.is_multiple_of(2) {
+        CtcTopology::Normal
+    } else {
+        CtcTopology::Compact
+    }
+}
+
 fn wide() -> CtcConfig {
     CtcConfig {
         search: DecoderConfig {
@@ -219,11 +237,7 @@ fn decoding_equals_the_exhaustive_search_for_both_topologies() {
     let mut rng = Rng(0x5eed);
     let mut compared = 0;
     for case in 0..60 {
-        let topo = if case % 2 == 0 {
-            CtcTopology::Normal
-        } else {
-            CtcTopology::Compact
-        };
+        let topo = topology(case);
         let fst = random_tlg(&mut rng, topo, 3 + case as u32 % 3);
         let g = DecodingGraph::from_fst(&fst, None).unwrap();
         let dec = CtcDecoder::new(&g, wide()).unwrap();
@@ -269,17 +283,10 @@ fn compose_b(tlg: &StdFst, words: u32, boost: &[(u32, f32)]) -> StdFst {
 #[test]
 fn word_boosting_equals_decoding_the_composed_tlg_b() {
     let mut rng = Rng(77);
-    let mut table = SymbolTable::new();
-    for w in ["<eps>", "a", "b", "c", "d", "e"] {
-        table.add(w);
-    }
+    let table = word_table();
     let mut differs = 0;
     for case in 0..40 {
-        let topo = if case % 2 == 0 {
-            CtcTopology::Normal
-        } else {
-            CtcTopology::Compact
-        };
+        let topo = topology(case);
         let fst = random_tlg(&mut rng, topo, 5);
         let g = DecodingGraph::from_fst(&fst, None).unwrap();
         let boost = vec![(2u32, 2.5f32), (4, 1.0 + rng.unit())];
@@ -325,11 +332,7 @@ fn word_boosting_equals_decoding_the_composed_tlg_b() {
 fn streaming_in_any_chunk_size_equals_offline() {
     let mut rng = Rng(4242);
     for case in 0..12 {
-        let topo = if case % 2 == 0 {
-            CtcTopology::Normal
-        } else {
-            CtcTopology::Compact
-        };
+        let topo = topology(case);
         let fst = random_tlg(&mut rng, topo, 4);
         let g = DecodingGraph::from_fst(&fst, None).unwrap();
         let cfg = CtcConfig {
@@ -509,4 +512,146 @@ fn blank_penalty_and_word_insertion_penalty_change_what_they_should() {
     let p = bp.prepare("u", &m).unwrap();
     assert!((p.row(1)[0] - (m.row(1)[0] - 1.5)).abs() < 1e-6);
     assert_eq!(p.row(1)[2], m.row(1)[2]);
+}
+
+/// The shim (and the GPU when one answers): the CUDA kernels run on the CPU.
+fn device_backends() -> Vec<ctx_cuda::Backend> {
+    let mut v = vec![ctx_cuda::Backend::Shim];
+    match ctx_cuda::cuda::CudaDevice::open() {
+        Ok(_) => v.push(ctx_cuda::Backend::Cuda),
+        Err(e) => eprintln!("GPU runs SKIPPED (shim only): {e}"),
+    }
+    v
+}
+
+/// What a streaming run gave: per pushed batch the partials and segments (words, cost bits) of
+/// each channel, or the error; then each channel's closing segment.
+type StreamLog = (
+    Vec<Result<Vec<(Vec<u32>, Vec<(Vec<u32>, u32)>)>, String>>,
+    Vec<String>,
+);
+
+fn stream_run(
+    dec: &CtcDecoder,
+    backend: ctx_cuda::Backend,
+    mats: &[ScoreMatrix],
+    boosters: &[Booster],
+    chunk: usize,
+    endpoint: Option<wfst_search::EndpointConfig>,
+) -> StreamLog {
+    let mut st = dec.streaming_on(endpoint, backend).unwrap();
+    assert_eq!(
+        st.backend().0 == "cpu",
+        backend == ctx_cuda::Backend::Cpu,
+        "{:?}",
+        st.backend()
+    );
+    for (i, b) in boosters.iter().enumerate() {
+        st.open(i as u64 + 7, b.clone()).unwrap();
+    }
+    let rows = mats.iter().map(|m| m.rows()).max().unwrap();
+    let mut log = Vec::new();
+    let mut t = 0;
+    while t < rows {
+        let parts: Vec<(u64, ScoreMatrix)> = mats
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| t < m.rows())
+            .map(|(i, m)| (i as u64 + 7, m.slice_rows(t..(t + chunk).min(m.rows()))))
+            .collect();
+        let batch: Vec<(u64, &ScoreMatrix)> = parts.iter().map(|(id, m)| (*id, m)).collect();
+        log.push(
+            st.push(&batch)
+                .map(|rs| {
+                    rs.into_iter()
+                        .map(|r| {
+                            let segs = r
+                                .segments
+                                .iter()
+                                .map(|s| (s.best.words.clone(), s.best.cost().to_bits()))
+                                .collect();
+                            (r.partial, segs)
+                        })
+                        .collect()
+                })
+                .map_err(|e| e.to_string()),
+        );
+        t += chunk;
+    }
+    let closing = (0..mats.len())
+        .map(|i| match st.close(i as u64 + 7) {
+            Ok(Some(s)) => format!("{:?} {:08x}", s.best.words, s.best.cost().to_bits()),
+            Ok(None) => "none".into(),
+            Err(e) => format!("error: {e}"),
+        })
+        .collect();
+    (log, closing)
+}
+
+#[test]
+fn streaming_on_the_cuda_backend_equals_the_cpu_channels() {
+    let mut rng = Rng(9090);
+    let table = word_table();
+    let mut boosted_differs = 0;
+    let mut compared = 0;
+    let mut endpoints = 0;
+    for case in 0..16 {
+        let topo = topology(case);
+        let fst = random_tlg(&mut rng, topo, 5);
+        let g = DecodingGraph::from_fst(&fst, None).unwrap();
+        let dec = CtcDecoder::new(&g, wide()).unwrap();
+        let entries = vec![("b".to_string(), 2.5f32), ("d".to_string(), 1.5)];
+        let ctx = ContextBoost::words(&g, &table, &entries, 1000.0).unwrap();
+        // Four channels of different lengths, two of them word-boosted.
+        let mats: Vec<ScoreMatrix> = (0..4)
+            .map(|i| random_logprobs(&mut rng, 8 + 3 * i))
+            .collect();
+        let boosters = [
+            Booster::None,
+            ctx.booster.clone(),
+            Booster::None,
+            ctx.booster.clone(),
+        ];
+        // Every fourth case with Kaldi's endpoint rules at 0.5 s frames (blank is silence).
+        let endpoint = (case % 4 == 3).then(|| wfst_search::EndpointConfig::kaldi(0.5));
+        for chunk in [1, 3, 20] {
+            let cpu = stream_run(
+                &dec,
+                ctx_cuda::Backend::Cpu,
+                &mats,
+                &boosters,
+                chunk,
+                endpoint.clone(),
+            );
+            let plain = stream_run(
+                &dec,
+                ctx_cuda::Backend::Cpu,
+                &mats,
+                &[Booster::None, Booster::None, Booster::None, Booster::None],
+                chunk,
+                endpoint.clone(),
+            );
+            if plain.1[1] != cpu.1[1] || plain.1[3] != cpu.1[3] {
+                boosted_differs += 1;
+            }
+            endpoints += cpu
+                .0
+                .iter()
+                .flatten()
+                .flatten()
+                .map(|(_, segs)| segs.len())
+                .sum::<usize>();
+            for b in device_backends() {
+                let dev = stream_run(&dec, b, &mats, &boosters, chunk, endpoint.clone());
+                assert_eq!(dev, cpu, "case {case} chunk {chunk} backend {b:?}");
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared >= 48);
+    assert!(endpoints > 3, "{endpoints} segments ended at endpoints");
+    assert!(
+        boosted_differs > 3,
+        "boosting changed {boosted_differs} runs"
+    );
 }

@@ -570,6 +570,32 @@ phrase_boost_score = 4.0
 row = "bonus"
 method = "ctc-wfst"
 word_insertion_penalty = -3.0
+[[rows]]
+row = "stream"
+method = "ctc-wfst"
+streams = 6
+chunk_s = 0.4
+[[rows]]
+row = "stream-shim"
+method = "ctc-wfst"
+streams = 6
+chunk_s = 0.4
+backend = "shim"
+[[rows]]
+row = "stream-words"
+method = "word-boosting+ctc-wfst"
+word_boost = "gt"
+word_boost_score = 5.0
+streams = 6
+chunk_s = 0.4
+[[rows]]
+row = "stream-words-shim"
+method = "word-boosting+ctc-wfst"
+word_boost = "gt"
+word_boost_score = 5.0
+streams = 6
+chunk_s = 0.4
+backend = "shim"
 {extra}
 "#
         )
@@ -596,6 +622,21 @@ word_insertion_penalty = -3.0
     // A word insertion bonus makes the search emit words it would not: the output changes.
     assert_ne!(get("plain", "wer"), get("bonus", "wer"));
     assert!(num("plain", "active_tokens") > 1.0);
+    // Streaming channels under the load simulation decode what offline decoding does, and the
+    // CUDA backend's channels (kernels on the shim) what the CPU's do, boosted or not.
+    for (a, b) in [
+        ("plain", "stream"),
+        ("words", "stream-words"),
+        ("stream", "stream-shim"),
+        ("stream-words", "stream-words-shim"),
+    ] {
+        for c in ["wer", "ne_wer"] {
+            assert_eq!(get(a, c), get(b, c), "{a} vs {b}: {c}");
+        }
+    }
+    assert_eq!(get("stream-shim", "device"), "cpu-shim");
+    assert_eq!(get("stream", "device"), "");
+    assert!(num("stream-shim", "latency_p99_ms") > 0.0);
     // The CTC family decodes a TLG only; other families' settings are refused.
     std::fs::write(&p, exp("hclg", "")).unwrap();
     let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
@@ -645,6 +686,12 @@ lm_alpha = 0.0
 row = "greedy + NGPU-LM"
 method = "e2e+ngpu-lm"
 lm_alpha = {alpha}
+[[rows]]
+row = "greedy + NGPU-LM on the shim"
+method = "e2e+ngpu-lm"
+lm_alpha = {alpha}
+backend = "shim"
+batch = 16
 [[rows]]
 row = "beam + LM"
 method = "e2e+beam+ngpu-lm"
@@ -709,7 +756,31 @@ kb_list = "gt"
         assert_eq!(wer("greedy", m), wer("greedy alpha 0", m), "{m}");
         assert_ne!(wer("greedy", m), wer("greedy + NGPU-LM", m), "{m}");
         assert!(wer("greedy", m) < 60.0 && wer("beam + LM", m) < 60.0, "{m}");
+        // The LM's queries on the device (the kernels on the shim, batches of 16) decode what
+        // the CPU's do; the row names the device.
+        for c in ["wer", "ne_wer"] {
+            assert_eq!(
+                cell("greedy + NGPU-LM", m, c),
+                cell("greedy + NGPU-LM on the shim", m, c),
+                "{m}"
+            );
+        }
+        assert_eq!(
+            cell("greedy + NGPU-LM on the shim", m, "device"),
+            "cpu-shim"
+        );
+        assert_eq!(cell("greedy + NGPU-LM", m, "device"), "cpu");
     }
+    // A backend with nothing to run on the device is refused before decoding, saying why.
+    let beam_shim = "[[rows]]\nrow = \"b\"\nmethod = \"e2e+beam+ngpu-lm\"\nlm_alpha = 0.5\nbackend = \"shim\"\n";
+    std::fs::write(&p, exp("0.6", "rnnt") + beam_shim).unwrap();
+    let o = ctxbench(&["run", s(&p), "--out", s(&d.path().join("r2"))]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("beam search queries the LM per hypothesis on the CPU"),
+        "{}",
+        stderr(&o)
+    );
     // A negative weight and an unknown model are named before anything decodes.
     std::fs::write(&p, exp("-0.5", "rnnt")).unwrap();
     let o = ctxbench(&["run", s(&p), "--out", s(&out)]);

@@ -20,9 +20,8 @@ use lattice_rescorer::prefix_biased_best_path;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::time::Instant;
-use wfst_search::{
-    Booster, DecodeError, Decoder, EndpointConfig, GpuDecoder, LatticePath, SegmentResult, Stream,
-};
+pub use wfst_search::Engine;
+use wfst_search::{Booster, DecodeError, EndpointConfig, LatticePath, SegmentResult, Stream};
 
 /// How the pipeline decodes and what it does at endpoints.
 #[derive(Debug, Clone)]
@@ -46,49 +45,6 @@ impl Default for PipelineConfig {
             rescore_endpoints: false,
             endpoint: None,
             threads: 1,
-        }
-    }
-}
-
-/// Where the frame step runs: the CPU reference or the CUDA kernels (a GPU or the CPU shim).
-pub enum Engine<'g> {
-    /// The CPU backend.
-    Cpu(Decoder<'g>),
-    /// The CUDA backend.
-    Device(Box<GpuDecoder<'g>>),
-}
-
-impl<'g> Engine<'g> {
-    /// Opens `backend` for `dec` (the graph goes to the device once).
-    pub fn open(dec: Decoder<'g>, backend: ctx_cuda::Backend) -> Result<Self> {
-        Ok(match ctx_cuda::open(backend)? {
-            ctx_cuda::Opened::Cpu => Engine::Cpu(dec),
-            ctx_cuda::Opened::Device(d) => Engine::Device(Box::new(GpuDecoder::new(dec, d)?)),
-        })
-    }
-
-    /// `cpu`, `shim` or `cuda`.
-    pub fn backend(&self) -> &'static str {
-        match self {
-            Engine::Cpu(_) => "cpu",
-            Engine::Device(g) if g.is_gpu() => "cuda",
-            Engine::Device(_) => "shim",
-        }
-    }
-
-    /// The device's name ("" on the CPU backend).
-    pub fn device(&self) -> String {
-        match self {
-            Engine::Cpu(_) => String::new(),
-            Engine::Device(g) => g.device_name(),
-        }
-    }
-
-    /// The host-side decoder.
-    pub fn decoder(&self) -> &Decoder<'g> {
-        match self {
-            Engine::Cpu(d) => d,
-            Engine::Device(g) => g.decoder(),
         }
     }
 }
@@ -355,26 +311,29 @@ impl<'g> OnlinePipeline<'g> {
         let refs: Vec<&ScoreMatrix> = batch.iter().map(|&i| chunks[i].scores).collect();
         let t = Instant::now();
         let endpoint = self.cfg.endpoint.as_ref();
-        let mut res = match &mut self.engine {
-            Engine::Cpu(dec) => self
-                .pool
-                .install(|| dec.advance(&mut streams, &refs, endpoint)),
+        // On the device, the registry's pool first (a no-op unless it changed).
+        let pool_loaded = match &mut self.engine {
             Engine::Device(gpu) => {
                 let (id, generation) = self.registry.pool_key();
-                match gpu.load_arc_pool(id, generation, self.registry.pool()) {
-                    Ok(()) => gpu.advance(&mut streams, &refs, endpoint),
-                    Err(e) => (0..streams.len())
-                        .map(|_| Err(DecodeError::Gpu(e.to_string())))
-                        .collect(),
-                }
+                gpu.load_arc_pool(id, generation, self.registry.pool())
             }
+            Engine::Cpu(_) => Ok(()),
+        };
+        let engine = &mut self.engine;
+        let mut res = match pool_loaded {
+            Ok(()) => self
+                .pool
+                .install(|| engine.advance(&mut streams, &refs, endpoint)),
+            Err(e) => (0..streams.len())
+                .map(|_| Err(DecodeError::Gpu(e.to_string())))
+                .collect(),
         };
         // The last chunk finishes the open segment.
         for (k, &i) in batch.iter().enumerate() {
             let s = &mut streams[k];
             if let (true, Ok(segs)) = (chunks[i].last, &mut res[k]) {
                 if s.in_segment() && s.segment_rows() > 0 {
-                    match self.engine.decoder().finish(s) {
+                    match self.engine.finish(s) {
                         Ok(seg) => segs.push(seg),
                         Err(e) => res[k] = Err(e),
                     }

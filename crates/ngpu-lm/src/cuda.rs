@@ -106,6 +106,16 @@ impl DeviceLm {
         })
     }
 
+    /// Labels of the LM.
+    pub fn vocab_size(&self) -> usize {
+        self.vocab
+    }
+
+    /// States of the LM.
+    pub fn num_states(&self) -> usize {
+        self.states
+    }
+
     /// The device's name ("cpu-shim" for the shim).
     pub fn device_name(&self) -> String {
         self.dev.name()

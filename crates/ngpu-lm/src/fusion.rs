@@ -26,10 +26,12 @@
 //! column. With α = 0 the fused choice is the acoustic one, so the output equals plain greedy.
 
 use crate::arrays::NgramLm;
+use crate::cuda::DeviceLm;
 use crate::error::{NgpuError, Result};
 use ctx_core::e2e::{Aed, Transducer};
 use ctx_core::scores::ScoreMatrix;
 use rayon::prelude::*;
+use std::sync::Mutex;
 
 /// How the LM scores the candidate labels of a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -240,6 +242,10 @@ pub struct Fusion<'a> {
     pub batch: usize,
     /// Context boosting (keyword trees), added to the LM's fused score.
     pub contexts: Contexts<'a>,
+    /// The LM on a device ([`DeviceLm`], built from [`Self::lm`]): the batched full-vocabulary
+    /// queries run there (a GPU, or the CUDA kernels on the CPU shim), bit-identical to the CPU
+    /// queries. Greedy decoding with [`LmQuery::Full`] only; batches take turns on the device.
+    pub device: Option<&'a Mutex<DeviceLm>>,
 }
 
 impl Default for Fusion<'_> {
@@ -261,6 +267,7 @@ impl<'a> Fusion<'a> {
             query: LmQuery::Full,
             batch: 32,
             contexts: Contexts::None,
+            device: None,
         }
     }
 
@@ -291,6 +298,29 @@ impl<'a> Fusion<'a> {
             return Err(NgpuError::Invalid(
                 "the batch size must be at least 1".into(),
             ));
+        }
+        if let Some(d) = self.device {
+            let Some(lm) = self.lm else {
+                return Err(NgpuError::Invalid(
+                    "an LM on a device but no LM to fuse (set the LM too)".into(),
+                ));
+            };
+            if self.query != LmQuery::Full {
+                return Err(NgpuError::Invalid(
+                    "the device runs the full-vocabulary query (lm_query full), not the pruned one"
+                        .into(),
+                ));
+            }
+            let d = d.lock().unwrap_or_else(|e| e.into_inner());
+            if d.vocab_size() != lm.vocab_size() || d.num_states() != lm.num_states() {
+                return Err(NgpuError::Invalid(format!(
+                    "the LM on the device ({} labels, {} states) is not the fused LM ({} labels, {} states)",
+                    d.vocab_size(),
+                    d.num_states(),
+                    lm.vocab_size(),
+                    lm.num_states()
+                )));
+            }
         }
         Ok(())
     }
@@ -347,25 +377,48 @@ struct LmScratch {
 /// A chosen label: (column, next LM state, next context state).
 type Choice = (u32, u32, CtxState);
 
+/// The LM's full-vocabulary scores and next states of every state in `states` (row `i` at
+/// `[i·V, (i+1)·V)`): one batched query on the device when there is one, else per row on the
+/// CPU (the same values bit for bit).
+fn lm_rows(
+    f: &Fusion,
+    lm: &NgramLm,
+    states: &[u32],
+    scores: &mut Vec<f32>,
+    next: &mut Vec<u32>,
+) -> Result<()> {
+    let v = lm.vocab_size();
+    scores.resize(states.len() * v, 0.0);
+    next.resize(states.len() * v, 0);
+    match f.device {
+        Some(d) => d
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .advance(states, scores, next),
+        None => {
+            for (i, &st) in states.iter().enumerate() {
+                lm.advance_row(
+                    st,
+                    &mut scores[i * v..(i + 1) * v],
+                    &mut next[i * v..(i + 1) * v],
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
 /// The fused choice among labels (columns ≥ 1, not `exclude`) for every pending row:
 /// `log p + α·LM + context bonus`, summed in that order by both queries.
-fn label_stage(f: &Fusion, pend: &[Pending], s: &mut LmScratch) -> Vec<Choice> {
+fn label_stage(f: &Fusion, pend: &[Pending], s: &mut LmScratch) -> Result<Vec<Choice>> {
     let a = f.alpha;
-    match f.query {
+    Ok(match f.query {
         LmQuery::Full => {
             let v = pend.first().map_or(0, |p| p.row.len() - 1);
             if let Some(lm) = f.lm {
                 s.states.clear();
                 s.states.extend(pend.iter().map(|p| p.state));
-                s.scores.resize(pend.len() * v, 0.0);
-                s.next.resize(pend.len() * v, 0);
-                for (i, &st) in s.states.iter().enumerate() {
-                    lm.advance_row(
-                        st,
-                        &mut s.scores[i * v..(i + 1) * v],
-                        &mut s.next[i * v..(i + 1) * v],
-                    );
-                }
+                lm_rows(f, lm, &s.states, &mut s.scores, &mut s.next)?;
             }
             s.cscores.resize(v, 0.0);
             s.cnext.resize(v, [0; 2]);
@@ -433,7 +486,7 @@ fn label_stage(f: &Fusion, pend: &[Pending], s: &mut LmScratch) -> Vec<Choice> {
                 (best.1 as u32, best.2, best.3)
             })
             .collect(),
-    }
+    })
 }
 
 /// Greedy CTC decoding of each score matrix (log-probabilities, column 0 blank): the label
@@ -444,7 +497,7 @@ pub fn greedy_ctc(mats: &[&ScoreMatrix], f: &Fusion) -> Result<Vec<Vec<u32>>> {
         .par_chunks(f.batch)
         .enumerate()
         .map(|(k, batch)| ctc_batch(batch, k * f.batch, f))
-        .collect();
+        .collect::<Result<_>>()?;
     Ok(out.into_iter().flatten().collect())
 }
 
@@ -499,7 +552,7 @@ fn utt_error(i: usize, e: NgpuError) -> NgpuError {
     }
 }
 
-fn ctc_batch(mats: &[&ScoreMatrix], offset: usize, f: &Fusion) -> Vec<Vec<u32>> {
+fn ctc_batch(mats: &[&ScoreMatrix], offset: usize, f: &Fusion) -> Result<Vec<Vec<u32>>> {
     let n = mats.len();
     let mut out = vec![Vec::new(); n];
     let mut prev = vec![0u32; n];
@@ -538,7 +591,7 @@ fn ctc_batch(mats: &[&ScoreMatrix], offset: usize, f: &Fusion) -> Vec<Vec<u32>> 
             }
         }
         if !pend.is_empty() {
-            for (&i, (c, next, cnext)) in pend_rows.iter().zip(label_stage(f, &pend, &mut scratch))
+            for (&i, (c, next, cnext)) in pend_rows.iter().zip(label_stage(f, &pend, &mut scratch)?)
             {
                 out[i].push(c);
                 prev[i] = c;
@@ -547,7 +600,7 @@ fn ctc_batch(mats: &[&ScoreMatrix], offset: usize, f: &Fusion) -> Vec<Vec<u32>> 
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// Greedy transducer decoding (RNN-T, or TDT when the model has durations), at most
@@ -655,7 +708,7 @@ fn transducer_batch<M: Transducer>(
         let mut fused = fused_rows
             .iter()
             .copied()
-            .zip(label_stage(f, &pend, &mut scratch))
+            .zip(label_stage(f, &pend, &mut scratch)?)
             .peekable();
         for &i in &pend_rows {
             let (c, next, cnext) = match fused.peek() {
@@ -707,39 +760,53 @@ fn aed_batch<M: Aed>(models: &[M], offset: usize, f: &Fusion) -> Result<Vec<Vec<
     let mut ctx_state: Vec<CtxState> = ctx.iter().map(UttContext::start).collect();
     let mut done = vec![false; n];
     let mut out = vec![Vec::new(); n];
-    let mut dist = vec![0f32; width];
+    let mut dists = vec![0f32; n * width];
     let v = width.saturating_sub(1);
     let mut s = AedScratch {
-        scores: vec![0.0; v],
-        next: vec![0; v],
         cscores: vec![0.0; v],
         cnext: vec![[0; 2]; v],
         ctmp: CtxRow::default(),
     };
-    // Rows advance in lockstep; the AED's LM stage covers end of sequence too, so it runs per
-    // row on the row's own buffers.
+    let (mut states, mut scores, mut next) = (Vec::new(), Vec::new(), Vec::new());
+    let mut active = Vec::with_capacity(n);
+    // Rows advance in lockstep: every active row's step, then one batched full-vocabulary LM
+    // query for them (on the device when there is one), then each row's choice, which covers
+    // end of sequence too.
     while done.iter().any(|d| !d) {
-        for i in 0..n {
-            if done[i] {
-                continue;
+        active.clear();
+        active.extend((0..n).filter(|&i| !done[i]));
+        for (k, &i) in active.iter().enumerate() {
+            let dist = &mut dists[k * width..(k + 1) * width];
+            models[i].step(state[i], dist);
+            check_row(dist, offset + i, "step output")?;
+        }
+        let batched = match f.lm {
+            Some(lm) if f.query == LmQuery::Full => {
+                states.clear();
+                states.extend(active.iter().map(|&i| lm_state[i]));
+                lm_rows(f, lm, &states, &mut scores, &mut next)?;
+                true
             }
-            let m = &models[i];
-            m.step(state[i], &mut dist);
-            check_row(&dist, offset + i, "step output")?;
+            _ => false,
+        };
+        for (k, &i) in active.iter().enumerate() {
+            let dist = &dists[k * width..(k + 1) * width];
             let (c, nx, cnx) = if f.lm.is_none() && !ctx[i].is_some() {
-                (argmax(&dist), 0, [0; 2])
+                (argmax(dist), 0, [0; 2])
             } else {
-                aed_choice(f, &dist, lm_state[i], (ctx[i], ctx_state[i]), &mut s)
+                let lm_row =
+                    batched.then(|| (&scores[k * v..(k + 1) * v], &next[k * v..(k + 1) * v]));
+                aed_choice(f, dist, lm_state[i], lm_row, (ctx[i], ctx_state[i]), &mut s)
             };
             if c == 0 {
                 done[i] = true;
                 continue;
             }
             out[i].push(c as u32);
-            state[i] = m.next(state[i], c as u32);
+            state[i] = models[i].next(state[i], c as u32);
             lm_state[i] = nx;
             ctx_state[i] = cnx;
-            if out[i].len() >= m.max_len() {
+            if out[i].len() >= models[i].max_len() {
                 done[i] = true;
             }
         }
@@ -749,8 +816,6 @@ fn aed_batch<M: Aed>(models: &[M], offset: usize, f: &Fusion) -> Result<Vec<Vec<
 
 /// Buffers of one AED row's fused choice.
 struct AedScratch {
-    scores: Vec<f32>,
-    next: Vec<u32>,
     cscores: Vec<f32>,
     cnext: Vec<CtxState>,
     ctmp: CtxRow,
@@ -758,11 +823,13 @@ struct AedScratch {
 
 /// AED's fused choice: (column, next LM state, next context state). End of sequence scores
 /// `log p(eos) + α·LM final + context final` (the take-back of a broken-off phrase), a label
-/// `log p + α·LM + β + context bonus`.
+/// `log p + α·LM + β + context bonus`. `lm_row`: the LM's full-vocabulary scores and next
+/// states from `state` (the batched query of [`LmQuery::Full`]).
 fn aed_choice(
     f: &Fusion,
     dist: &[f32],
     state: u32,
+    lm_row: Option<(&[f32], &[u32])>,
     (ctx, cs): (UttContext, CtxState),
     s: &mut AedScratch,
 ) -> (usize, u32, CtxState) {
@@ -777,23 +844,20 @@ fn aed_choice(
     let mut best = (eos, 0usize, 0u32, [0u32; 2]);
     match f.query {
         LmQuery::Full => {
-            if let Some(lm) = f.lm {
-                lm.advance_row(state, &mut s.scores, &mut s.next);
-            }
             if ctx.is_some() {
                 ctx.advance_row(cs, &mut s.cscores, &mut s.cnext, &mut s.ctmp);
             }
             for (c, &d) in dist.iter().enumerate().skip(1) {
                 let mut x = d;
-                if f.lm.is_some() {
-                    x += a * s.scores[c - 1];
+                if let Some((scores, _)) = lm_row {
+                    x += a * scores[c - 1];
                 }
                 x += f.bonus;
                 if ctx.is_some() {
                     x += s.cscores[c - 1];
                 }
                 if x > best.0 {
-                    let nx = if f.lm.is_some() { s.next[c - 1] } else { 0 };
+                    let nx = lm_row.map_or(0, |(_, next)| next[c - 1]);
                     let cnx = if ctx.is_some() {
                         s.cnext[c - 1]
                     } else {

@@ -356,24 +356,45 @@ impl Sims {
     }
 }
 
+/// Every model type's utterances of the sentences, decoded greedily by [`Self::run`].
+struct AllModels<'s> {
+    mats: Vec<ScoreMatrix>,
+    rnnt: Vec<ctx_data::e2e::TransducerUtt<'s>>,
+    tdt: Vec<ctx_data::e2e::TransducerUtt<'s>>,
+    aed: Vec<ctx_data::e2e::AedUtt<'s>>,
+}
+
+/// Greedy hypotheses of (CTC, RNN-T, TDT, AED).
+type AllHyps = (Vec<Vec<u32>>, Vec<Vec<u32>>, Vec<Vec<u32>>, Vec<Vec<u32>>);
+
+impl<'s> AllModels<'s> {
+    fn new(sims: &'s Sims, sents: &[Vec<String>]) -> Self {
+        Self {
+            mats: sims.ctc(sents),
+            rnnt: sims.transducer(sents, false),
+            tdt: sims.transducer(sents, true),
+            aed: sims.aed(sents),
+        }
+    }
+
+    fn run(&self, f: &Fusion) -> AllHyps {
+        let refs: Vec<&ScoreMatrix> = self.mats.iter().collect();
+        (
+            greedy_ctc(&refs, f).unwrap(),
+            greedy_transducer(&self.rnnt, f, 5).unwrap(),
+            greedy_transducer(&self.tdt, f, 5).unwrap(),
+            greedy_aed(&self.aed, f).unwrap(),
+        )
+    }
+}
+
 #[test]
 fn alpha_zero_is_plain_greedy_and_pruned_equals_full_on_every_model_type() {
     let (sents, bpe, lm) = sim_setup();
     let sims = Sims::new(&sents, &bpe);
-    let mats = sims.ctc(&sents);
-    let refs: Vec<&ScoreMatrix> = mats.iter().collect();
-    let r_utts = sims.transducer(&sents, false);
-    let t_utts = sims.transducer(&sents, true);
-    let a_utts = sims.aed(&sents);
-
-    let run = |f: &Fusion| {
-        (
-            greedy_ctc(&refs, f).unwrap(),
-            greedy_transducer(&r_utts, f, 5).unwrap(),
-            greedy_transducer(&t_utts, f, 5).unwrap(),
-            greedy_aed(&a_utts, f).unwrap(),
-        )
-    };
+    let all = AllModels::new(&sims, &sents);
+    let (r_utts, t_utts, a_utts) = (&all.rnnt, &all.tdt, &all.aed);
+    let run = |f: &Fusion| all.run(f);
     let plain = run(&Fusion::none());
     // Plain greedy decodes something close to what the model heard (a sanity check of the sims).
     assert!(plain.0.iter().filter(|h| !h.is_empty()).count() > 50);
@@ -723,4 +744,114 @@ fn shared_plus_per_utterance_trees_equal_the_unified_trie() {
             "the trees change outputs ({query:?})"
         );
     }
+}
+
+/// The shim, and the GPU when one answers.
+fn devices() -> Vec<Box<dyn ctx_cuda::Device>> {
+    let mut v: Vec<Box<dyn ctx_cuda::Device>> = vec![Box::new(ctx_cuda::shim::ShimDevice::new())];
+    match ctx_cuda::cuda::CudaDevice::open() {
+        Ok(d) => v.push(Box::new(d)),
+        Err(e) => eprintln!("GPU runs SKIPPED (shim only): {e}"),
+    }
+    v
+}
+
+#[test]
+fn greedy_fusion_with_the_lm_on_a_device_equals_the_cpu_on_every_model_type() {
+    use ngpu_lm::boost::{boosting_tree, BoostOptions, Phrase};
+    use ngpu_lm::fusion::Contexts;
+    use std::sync::Mutex;
+    let (sents, bpe, lm) = sim_setup();
+    let sims = Sims::new(&sents, &bpe);
+    let all = AllModels::new(&sims, &sents);
+    // Per-utterance keyword trees (scored on the host either way) on top of the LM.
+    let spell = |w: &str| -> Vec<u32> {
+        bpe.encode_word(w)
+            .iter()
+            .map(|p| bpe.id(p).unwrap() - 1)
+            .collect()
+    };
+    let trees: Vec<NgramLm> = sents
+        .iter()
+        .map(|s| {
+            let ph = vec![Phrase::keyword(spell(&s[0]), Some(1.0))];
+            boosting_tree(&ph, bpe.len(), &BoostOptions::default())
+                .unwrap()
+                .0
+        })
+        .collect();
+    let tree_refs: Vec<&NgramLm> = trees.iter().collect();
+    let run = |f: &Fusion| all.run(f);
+    let plain = run(&Fusion::none());
+    let mut compared = 0;
+    for dev in devices() {
+        let name = dev.name();
+        let d = Mutex::new(ngpu_lm::DeviceLm::new(&lm, dev).unwrap());
+        for (alpha, batch, ctx) in [(1.0f32, 7, false), (3.0, 64, false), (1.0, 16, true)] {
+            let contexts = if ctx {
+                Contexts::PerUtterance(&tree_refs)
+            } else {
+                Contexts::None
+            };
+            let cpu = Fusion {
+                bonus: 0.5,
+                batch,
+                contexts,
+                ..Fusion::with_lm(&lm, alpha)
+            };
+            let on_device = Fusion {
+                device: Some(&d),
+                ..cpu
+            };
+            let want = run(&cpu);
+            assert_ne!(want, plain, "the LM changes something at α = {alpha}");
+            assert_eq!(run(&on_device), want, "{name}: α {alpha}, batch {batch}");
+            compared += 1;
+        }
+    }
+    assert!(compared >= 3);
+}
+
+#[test]
+fn an_lm_on_a_device_is_refused_where_it_cannot_serve() {
+    use std::sync::Mutex;
+    let lm = abc_lm();
+    // A unigram LM over the same labels: fewer states than the bigram one.
+    let e = |w: &str, p: f32| (vec![w.to_string()], p, 0.0);
+    let uni = ArpaLm::from_entries(vec![vec![
+        e("<s>", -99.0),
+        e("</s>", -1.0),
+        e("a", -0.5),
+        e("b", -0.5),
+        e("c", -0.5),
+    ]])
+    .unwrap();
+    let labels: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+    let other = NgramLm::from_arpa(&uni, &labels).unwrap().0;
+    assert_ne!(other.num_states(), lm.num_states());
+    let shim = || -> Box<dyn ctx_cuda::Device> { Box::new(ctx_cuda::shim::ShimDevice::new()) };
+    let d = Mutex::new(ngpu_lm::DeviceLm::new(&lm, shim()).unwrap());
+    let m = matrix(&[row(&[(1, -0.1)])]);
+    let err = |f: &Fusion| greedy_ctc(&[&m], f).unwrap_err().to_string();
+    let pruned = Fusion {
+        query: LmQuery::Pruned,
+        device: Some(&d),
+        ..Fusion::with_lm(&lm, 1.0)
+    };
+    assert!(err(&pruned).contains("full-vocabulary"), "{}", err(&pruned));
+    let no_lm = Fusion {
+        device: Some(&d),
+        ..Fusion::none()
+    };
+    assert!(err(&no_lm).contains("no LM to fuse"), "{}", err(&no_lm));
+    let d2 = Mutex::new(ngpu_lm::DeviceLm::new(&other, shim()).unwrap());
+    let mismatch = Fusion {
+        device: Some(&d2),
+        ..Fusion::with_lm(&lm, 1.0)
+    };
+    assert!(
+        err(&mismatch).contains("is not the fused LM"),
+        "{}",
+        err(&mismatch)
+    );
 }

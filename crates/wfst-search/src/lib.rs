@@ -14,12 +14,14 @@
 //! - [`decoder`]: many streams at once (rayon), chunked online decoding, whole utterances.
 //! - [`cuda`]: the CUDA backend: the same frame step as kernels (`kernels/decoder.cu`) for a
 //!   batch of streams, on a GPU or on the CPU shim, giving the CPU's frames exactly.
+//! - [`engine`]: either backend behind one streaming interface.
 
 pub mod booster;
 pub mod config;
 pub mod cuda;
 pub mod decoder;
 pub mod endpoint;
+pub mod engine;
 pub mod error;
 pub mod lattice;
 pub mod lm_delta;
@@ -31,6 +33,7 @@ pub use config::DecoderConfig;
 pub use cuda::{GpuDecoder, GpuStats};
 pub use decoder::{decode_utterance, Decoder, SegmentResult, UtteranceResult};
 pub use endpoint::EndpointConfig;
+pub use engine::Engine;
 pub use error::{DecodeError, Result};
 pub use lattice::{LatticePath, WlArc, WordLattice};
 pub use lm_delta::{BackoffLm, LmDelta};

@@ -299,7 +299,7 @@ fn streaming(
         .endpointing
         .then(|| wfst_search::EndpointConfig::kaldi(st.frame_s as f32));
     let mut server = CtcServer {
-        s: dec.streaming(endpoint)?,
+        s: dec.streaming_on(endpoint, settings.backend)?,
         words: std::collections::HashMap::new(),
         booster,
     };
@@ -319,6 +319,7 @@ fn streaming(
         super::load::simulate(&cfg, &durations, &|i| st.scores(&utts[i]), &mut server)
     })?;
     let hyps: Vec<Vec<String>> = r.words.iter().map(|w| st.words(w)).collect();
+    let device = server.s.backend().1;
     let mut out = Vec::new();
     for &i in group {
         let p = &plan.points[i];
@@ -344,7 +345,7 @@ fn streaming(
         put("graph_states", Some(st.csr.num_states() as f64));
         put("graph_arcs", Some(st.csr.num_arcs() as f64));
         super::load::put_measures(&r, &mut m);
-        out.push(record(plan, i, m, ""));
+        out.push(record(plan, i, m, &device));
     }
     Ok(out)
 }

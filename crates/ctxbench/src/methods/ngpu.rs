@@ -243,6 +243,7 @@ impl Family for E2e {
 
     fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
         check_targets(ds, p)?;
+        check_backend(p)?;
         if let Some(Some(crate::pipeline::ListKind::Global(n))) = p
             .settings
             .get("kb_list")
@@ -270,7 +271,7 @@ impl Family for E2e {
 
     fn decode_key(&self, p: &Point) -> String {
         let settings: Vec<&str> = SETTINGS.iter().map(|s| s.name).collect();
-        self.setup_key(p) + &key_of("", p, &["threads"], &settings)
+        self.setup_key(p) + &key_of("", p, &["threads", "backend"], &settings)
     }
 
     fn run_group(
@@ -310,6 +311,11 @@ impl Family for E2e {
             (None, Some(_)) => Contexts::PerUtterance(&own),
             (Some(w), Some(_)) => Contexts::SharedAndPerUtterance(&w.tree, &own),
         };
+        // The LM's arrays go to the device once, like loading it (not timed).
+        let device_lm = open_device_lm(first, lm.as_deref().map(|(l, _)| l))?;
+        let device = device_lm.as_ref().map_or("cpu".to_string(), |d| {
+            d.lock().unwrap_or_else(|e| e.into_inner()).device_name()
+        });
         let fusion = Fusion {
             lm: lm.as_deref().map(|(l, _)| l),
             contexts,
@@ -325,6 +331,7 @@ impl Family for E2e {
             },
             query: LmQuery::parse(&s(first, "lm_query")).unwrap_or_default(),
             batch: num(first, "batch", 32.0) as usize,
+            device: device_lm.as_ref(),
         };
         let beam_size = num(first, "beam_size", 4.0) as usize;
         let max_symbols = num(first, "max_symbols", 10.0) as usize;
@@ -446,10 +453,48 @@ impl Family for E2e {
                 m.insert("lm_ngrams".into(), *ngrams as f64);
                 m.insert("lm_mb".into(), l.bytes() as f64 / 1e6);
             }
-            out.push(record(plan, i, m, "cpu"));
+            out.push(record(plan, i, m, &device));
         }
         Ok(out)
     }
+}
+
+/// Refuses a backend other than the CPU where there is nothing for the device to run: the
+/// device runs greedy fusion's batched full-vocabulary LM queries (004's GPU shape); beam
+/// search queries the LM per hypothesis on the CPU, and a row without fusion has no LM query.
+fn check_backend(p: &Point) -> Result<()> {
+    let b = s(p, "backend");
+    if b == "cpu" || b.is_empty() {
+        return Ok(());
+    }
+    let why = if p.method.has("beam") {
+        "beam search queries the LM per hypothesis on the CPU"
+    } else if !p.method.has("ngpu-lm") {
+        "a row without NGPU-LM fusion has no LM query to run there"
+    } else if s(p, "lm_query") == "pruned" {
+        "the device runs the full-vocabulary query (lm_query = \"full\")"
+    } else {
+        return Ok(());
+    };
+    bail!(
+        "backend '{b}': the e2e family runs greedy fusion's LM queries on the device; {why} (set backend = \"cpu\")"
+    )
+}
+
+/// The fused LM on the point's device (`None` on the CPU backend).
+fn open_device_lm(
+    first: &Point,
+    lm: Option<&NgramLm>,
+) -> Result<Option<Mutex<ngpu_lm::cuda::DeviceLm>>> {
+    check_backend(first)?;
+    let backend: ctx_cuda::Backend = s(first, "backend")
+        .parse()
+        .map_err(|e: String| anyhow!("{e}"))?;
+    let Some(lm) = lm else { return Ok(None) };
+    Ok(match ctx_cuda::open(backend)? {
+        ctx_cuda::Opened::Cpu => None,
+        ctx_cuda::Opened::Device(d) => Some(Mutex::new(ngpu_lm::cuda::DeviceLm::new(lm, d)?)),
+    })
 }
 
 fn parse_prune(p: &str) -> Result<Vec<u64>> {
