@@ -4,7 +4,10 @@
 //
 // What it emulates, and the rule the kernels keep for it to be exact:
 // - `threadIdx`/`blockIdx`/`blockDim`/`gridDim` are thread-local variables that the launcher
-//   sets before calling the kernel once per (block, thread), blocks and threads in order;
+//   sets before calling the kernel once per (block, thread), blocks and threads in order — or,
+//   with a schedule other than 0, in reverse or in a seeded shuffled order, so that a kernel
+//   whose result depends on which thread runs first (an atomicAdd slot order leaking into the
+//   output, a tie broken by arrival) fails the parity tests here as it would on a GPU;
 // - atomics are real (`__atomic` builtins), so kernels may also be run from several OS threads;
 // - there is no `__syncthreads` and no warp primitive: every kernel of this project is written
 //   without block-level synchronisation (each thread's result depends only on memory written by
@@ -59,19 +62,37 @@ inline float __uint_as_float(unsigned u) {
 }
 inline float fminf_(float a, float b) { return std::fmin(a, b); }
 
+// The `i`-th (block, thread) pair to run of a grid of `n`: schedule 0 in order, 1 reversed,
+// any other value a seeded affine permutation i -> (a*i + c) mod n, `a` a prime that does not
+// divide n (so the map is a bijection) and `c` from the seed.
+inline unsigned long long ctx_shim_visit(unsigned long long i, unsigned long long n,
+                                         unsigned long long schedule) {
+  if (schedule == 0) return i;
+  if (schedule == 1) return n - 1 - i;
+  static const unsigned long long primes[] = {2654435761ull, 2246822519ull, 3266489917ull,
+                                              668265263ull,  374761393ull,  1000000007ull};
+  unsigned k = (unsigned)(schedule % 6);
+  unsigned long long a = primes[k];
+  while (n % a == 0) a = primes[++k % 6];
+  unsigned long long c = (schedule * 0x9E3779B97F4A7C15ull) % n;
+  return (a % n * i + c) % n;
+}
+
 // Exports kernel `name` (taking one `const P` by value) as the C function `ctx_shim_<name>`,
-// which runs the whole grid: blocks (x fastest, then y), and in each block its threads in order.
+// which runs the whole grid: every (block, thread) pair once, in the order of `schedule`
+// (ctx_shim_visit; 0: blocks x fastest, then y, and in each block its threads in order).
 #define CTX_EXPORT(name, P)                                                                 \
-  extern "C" void ctx_shim_##name(unsigned gx, unsigned gy, unsigned bx, const void* params) { \
+  extern "C" void ctx_shim_##name(unsigned gx, unsigned gy, unsigned bx, const void* params, \
+                                  unsigned long long schedule) {                          \
     P p;                                                                                    \
     std::memcpy(&p, params, sizeof(P));                                                     \
     gridDim = dim3{gx, gy, 1};                                                              \
     blockDim = dim3{bx, 1, 1};                                                              \
-    for (unsigned y = 0; y < gy; ++y)                                                       \
-      for (unsigned x = 0; x < gx; ++x)                                                     \
-        for (unsigned t = 0; t < bx; ++t) {                                                 \
-          blockIdx = uint3{x, y, 0};                                                        \
-          threadIdx = uint3{t, 0, 0};                                                       \
-          name(p);                                                                          \
-        }                                                                                   \
+    unsigned long long n = (unsigned long long)gx * gy * bx;                                \
+    for (unsigned long long i = 0; i < n; ++i) {                                            \
+      unsigned long long k = ctx_shim_visit(i, n, schedule);                                \
+      threadIdx = uint3{(unsigned)(k % bx), 0, 0};                                          \
+      blockIdx = uint3{(unsigned)(k / bx % gx), (unsigned)(k / bx / gx), 0};                \
+      name(p);                                                                              \
+    }                                                                                       \
   }

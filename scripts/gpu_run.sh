@@ -9,6 +9,8 @@
 #   hclg        000 on the device: Table 1 (quick), speed ratio, load simulation
 #   fusion      004 greedy fusion with the LM's queries on the device (bataev-device)
 #   ctc-stream  001 Table 4: the CTC decoder's streaming channels on the device
+#   profile     Nsight Compute on the frame step at 512 streams (ncu-decoder.csv)
+#   sanitize    compute-sanitizer memcheck on a short cuda decode (sanitizer.log)
 # The device tool stops a command after 10 minutes: run the phases over several calls (each
 # phase's wall time goes to phases.txt, and every long command has its own time limit, so one
 # slow phase cannot take the rest of a call with it).
@@ -50,8 +52,19 @@ phase_parity() {
         for b in cpu cuda cuda2; do
             be=${b%2}
             lim 120 "$OUT/decode.log" "$B/ctxbench" decode --dataset "$ds" --quick --backend "$be" \
-                --methods none,sequences --cache "$CACHE" --hyp-dir "/tmp/hyp-$ds-$b"
+                --methods none,sequences --cache "$CACHE" --hyp-dir "/tmp/hyp-$ds-$b" \
+                --lattice-out "/tmp/lat-$ds-$b.txt"
         done
+        # The baseline decode's lattices (Kaldi text), byte for byte.
+        {
+            a="/tmp/lat-$ds-cpu.txt" b="/tmp/lat-$ds-cuda.txt" c="/tmp/lat-$ds-cuda2.txt"
+            if [ ! -f "$a" ] || [ ! -f "$b" ] || [ ! -f "$c" ]; then
+                echo "$ds lattices: MISSING"
+            else
+                cmp -s "$a" "$b" && echo "$ds lattices: cuda == cpu" || echo "$ds lattices: DIFFER"
+                cmp -s "$b" "$c" && echo "$ds lattices: cuda run 1 == run 2" || echo "$ds lattices: NOT DETERMINISTIC"
+            fi
+        } >> "$OUT/parity.txt"
         for f in none sequences; do
             a="/tmp/hyp-$ds-cpu/$f.txt" b="/tmp/hyp-$ds-cuda/$f.txt" c="/tmp/hyp-$ds-cuda2/$f.txt"
             if [ ! -f "$a" ] || [ ! -f "$b" ] || [ ! -f "$c" ]; then
@@ -111,12 +124,33 @@ phase_ctc_stream() {
     run_exp 400 "$OUT/ctc-streaming.log" galvez-table4 --set backend=cuda
 }
 
+phase_profile() {
+    # Nsight Compute on the frame step at 512 streams (quick ATCO2-1h HCLG): per kernel its
+    # speed of light (compute and memory throughput against the peaks), launch statistics and
+    # occupancy, past the first frames' warm-up. Clocks left alone (the device tool's rule).
+    if ! command -v ncu > /dev/null; then echo "no ncu on this machine" >> "$OUT/ncu.log"; return; fi
+    lim 400 "$OUT/ncu.log" ncu --clock-control none --launch-skip 400 --launch-count 120 \
+        --section SpeedOfLight --section LaunchStats --section Occupancy --csv --page details \
+        --log-file "$OUT/ncu-decoder.csv" \
+        "$B/ctxbench" throughput --cache "$CACHE" --backend cuda --streams 512
+}
+
+phase_sanitize() {
+    # compute-sanitizer's memcheck on a short cuda decode (out-of-bounds and misaligned device
+    # accesses; the kernels' logic is already checked on the shim).
+    if ! command -v compute-sanitizer > /dev/null; then echo "no compute-sanitizer" >> "$OUT/sanitizer.log"; return; fi
+    timeout 400 compute-sanitizer --tool memcheck --error-exitcode 3 \
+        "$B/ctxbench" decode --dataset atco2-sim-1h --quick --limit 4 --backend cuda \
+        --methods none,sequences --cache "$CACHE" >> "$OUT/sanitizer.log" 2>&1
+    echo "exit $? (0 clean, 3 errors found, 124 timed out)" >> "$OUT/sanitizer.log"
+}
+
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(tests parity throughput lm hclg fusion ctc-stream)
+[ ${#phases[@]} -eq 0 ] && phases=(tests parity throughput lm hclg fusion ctc-stream profile sanitize)
 for p in "${phases[@]}"; do
     f="phase_${p//-/_}"
     if ! declare -F "$f" > /dev/null; then
-        echo "unknown phase '$p' (tests parity throughput lm hclg fusion ctc-stream)" >&2
+        echo "unknown phase '$p' (tests parity throughput lm hclg fusion ctc-stream profile sanitize)" >&2
         exit 2
     fi
     t0=$(date +%s)

@@ -2,17 +2,20 @@
 //! `kernels/shim.h` (by build.rs), each grid run block by block and thread by thread. Exact for
 //! kernels without block synchronisation, which is every kernel of this project; a kernel bug
 //! (a wrong packing, a wrong prefix sum, a lost token) shows on the CPU as it would on a GPU.
+//! A [`ShimDevice::with_schedule`] runs each grid's threads reversed or shuffled (seeded): a
+//! result that depends on which thread runs first — what makes a GPU nondeterministic — then
+//! differs from the in-order one.
 
 use crate::device::{check_range, DevPtr, Device};
 use crate::error::{CudaError, Result};
 use std::collections::HashMap;
 
-type ShimFn = unsafe extern "C" fn(u32, u32, u32, *const u8);
+type ShimFn = unsafe extern "C" fn(u32, u32, u32, *const u8, u64);
 
 include!(concat!(env!("OUT_DIR"), "/shim_table.rs"));
 
 /// Host memory standing in for device memory, and the shim kernels.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ShimDevice {
     /// Allocations by address (u64 words: 8-byte aligned, as device allocations are).
     mem: HashMap<u64, Vec<u64>>,
@@ -20,16 +23,34 @@ pub struct ShimDevice {
     /// Device memory to emulate (None: as much as the host has).
     limit: Option<usize>,
     used: usize,
+    /// The order each grid's threads run in (0 in order, 1 reversed, else a seeded shuffle).
+    schedule: u64,
 }
 
 impl ShimDevice {
-    /// A shim device with every exported kernel.
+    /// A shim device with every exported kernel, threads in order (or in the schedule that
+    /// the environment variable `CTX_SHIM_SCHEDULE` names: a whole test suite or a
+    /// `--backend shim` run can be repeated under another thread order).
     pub fn new() -> Self {
+        let schedule = std::env::var("CTX_SHIM_SCHEDULE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         Self {
             mem: HashMap::new(),
             kernels: SHIM_KERNELS.iter().copied().collect(),
             limit: None,
             used: 0,
+            schedule,
+        }
+    }
+
+    /// A shim device that runs each grid's (block, thread) pairs in the order of `schedule`:
+    /// 0 in order, 1 reversed, any other value a seeded shuffle (an affine permutation).
+    pub fn with_schedule(schedule: u64) -> Self {
+        Self {
+            schedule,
+            ..Self::new()
         }
     }
 
@@ -42,10 +63,21 @@ impl ShimDevice {
         }
     }
 
+    /// The thread order of this device's grids.
+    pub fn schedule(&self) -> u64 {
+        self.schedule
+    }
+
     fn bytes_mut(&mut self, p: DevPtr) -> &mut [u8] {
         let v = self.mem.get_mut(&p.addr).expect("a live shim allocation");
         // SAFETY: the Vec<u64> holds at least p.bytes bytes (rounded up to words).
         unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), p.bytes) }
+    }
+}
+
+impl Default for ShimDevice {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -109,7 +141,7 @@ impl Device for ShimDevice {
             .ok_or_else(|| CudaError::UnknownKernel(name.to_string()))?;
         // SAFETY: `params` is the kernel's parameter struct (the caller's contract, as for a
         // GPU launch) and every address in it is a live allocation of this device.
-        unsafe { f(grid.0, grid.1, block, params.as_ptr()) };
+        unsafe { f(grid.0, grid.1, block, params.as_ptr(), self.schedule) };
         Ok(())
     }
 

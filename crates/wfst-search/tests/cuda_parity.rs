@@ -116,8 +116,8 @@ fn run_case(case: u64, cfg: &DecoderConfig, boosted: bool, chunk: usize, endpoin
         })
         .collect();
     let mut ok = 0;
-    for dev in devices() {
-        let name = dev.name();
+    for (label, dev) in devices() {
+        let name = format!("{} ({label})", dev.name());
         let mut gpu = GpuDecoder::new(dec.clone(), dev).unwrap();
         let mut streams: Vec<Stream> = (0..n)
             .map(|i| Stream::new(format!("u{i}"), boosters[i].clone()))
@@ -144,11 +144,20 @@ fn run_case(case: u64, cfg: &DecoderConfig, boosted: bool, chunk: usize, endpoin
     ok
 }
 
-/// The shim, and the GPU when one answers (said once on stderr when none does).
-fn devices() -> Vec<Box<dyn Device>> {
-    let mut v: Vec<Box<dyn Device>> = vec![Box::new(ShimDevice::new())];
+/// The shim with its threads in order, reversed and shuffled (a kernel whose output depends
+/// on which thread runs first differs between them, as it would between GPU runs), and the
+/// GPU when one answers (said once on stderr when none does).
+fn devices() -> Vec<(&'static str, Box<dyn Device>)> {
+    let mut v: Vec<(&'static str, Box<dyn Device>)> = vec![
+        ("threads in order", Box::new(ShimDevice::with_schedule(0))),
+        ("threads reversed", Box::new(ShimDevice::with_schedule(1))),
+        (
+            "threads shuffled",
+            Box::new(ShimDevice::with_schedule(0x5eed)),
+        ),
+    ];
     match ctx_cuda::cuda::CudaDevice::open() {
-        Ok(d) => v.push(Box::new(d)),
+        Ok(d) => v.push(("GPU", Box::new(d))),
         Err(e) => {
             static ONCE: std::sync::Once = std::sync::Once::new();
             ONCE.call_once(|| eprintln!("GPU parity SKIPPED (shim only): {e}"));
