@@ -20,6 +20,10 @@ for line in sys.stdin:
         print(m["executable"], m["target"]["name"])' \
     | while read -r exe name; do cp "$exe" "gpu-bundle/bin/test-$name"; done
 strip gpu-bundle/bin/* 2>/dev/null || true
+# The device tool carries at most 64 MiB with the working tree: the binaries travel as one
+# xz archive (~50 MB -> ~9 MB), unpacked by gpu_run.sh on the GPU machine.
+tar -C gpu-bundle -cf - bin | xz -6 -T0 > gpu-bundle/bin.tar.xz
+rm -rf gpu-bundle/bin
 cp scripts/gpu_run.sh gpu-bundle/
 # The Earnings-22 LM of `make lm-earnings22` (NGPU-LM query speed on the device), when built.
 if [ -f results/lm-earnings22/lm.arpa.gz ]; then cp results/lm-earnings22/lm.arpa.gz gpu-bundle/; fi

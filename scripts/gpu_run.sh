@@ -17,7 +17,18 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
-B=gpu-bundle/bin
+# The binaries travel as gpu-bundle/bin.tar.xz (gpu_bundle.sh); unpacked once per machine.
+B=/tmp/gpu-bundle-bin/bin
+sum=$(cksum < gpu-bundle/bin.tar.xz)
+if [ "$sum" != "$(cat /tmp/gpu-bundle-bin/archive.cksum 2>/dev/null)" ]; then
+    rm -rf /tmp/gpu-bundle-bin && mkdir -p /tmp/gpu-bundle-bin
+    if command -v xz > /dev/null; then
+        xz -dc gpu-bundle/bin.tar.xz | tar -C /tmp/gpu-bundle-bin -xf -
+    else
+        python3 -c 'import tarfile; tarfile.open("gpu-bundle/bin.tar.xz").extractall("/tmp/gpu-bundle-bin")'
+    fi
+    echo "$sum" > /tmp/gpu-bundle-bin/archive.cksum
+fi
 CACHE=/tmp/ctx-cache
 # NVRTC from the machine's CUDA toolkit (the binaries load it by soname).
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
