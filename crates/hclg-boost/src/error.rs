@@ -42,12 +42,9 @@ pub enum HclgBoostError {
     /// A setting out of range.
     #[error("{0}")]
     Config(String),
-    /// The decoding engine failed (names the stream).
+    /// The decoding engine failed (names the stream), or its device could not be opened.
     #[error(transparent)]
     Decode(#[from] wfst_search::DecodeError),
-    /// The device could not be opened.
-    #[error(transparent)]
-    Cuda(#[from] ctx_cuda::CudaError),
 }
 
 /// Result alias of the crate.
