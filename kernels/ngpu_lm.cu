@@ -4,7 +4,10 @@
 //
 // The LM is the flat arrays of crates/ngpu-lm/src/arrays.rs: per state a label-sorted arc range
 // arc_start[s]..arc_start[s + 1], a back-off target and weight, a final weight; state 0 is the
-// unigram state whose arc index is the label (every label present).
+// unigram state whose arc index is the label (every label present). A forest (many boosting
+// trees in one set of arrays, crates/ngpu-lm/src/forest.rs) gives each row its root: the
+// back-off chain ends there and the root's arcs arc_start[root] + label hold every label; with
+// no roots array every row's root is state 0.
 //
 // Design. 004's Algorithm 1 scatters each level's arcs into the output row, highest level first,
 // keeping the first write per label; on a GPU that needs a barrier between levels. Here one
@@ -37,9 +40,11 @@ struct NgpuQuery {
   const u32* backoff_to;
   const float* backoff_weight;
   const float* final_weight;
-  // The batch: one state per row; for ngpu_sparse K labels per row.
+  // The batch: one state per row; for ngpu_sparse K labels per row; per row its root (null:
+  // state 0 for every row).
   const u32* states;
   const u32* labels;
+  const u32* roots;
   // Outputs.
   float* scores;
   u32* next;
@@ -49,12 +54,12 @@ struct NgpuQuery {
   u32 pad;
 };
 
-// ln p(label | state) and the next state, along back-offs (one thread, one cell).
-__device__ __forceinline__ void ngpu_score(const NgpuQuery& p, u32 state, u32 label, float* w,
-                                           u32* to) {
+// ln p(label | state) and the next state, along back-offs down to `root` (one thread, one cell).
+__device__ __forceinline__ void ngpu_score(const NgpuQuery& p, u32 root, u32 state, u32 label,
+                                           float* w, u32* to) {
   u32 s = state;
   float acc = 0.0f;
-  while (s != 0u) {
+  while (s != root) {
     u32 lo = p.arc_start[s];
     const u32 end = p.arc_start[s + 1];
     u32 hi = end;
@@ -74,8 +79,9 @@ __device__ __forceinline__ void ngpu_score(const NgpuQuery& p, u32 state, u32 la
     acc = acc + p.backoff_weight[s];
     s = p.backoff_to[s];
   }
-  *w = acc + p.arc_weight[label];
-  *to = p.arc_to[label];
+  const u32 a = p.arc_start[root] + label;
+  *w = acc + p.arc_weight[a];
+  *to = p.arc_to[a];
 }
 
 // Thread: cells (row = blockIdx.y, label l) for l = its global x index, stepping by the grid width.
@@ -83,9 +89,10 @@ extern "C" __global__ void ngpu_advance(const NgpuQuery p) {
   const u32 row = blockIdx.y;
   if (row >= p.rows) return;
   const u32 state = p.states[row];
+  const u32 root = p.roots ? p.roots[row] : 0u;
   const unsigned long long base = (unsigned long long)row * p.vocab;
   for (u32 l = blockIdx.x * blockDim.x + threadIdx.x; l < p.vocab; l += gridDim.x * blockDim.x) {
-    ngpu_score(p, state, l, &p.scores[base + l], &p.next[base + l]);
+    ngpu_score(p, root, state, l, &p.scores[base + l], &p.next[base + l]);
   }
 }
 
@@ -95,9 +102,10 @@ extern "C" __global__ void ngpu_sparse(const NgpuQuery p) {
   const u32 row = blockIdx.y;
   if (row >= p.rows) return;
   const u32 state = p.states[row];
+  const u32 root = p.roots ? p.roots[row] : 0u;
   const unsigned long long base = (unsigned long long)row * p.k;
   for (u32 j = blockIdx.x * blockDim.x + threadIdx.x; j < p.k; j += gridDim.x * blockDim.x) {
-    ngpu_score(p, state, p.labels[base + j], &p.scores[base + j], &p.next[base + j]);
+    ngpu_score(p, root, state, p.labels[base + j], &p.scores[base + j], &p.next[base + j]);
   }
 }
 

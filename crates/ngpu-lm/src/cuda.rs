@@ -5,6 +5,7 @@
 
 use crate::arrays::NgramLm;
 use crate::error::{NgpuError, Result};
+use crate::forest::{check_roots, Forest};
 use crate::query::{check_advance, check_final, check_sparse};
 
 /// The most rows one launch covers (CUDA's limit on a grid's y dimension).
@@ -25,6 +26,7 @@ struct QueryParams {
     final_weight: u64,
     states: u64,
     labels: u64,
+    roots: u64,
     scores: u64,
     next: u64,
     vocab: u32,
@@ -35,7 +37,7 @@ struct QueryParams {
 
 impl QueryParams {
     fn bytes(&self) -> &[u8] {
-        // SAFETY: repr(C), eleven u64 then four u32: no padding.
+        // SAFETY: repr(C), twelve u64 then four u32: no padding.
         unsafe {
             std::slice::from_raw_parts(
                 (self as *const Self).cast::<u8>(),
@@ -62,6 +64,7 @@ fn upload_new<T: Pod>(dev: &mut dyn Device, v: &[T], what: &str) -> Result<DevPt
 struct Batch {
     states: Option<DevPtr>,
     labels: Option<DevPtr>,
+    roots: Option<DevPtr>,
     scores: Option<DevPtr>,
     next: Option<DevPtr>,
 }
@@ -73,6 +76,8 @@ pub struct DeviceLm {
     lm: [DevPtr; 7],
     vocab: usize,
     states: usize,
+    /// The states a query may name as its root, sorted ([0] for an LM, a forest's tree roots).
+    roots: Vec<u32>,
     batch: Batch,
     block: u32,
 }
@@ -101,9 +106,19 @@ impl DeviceLm {
             lm: arrays,
             vocab: lm.vocab,
             states: lm.num_states(),
+            roots: vec![0],
             batch: Batch::default(),
             block: 256,
         })
+    }
+
+    /// Uploads a forest's arrays ([`Forest`]: many trees, each query row from its tree's root,
+    /// [`Self::advance_rooted`]).
+    pub fn new_forest(forest: &Forest, dev: Box<dyn Device>) -> Result<Self> {
+        let mut d = Self::new(forest.arrays(), dev)?;
+        d.roots = forest.roots().to_vec();
+        d.roots.sort_unstable();
+        Ok(d)
     }
 
     /// Labels of the LM.
@@ -140,7 +155,7 @@ impl DeviceLm {
         }
     }
 
-    fn params(&self, rows: usize, k: usize) -> QueryParams {
+    fn params(&self, rows: usize, k: usize, rooted: bool) -> QueryParams {
         let addr = |p: Option<DevPtr>| p.map_or(0, |p| p.addr);
         QueryParams {
             arc_start: self.lm[0].addr,
@@ -152,6 +167,7 @@ impl DeviceLm {
             final_weight: self.lm[6].addr,
             states: addr(self.batch.states),
             labels: addr(self.batch.labels),
+            roots: if rooted { addr(self.batch.roots) } else { 0 },
             scores: addr(self.batch.scores),
             next: addr(self.batch.next),
             vocab: self.vocab as u32,
@@ -197,13 +213,23 @@ impl DeviceLm {
 
     /// Launches `kernel` over `rows` rows of `cells` cells each, in slices of at most
     /// [`MAX_GRID_Y`] rows (a grid's y dimension), the row pointers advanced per slice.
-    fn launch_rows(&mut self, kernel: &str, rows: usize, cells: usize, k: usize) -> Result<()> {
+    fn launch_rows(
+        &mut self,
+        kernel: &str,
+        rows: usize,
+        cells: usize,
+        k: usize,
+        rooted: bool,
+    ) -> Result<()> {
         let mut start = 0;
         while start < rows {
             let n = (rows - start).min(MAX_GRID_Y);
-            let mut p = self.params(n, k);
+            let mut p = self.params(n, k, rooted);
             let row_bytes = (cells * 4) as u64;
             p.states += start as u64 * 4;
+            if rooted {
+                p.roots += start as u64 * 4;
+            }
             p.labels += if k > 0 { start as u64 * row_bytes } else { 0 };
             p.scores += start as u64 * row_bytes;
             p.next += start as u64 * row_bytes;
@@ -222,7 +248,35 @@ impl DeviceLm {
             return Ok(());
         }
         self.stage(states, states.len() * v)?;
-        self.launch_rows("ngpu_advance", states.len(), v, 0)?;
+        self.launch_rows("ngpu_advance", states.len(), v, 0, false)?;
+        self.fetch(scores, Some(next))
+    }
+
+    /// [`Forest::advance_rooted`] on the device: row `b` from `states[b]` in the tree whose
+    /// root is `roots[b]` (a root of the forest this device holds; state 0 for an LM).
+    pub fn advance_rooted(
+        &mut self,
+        states: &[u32],
+        roots: &[u32],
+        scores: &mut [f32],
+        next: &mut [u32],
+    ) -> Result<()> {
+        let v = self.vocab;
+        check_advance(self.states, v, states, scores.len(), next.len())?;
+        check_roots(&self.roots, states, roots)?;
+        if states.is_empty() {
+            return Ok(());
+        }
+        self.stage(states, states.len() * v)?;
+        let d = self.dev.as_mut();
+        let rp = Self::ensure(
+            d,
+            &mut self.batch.roots,
+            roots.len() * 4,
+            "the query's roots",
+        )?;
+        d.upload(rp, 0, as_bytes(roots))?;
+        self.launch_rows("ngpu_advance", states.len(), v, 0, true)?;
         self.fetch(scores, Some(next))
     }
 
@@ -254,7 +308,7 @@ impl DeviceLm {
             "the query's labels",
         )?;
         d.upload(lp, 0, as_bytes(labels))?;
-        self.launch_rows("ngpu_sparse", states.len(), k, k)?;
+        self.launch_rows("ngpu_sparse", states.len(), k, k, false)?;
         self.fetch(scores, Some(next))
     }
 
@@ -265,7 +319,7 @@ impl DeviceLm {
             return Ok(());
         }
         self.stage(states, states.len())?;
-        let p = self.params(states.len(), 0);
+        let p = self.params(states.len(), 0, false);
         let grid = (self.blocks(states.len()), 1);
         self.dev.launch("ngpu_final", grid, self.block, p.bytes())?;
         self.fetch(out, None)
@@ -279,7 +333,10 @@ impl Drop for DeviceLm {
             d.free(p);
         }
         let b = &self.batch;
-        for p in [b.states, b.labels, b.scores, b.next].into_iter().flatten() {
+        for p in [b.states, b.labels, b.roots, b.scores, b.next]
+            .into_iter()
+            .flatten()
+        {
             d.free(p);
         }
     }

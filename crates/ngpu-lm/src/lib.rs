@@ -10,6 +10,8 @@
 //! - [`beam`]: beam-search baselines with shallow fusion: CTC prefix beam search, transducer
 //!   modified beam search (RNN-T and TDT), AED beam search.
 //! - [`boost`]: an Aho-Corasick boosting tree (keyword boosting) as the same arrays.
+//! - [`forest`]: many trees in one set of arrays, each query row from its own tree's root (a
+//!   decode's per-utterance contexts in one device upload and one query).
 //! - [`fusion`]: greedy decoding with LM fusion for CTC, RNN-T/TDT and AED models (004 §2.3).
 //!
 //! Labels are the model's output units (BPE pieces or words) numbered 0..V; the ARPA's `<s>`
@@ -20,9 +22,11 @@ pub mod beam;
 pub mod boost;
 pub mod cuda;
 pub mod error;
+pub mod forest;
 pub mod fusion;
 pub mod query;
 
 pub use arrays::{ArraysReport, NgramLm, MAX_CHAIN, MAX_ORDER};
 pub use cuda::DeviceLm;
 pub use error::{NgpuError, Result};
+pub use forest::Forest;

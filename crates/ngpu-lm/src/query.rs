@@ -97,22 +97,30 @@ impl NgramLm {
     /// ends with the value of the highest level that has it: the back-off rule, with the sums
     /// formed in the same order as [`Self::score`] and the CUDA kernel.
     pub fn advance_row(&self, state: u32, scores: &mut [f32], next: &mut [u32]) {
+        self.advance_row_from(0, state, scores, next)
+    }
+
+    /// [`Self::advance_row`] in the tree whose root is `root` (a [`crate::Forest`]: the chain
+    /// ends at the root, whose arcs `arc_start[root] + label` hold every label; root 0 is the
+    /// LM's unigram state). Unchecked, like [`Self::advance_row`].
+    pub fn advance_row_from(&self, root: u32, state: u32, scores: &mut [f32], next: &mut [u32]) {
         let mut chain = [(0usize, 0.0f32); crate::arrays::MAX_CHAIN];
         let mut n = 0;
         let mut s = state as usize;
         let mut acc = 0.0f32;
-        while s != 0 {
+        while s != root as usize {
             chain[n] = (s, acc);
             n += 1;
             acc += self.backoff_weight[s];
             s = self.backoff_to[s] as usize;
         }
-        // The unigram state: arc index = label, every label present.
+        // The root: arc index = its first arc + label, every label present.
         let v = self.vocab;
-        for (o, &w) in scores[..v].iter_mut().zip(&self.arc_weight[..v]) {
+        let r = self.arc_start[root as usize] as usize;
+        for (o, &w) in scores[..v].iter_mut().zip(&self.arc_weight[r..r + v]) {
             *o = acc + w;
         }
-        next[..v].copy_from_slice(&self.arc_to[..v]);
+        next[..v].copy_from_slice(&self.arc_to[r..r + v]);
         for &(s, acc) in chain[..n].iter().rev() {
             let (a, b) = (self.arc_start[s] as usize, self.arc_start[s + 1] as usize);
             for i in a..b {

@@ -219,3 +219,107 @@ fn boosting_trees_on_the_device_equal_the_cpu() {
         }
     }
 }
+
+/// Two LMs and three keyword trees over one vocabulary of `v` labels.
+fn mixed_trees(v: usize) -> Vec<NgramLm> {
+    use ngpu_lm::boost::{boosting_tree, BoostOptions, Phrase};
+    let lm_a = random_lm(201, v, 3, false);
+    let labels = NgramLm::labels_of(&lm_a);
+    assert_eq!(labels.len(), v + 1, "w0..w{{v-1}} and <unk>");
+    let lm = |a: &ctx_core::arpa::ArpaLm| NgramLm::from_arpa(a, &labels).unwrap().0;
+    let lm_b = random_lm(202, v, 4, true);
+    let mut rng = Rng::new(5);
+    let tree = |rng: &mut Rng| {
+        let ph: Vec<Phrase> = (0..4)
+            .map(|_| {
+                let n = 1 + rng.below(4);
+                let l: Vec<u32> = (0..n).map(|_| rng.below(v + 1) as u32).collect();
+                Phrase::keyword(l, Some(0.5 + rng.below(4) as f32 * 0.5))
+            })
+            .collect();
+        boosting_tree(&ph, v + 1, &BoostOptions::default())
+            .unwrap()
+            .0
+    };
+    vec![
+        lm(&lm_a),
+        tree(&mut rng),
+        lm(&lm_b),
+        tree(&mut rng),
+        tree(&mut rng),
+    ]
+}
+
+#[test]
+fn a_forest_row_gives_its_trees_scores_on_the_cpu_and_on_devices() {
+    use ngpu_lm::Forest;
+    let v = 12;
+    let trees = mixed_trees(v);
+    let refs: Vec<&NgramLm> = trees.iter().collect();
+    let forest = Forest::new(&refs).unwrap();
+    let w = v + 1;
+    let mut rng = Rng::new(9);
+    // Rows from every tree, interleaved: (forest state, root) and the tree's own answer.
+    let (mut states, mut roots, mut want_s, mut want_n) = (vec![], vec![], vec![], vec![]);
+    for round in 0..3 {
+        for (k, t) in trees.iter().enumerate() {
+            let r = forest.roots()[k];
+            for s in walk_states(t, &mut rng, 5 + round) {
+                let (mut sc, mut nx) = (vec![0f32; w], vec![0u32; w]);
+                t.advance(&[s], &mut sc, &mut nx).unwrap();
+                states.push(s + r);
+                roots.push(r);
+                want_s.extend(bits(&sc));
+                want_n.extend(nx.iter().map(|&x| x + r));
+            }
+        }
+    }
+    let b = states.len();
+    let (mut cs, mut cn) = (vec![0f32; b * w], vec![0u32; b * w]);
+    forest
+        .advance_rooted(&states, &roots, &mut cs, &mut cn)
+        .unwrap();
+    assert_eq!(bits(&cs), want_s, "CPU forest scores");
+    assert_eq!(cn, want_n, "CPU forest next states");
+    for d in devices() {
+        let name = d.name();
+        let mut dev = DeviceLm::new_forest(&forest, d).unwrap();
+        let (mut gs, mut gn) = (vec![1f32; b * w], vec![7u32; b * w]);
+        dev.advance_rooted(&states, &roots, &mut gs, &mut gn)
+            .unwrap();
+        assert_eq!(bits(&gs), want_s, "{name}: forest scores");
+        assert_eq!(gn, want_n, "{name}: forest next states");
+        // Every row from the first tree's root is what the plain query gives.
+        let first: Vec<u32> = states
+            .iter()
+            .zip(&roots)
+            .filter(|(_, &r)| r == 0)
+            .map(|(&s, _)| s)
+            .collect();
+        let n = first.len();
+        let (mut ps, mut pn) = (vec![0f32; n * w], vec![0u32; n * w]);
+        dev.advance(&first, &mut ps, &mut pn).unwrap();
+        let (mut qs, mut qn) = (vec![0f32; n * w], vec![0u32; n * w]);
+        trees[0].advance(&first, &mut qs, &mut qn).unwrap();
+        assert_eq!((bits(&ps), pn), (bits(&qs), qn), "{name}: root-0 rows");
+        // A root that is not one, and a state outside its row's tree, are named errors.
+        let bad_root = roots[0] + 1;
+        let e = dev
+            .advance_rooted(&states[..1], &[bad_root], &mut gs[..w], &mut gn[..w])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a tree's root"), "{e}");
+        let other = forest.roots()[1];
+        let e = dev
+            .advance_rooted(&[other], &[0], &mut gs[..w], &mut gn[..w])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not in the tree rooted at 0"), "{e}");
+    }
+    // Trees over different vocabularies do not make a forest.
+    let small = mixed_trees(7);
+    let e = Forest::new(&[&trees[0], &small[1]])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("share one vocabulary"), "{e}");
+}
