@@ -706,6 +706,18 @@ kb_mode = "{mode}"
 row = "greedy + WL + KB"
 method = "e2e+wl+kb"
 kb_list = "gt"
+[[rows]]
+row = "greedy + KB on the shim"
+method = "e2e+kb"
+kb_list = "gt"
+kb_score = 2.0
+kb_mode = "{mode}"
+backend = "shim"
+[[rows]]
+row = "greedy + WL + KB on the shim"
+method = "e2e+wl+kb"
+kb_list = "gt"
+backend = "shim"
 "#
         )
     };
@@ -770,6 +782,16 @@ kb_list = "gt"
             "cpu-shim"
         );
         assert_eq!(cell("greedy + NGPU-LM", m, "device"), "cpu");
+        // The keyword trees (and the shared WL trie) as one forest on the device: the same.
+        for (a, b) in [
+            ("greedy + KB", "greedy + KB on the shim"),
+            ("greedy + WL + KB", "greedy + WL + KB on the shim"),
+        ] {
+            for c in ["wer", "ne_wer"] {
+                assert_eq!(cell(a, m, c), cell(b, m, c), "{m}: {b}");
+            }
+            assert_eq!(cell(b, m, "device"), "cpu-shim");
+        }
     }
     // A backend with nothing to run on the device is refused before decoding, saying why.
     let beam_shim = "[[rows]]\nrow = \"b\"\nmethod = \"e2e+beam+ngpu-lm\"\nlm_alpha = 0.5\nbackend = \"shim\"\n";

@@ -28,9 +28,11 @@
 use crate::arrays::NgramLm;
 use crate::cuda::DeviceLm;
 use crate::error::{NgpuError, Result};
+use crate::forest::Forest;
 use ctx_core::e2e::{Aed, Transducer};
 use ctx_core::scores::ScoreMatrix;
 use rayon::prelude::*;
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// How the LM scores the candidate labels of a row.
@@ -246,6 +248,10 @@ pub struct Fusion<'a> {
     /// queries run there (a GPU, or the CUDA kernels on the CPU shim), bit-identical to the CPU
     /// queries. Greedy decoding with [`LmQuery::Full`] only; batches take turns on the device.
     pub device: Option<&'a Mutex<DeviceLm>>,
+    /// The context trees on a device ([`DeviceContexts`], built from [`Self::contexts`]): each
+    /// step's bonuses of all rows are one rooted query there, summed on the host in the CPU's
+    /// order. Greedy decoding with [`LmQuery::Full`] only.
+    pub device_contexts: Option<&'a Mutex<DeviceContexts>>,
 }
 
 impl Default for Fusion<'_> {
@@ -268,6 +274,7 @@ impl<'a> Fusion<'a> {
             batch: 32,
             contexts: Contexts::None,
             device: None,
+            device_contexts: None,
         }
     }
 
@@ -297,6 +304,12 @@ impl<'a> Fusion<'a> {
         if self.batch == 0 {
             return Err(NgpuError::Invalid(
                 "the batch size must be at least 1".into(),
+            ));
+        }
+        if self.device_contexts.is_some() && self.query != LmQuery::Full {
+            return Err(NgpuError::Invalid(
+                "the device runs the full-vocabulary query (lm_query full), not the pruned one"
+                    .into(),
             ));
         }
         if let Some(d) = self.device {
@@ -369,9 +382,161 @@ struct LmScratch {
     states: Vec<u32>,
     scores: Vec<f32>,
     next: Vec<u32>,
-    cscores: Vec<f32>,
-    cnext: Vec<CtxState>,
-    ctmp: CtxRow,
+    ctx: CtxScratch,
+}
+
+/// A decode's context trees on a device: every distinct tree of a [`Contexts`] in one
+/// [`Forest`], uploaded once, so that each step's context bonuses of a whole batch are one
+/// rooted query (003 ch. 4's context graph on the GPU). Context states stay tree-local on the
+/// host; a query shifts them by the tree's root.
+pub struct DeviceContexts {
+    dev: DeviceLm,
+    /// Tree (by address) -> its root in the forest.
+    roots: HashMap<usize, u32>,
+}
+
+impl std::fmt::Debug for DeviceContexts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DeviceContexts({:?}, {} trees)",
+            self.dev,
+            self.roots.len()
+        )
+    }
+}
+
+impl DeviceContexts {
+    /// The trees of `contexts` on `dev` (`None` for [`Contexts::None`]).
+    pub fn new(contexts: &Contexts, dev: Box<dyn ctx_cuda::Device>) -> Result<Option<Self>> {
+        let (shared, own): (Option<&NgramLm>, &[&NgramLm]) = match *contexts {
+            Contexts::None => return Ok(None),
+            Contexts::Shared(t) => (Some(t), &[]),
+            Contexts::PerUtterance(ts) => (None, ts),
+            Contexts::SharedAndPerUtterance(t, ts) => (Some(t), ts),
+        };
+        let mut trees: Vec<&NgramLm> = Vec::new();
+        let mut index: HashMap<usize, usize> = HashMap::new();
+        for t in shared.into_iter().chain(own.iter().copied()) {
+            index
+                .entry(t as *const NgramLm as usize)
+                .or_insert_with(|| {
+                    trees.push(t);
+                    trees.len() - 1
+                });
+        }
+        let forest = Forest::new(&trees)?;
+        let roots = index
+            .into_iter()
+            .map(|(addr, k)| (addr, forest.roots()[k]))
+            .collect();
+        Ok(Some(Self {
+            dev: DeviceLm::new_forest(&forest, dev)?,
+            roots,
+        }))
+    }
+
+    /// The device's name.
+    pub fn device_name(&self) -> String {
+        self.dev.device_name()
+    }
+
+    fn root_of(&self, t: &NgramLm) -> Result<u32> {
+        self.roots
+            .get(&(t as *const NgramLm as usize))
+            .copied()
+            .ok_or_else(|| {
+                NgpuError::Invalid(
+                    "a context tree that is not on the device (build DeviceContexts from the same contexts)"
+                        .into(),
+                )
+            })
+    }
+}
+
+/// Buffers of the context stage: per row its bonuses and next states (row `i` at
+/// `[i·V, (i+1)·V)`), and the device query's.
+#[derive(Default)]
+struct CtxScratch {
+    scores: Vec<f32>,
+    next: Vec<CtxState>,
+    tmp: CtxRow,
+    q_states: Vec<u32>,
+    q_roots: Vec<u32>,
+    q_scores: Vec<f32>,
+    q_next: Vec<u32>,
+    q_of: Vec<(usize, usize, u32)>,
+}
+
+/// Context bonuses and next states of every row that has trees (rows without are left as they
+/// are): [`UttContext::advance_row`] per row on the CPU, or one rooted query of all the rows'
+/// trees on the device, summed per row in the same order (0, then the shared tree, then the
+/// utterance's own), so both give the same bits.
+fn ctx_rows(
+    f: &Fusion,
+    rows: &[(UttContext, CtxState)],
+    v: usize,
+    s: &mut CtxScratch,
+) -> Result<()> {
+    if rows.iter().all(|(c, _)| !c.is_some()) {
+        return Ok(());
+    }
+    s.scores.resize(rows.len() * v, 0.0);
+    s.next.resize(rows.len() * v, [0; 2]);
+    let Some(dc) = f.device_contexts else {
+        for (i, (c, cs)) in rows.iter().enumerate() {
+            if c.is_some() {
+                c.advance_row(
+                    *cs,
+                    &mut s.scores[i * v..(i + 1) * v],
+                    &mut s.next[i * v..(i + 1) * v],
+                    &mut s.tmp,
+                );
+            }
+        }
+        return Ok(());
+    };
+    let mut dc = dc.lock().unwrap_or_else(|e| e.into_inner());
+    s.q_states.clear();
+    s.q_roots.clear();
+    s.q_of.clear();
+    for (i, (c, cs)) in rows.iter().enumerate() {
+        for (k, t) in c.trees().into_iter().enumerate() {
+            if let Some(t) = t {
+                let r = dc.root_of(t)?;
+                s.q_states.push(cs[k] + r);
+                s.q_roots.push(r);
+                s.q_of.push((i, k, r));
+            }
+        }
+    }
+    let q = s.q_states.len();
+    s.q_scores.resize(q * v, 0.0);
+    s.q_next.resize(q * v, 0);
+    dc.dev
+        .advance_rooted(&s.q_states, &s.q_roots, &mut s.q_scores, &mut s.q_next)?;
+    // Rows' sums in UttContext::advance_row's order: 0, + shared, + own.
+    let mut last = usize::MAX;
+    for (j, &(i, k, r)) in s.q_of.iter().enumerate() {
+        let (sc, nx) = (
+            &mut s.scores[i * v..(i + 1) * v],
+            &mut s.next[i * v..(i + 1) * v],
+        );
+        if i != last {
+            sc.fill(0.0);
+            nx.fill([0; 2]);
+            last = i;
+        }
+        let (qs, qn) = (
+            &s.q_scores[j * v..(j + 1) * v],
+            &s.q_next[j * v..(j + 1) * v],
+        );
+        for l in 0..v {
+            sc[l] += qs[l];
+            nx[l][k] = qn[l] - r;
+        }
+    }
+    Ok(())
 }
 
 /// A chosen label: (column, next LM state, next context state).
@@ -420,8 +585,9 @@ fn label_stage(f: &Fusion, pend: &[Pending], s: &mut LmScratch) -> Result<Vec<Ch
                 s.states.extend(pend.iter().map(|p| p.state));
                 lm_rows(f, lm, &s.states, &mut s.scores, &mut s.next)?;
             }
-            s.cscores.resize(v, 0.0);
-            s.cnext.resize(v, [0; 2]);
+            let ctx_rows_of: Vec<(UttContext, CtxState)> =
+                pend.iter().map(|p| (p.ctx, p.cstate)).collect();
+            ctx_rows(f, &ctx_rows_of, v, &mut s.ctx)?;
             let mut fused = vec![0f32; v];
             pend.iter()
                 .enumerate()
@@ -435,9 +601,7 @@ fn label_stage(f: &Fusion, pend: &[Pending], s: &mut LmScratch) -> Result<Vec<Ch
                         }
                     }
                     if p.ctx.is_some() {
-                        p.ctx
-                            .advance_row(p.cstate, &mut s.cscores, &mut s.cnext, &mut s.ctmp);
-                        for (f, &w) in fused.iter_mut().zip(&s.cscores) {
+                        for (f, &w) in fused.iter_mut().zip(&s.ctx.scores[i * v..(i + 1) * v]) {
                             *f += w;
                         }
                     }
@@ -446,7 +610,11 @@ fn label_stage(f: &Fusion, pend: &[Pending], s: &mut LmScratch) -> Result<Vec<Ch
                     }
                     let l = argmax(&fused);
                     let lm_next = if f.lm.is_some() { s.next[i * v + l] } else { 0 };
-                    let ctx_next = if p.ctx.is_some() { s.cnext[l] } else { [0; 2] };
+                    let ctx_next = if p.ctx.is_some() {
+                        s.ctx.next[i * v + l]
+                    } else {
+                        [0; 2]
+                    };
                     (l as u32 + 1, lm_next, ctx_next)
                 })
                 .collect()
@@ -512,9 +680,18 @@ pub(crate) fn check_inputs(f: &Fusion, widths: impl ExactSizeIterator<Item = usi
         first.get_or_insert(w);
     }
     match first {
-        Some(w) => f.contexts.check(n, w),
-        None => Ok(()),
+        Some(w) => f.contexts.check(n, w)?,
+        None => return Ok(()),
     }
+    if let Some(dc) = f.device_contexts {
+        let dc = dc.lock().unwrap_or_else(|e| e.into_inner());
+        for i in 0..n {
+            for t in f.contexts.get(i).trees().into_iter().flatten() {
+                dc.root_of(t).map_err(|e| utt_error(i, e))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks CTC score matrices: settings against their width, and every value finite (a NaN
@@ -762,11 +939,7 @@ fn aed_batch<M: Aed>(models: &[M], offset: usize, f: &Fusion) -> Result<Vec<Vec<
     let mut out = vec![Vec::new(); n];
     let mut dists = vec![0f32; n * width];
     let v = width.saturating_sub(1);
-    let mut s = AedScratch {
-        cscores: vec![0.0; v],
-        cnext: vec![[0; 2]; v],
-        ctmp: CtxRow::default(),
-    };
+    let mut cx = CtxScratch::default();
     let (mut states, mut scores, mut next) = (Vec::new(), Vec::new(), Vec::new());
     let mut active = Vec::with_capacity(n);
     // Rows advance in lockstep: every active row's step, then one batched full-vocabulary LM
@@ -789,6 +962,13 @@ fn aed_batch<M: Aed>(models: &[M], offset: usize, f: &Fusion) -> Result<Vec<Vec<
             }
             _ => false,
         };
+        // The context bonuses of the active rows, batched the same way (full query).
+        let ctx_batched = f.query == LmQuery::Full && active.iter().any(|&i| ctx[i].is_some());
+        if ctx_batched {
+            let rows: Vec<(UttContext, CtxState)> =
+                active.iter().map(|&i| (ctx[i], ctx_state[i])).collect();
+            ctx_rows(f, &rows, v, &mut cx)?;
+        }
         for (k, &i) in active.iter().enumerate() {
             let dist = &dists[k * width..(k + 1) * width];
             let (c, nx, cnx) = if f.lm.is_none() && !ctx[i].is_some() {
@@ -796,7 +976,16 @@ fn aed_batch<M: Aed>(models: &[M], offset: usize, f: &Fusion) -> Result<Vec<Vec<
             } else {
                 let lm_row =
                     batched.then(|| (&scores[k * v..(k + 1) * v], &next[k * v..(k + 1) * v]));
-                aed_choice(f, dist, lm_state[i], lm_row, (ctx[i], ctx_state[i]), &mut s)
+                let ctx_row = (ctx_batched && ctx[i].is_some())
+                    .then(|| (&cx.scores[k * v..(k + 1) * v], &cx.next[k * v..(k + 1) * v]));
+                aed_choice(
+                    f,
+                    dist,
+                    lm_state[i],
+                    lm_row,
+                    (ctx[i], ctx_state[i]),
+                    ctx_row,
+                )
             };
             if c == 0 {
                 done[i] = true;
@@ -814,24 +1003,18 @@ fn aed_batch<M: Aed>(models: &[M], offset: usize, f: &Fusion) -> Result<Vec<Vec<
     Ok(out)
 }
 
-/// Buffers of one AED row's fused choice.
-struct AedScratch {
-    cscores: Vec<f32>,
-    cnext: Vec<CtxState>,
-    ctmp: CtxRow,
-}
-
 /// AED's fused choice: (column, next LM state, next context state). End of sequence scores
 /// `log p(eos) + α·LM final + context final` (the take-back of a broken-off phrase), a label
-/// `log p + α·LM + β + context bonus`. `lm_row`: the LM's full-vocabulary scores and next
-/// states from `state` (the batched query of [`LmQuery::Full`]).
+/// `log p + α·LM + β + context bonus`. `lm_row` and `ctx_row`: the LM's and the context
+/// trees' full-vocabulary scores and next states from the row's states (the batched queries of
+/// [`LmQuery::Full`]).
 fn aed_choice(
     f: &Fusion,
     dist: &[f32],
     state: u32,
     lm_row: Option<(&[f32], &[u32])>,
     (ctx, cs): (UttContext, CtxState),
-    s: &mut AedScratch,
+    ctx_row: Option<(&[f32], &[CtxState])>,
 ) -> (usize, u32, CtxState) {
     let a = f.alpha;
     let mut eos = dist[0];
@@ -844,25 +1027,18 @@ fn aed_choice(
     let mut best = (eos, 0usize, 0u32, [0u32; 2]);
     match f.query {
         LmQuery::Full => {
-            if ctx.is_some() {
-                ctx.advance_row(cs, &mut s.cscores, &mut s.cnext, &mut s.ctmp);
-            }
             for (c, &d) in dist.iter().enumerate().skip(1) {
                 let mut x = d;
                 if let Some((scores, _)) = lm_row {
                     x += a * scores[c - 1];
                 }
                 x += f.bonus;
-                if ctx.is_some() {
-                    x += s.cscores[c - 1];
+                if let Some((cscores, _)) = ctx_row {
+                    x += cscores[c - 1];
                 }
                 if x > best.0 {
                     let nx = lm_row.map_or(0, |(_, next)| next[c - 1]);
-                    let cnx = if ctx.is_some() {
-                        s.cnext[c - 1]
-                    } else {
-                        [0; 2]
-                    };
+                    let cnx = ctx_row.map_or([0; 2], |(_, cnext)| cnext[c - 1]);
                     best = (x, c, nx, cnx);
                 }
             }

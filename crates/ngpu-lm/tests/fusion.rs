@@ -782,16 +782,32 @@ fn greedy_fusion_with_the_lm_on_a_device_equals_the_cpu_on_every_model_type() {
         .collect();
     let tree_refs: Vec<&NgramLm> = trees.iter().collect();
     let run = |f: &Fusion| all.run(f);
+    // A shared tree too: the first utterance's second keyword for every utterance.
+    let shared = {
+        let ph = vec![Phrase::keyword(spell(&sents[0][1]), Some(0.7))];
+        boosting_tree(&ph, bpe.len(), &BoostOptions::default())
+            .unwrap()
+            .0
+    };
     let plain = run(&Fusion::none());
     let mut compared = 0;
-    for dev in devices() {
+    for (k, dev) in devices().into_iter().enumerate() {
         let name = dev.name();
         let d = Mutex::new(ngpu_lm::DeviceLm::new(&lm, dev).unwrap());
-        for (alpha, batch, ctx) in [(1.0f32, 7, false), (3.0, 64, false), (1.0, 16, true)] {
-            let contexts = if ctx {
-                Contexts::PerUtterance(&tree_refs)
-            } else {
-                Contexts::None
+        // (α, batch, contexts, LM on the device, trees on the device)
+        let cases = [
+            (1.0f32, 7, 0, true, false),
+            (3.0, 64, 0, true, false),
+            (1.0, 16, 1, true, false),
+            (1.0, 16, 1, true, true),
+            (1.0, 9, 2, false, true),
+            (0.0, 32, 1, false, true),
+        ];
+        for (alpha, batch, ctx, lm_dev, ctx_dev) in cases {
+            let contexts = match ctx {
+                0 => Contexts::None,
+                1 => Contexts::PerUtterance(&tree_refs),
+                _ => Contexts::SharedAndPerUtterance(&shared, &tree_refs),
             };
             let cpu = Fusion {
                 bonus: 0.5,
@@ -799,17 +815,38 @@ fn greedy_fusion_with_the_lm_on_a_device_equals_the_cpu_on_every_model_type() {
                 contexts,
                 ..Fusion::with_lm(&lm, alpha)
             };
+            // The trees on their own device: the shim reversed, or the GPU.
+            let trees_dev = ctx_dev.then(|| {
+                let dev: Box<dyn ctx_cuda::Device> = if k == 0 {
+                    Box::new(ctx_cuda::shim::ShimDevice::with_schedule(1))
+                } else {
+                    Box::new(ctx_cuda::cuda::CudaDevice::open().unwrap())
+                };
+                Mutex::new(
+                    ngpu_lm::fusion::DeviceContexts::new(&contexts, dev)
+                        .unwrap()
+                        .unwrap(),
+                )
+            });
             let on_device = Fusion {
-                device: Some(&d),
+                device: lm_dev.then_some(&d),
+                device_contexts: trees_dev.as_ref(),
                 ..cpu
             };
             let want = run(&cpu);
-            assert_ne!(want, plain, "the LM changes something at α = {alpha}");
-            assert_eq!(run(&on_device), want, "{name}: α {alpha}, batch {batch}");
+            assert_ne!(
+                want, plain,
+                "the LM or the trees change something (α = {alpha})"
+            );
+            assert_eq!(
+                run(&on_device),
+                want,
+                "{name}: α {alpha}, batch {batch}, contexts {ctx}, LM on the device {lm_dev}, trees {ctx_dev}"
+            );
             compared += 1;
         }
     }
-    assert!(compared >= 3);
+    assert!(compared >= 6);
 }
 
 #[test]

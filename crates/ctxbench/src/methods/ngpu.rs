@@ -311,11 +311,6 @@ impl Family for E2e {
             (None, Some(_)) => Contexts::PerUtterance(&own),
             (Some(w), Some(_)) => Contexts::SharedAndPerUtterance(&w.tree, &own),
         };
-        // The LM's arrays go to the device once, like loading it (not timed).
-        let device_lm = open_device_lm(first, lm.as_deref().map(|(l, _)| l))?;
-        let device = device_lm.as_ref().map_or("cpu".to_string(), |d| {
-            d.lock().unwrap_or_else(|e| e.into_inner()).device_name()
-        });
         let fusion = Fusion {
             lm: lm.as_deref().map(|(l, _)| l),
             contexts,
@@ -331,7 +326,21 @@ impl Family for E2e {
             },
             query: LmQuery::parse(&s(first, "lm_query")).unwrap_or_default(),
             batch: num(first, "batch", 32.0) as usize,
+            device: None,
+            device_contexts: None,
+        };
+        // The LM's arrays and the trees go to the device once, like loading the LM (not timed;
+        // building the trees is timed above).
+        let (device_lm, device_ctx) = open_device(first, fusion.lm, &fusion.contexts)?;
+        let device = match (&device_lm, &device_ctx) {
+            (Some(d), _) => d.lock().unwrap_or_else(|e| e.into_inner()).device_name(),
+            (None, Some(c)) => c.lock().unwrap_or_else(|e| e.into_inner()).device_name(),
+            (None, None) => "cpu".to_string(),
+        };
+        let fusion = Fusion {
             device: device_lm.as_ref(),
+            device_contexts: device_ctx.as_ref(),
+            ..fusion
         };
         let beam_size = num(first, "beam_size", 4.0) as usize;
         let max_symbols = num(first, "max_symbols", 10.0) as usize;
@@ -460,8 +469,9 @@ impl Family for E2e {
 }
 
 /// Refuses a backend other than the CPU where there is nothing for the device to run: the
-/// device runs greedy fusion's batched full-vocabulary LM queries (004's GPU shape); beam
-/// search queries the LM per hypothesis on the CPU, and a row without fusion has no LM query.
+/// device runs greedy decoding's batched full-vocabulary queries of the LM and of the context
+/// trees (004's GPU shape; the trees as one forest); beam search queries per hypothesis on the
+/// CPU, and a row without fusion or trees has no query.
 fn check_backend(p: &Point) -> Result<()> {
     let b = s(p, "backend");
     if b == "cpu" || b.is_empty() {
@@ -469,32 +479,54 @@ fn check_backend(p: &Point) -> Result<()> {
     }
     let why = if p.method.has("beam") {
         "beam search queries the LM per hypothesis on the CPU"
-    } else if !p.method.has("ngpu-lm") {
-        "a row without NGPU-LM fusion has no LM query to run there"
+    } else if !(p.method.has("ngpu-lm") || p.method.has("kb") || p.method.has("wl")) {
+        "a row without NGPU-LM fusion or context trees has no query to run there"
     } else if s(p, "lm_query") == "pruned" {
         "the device runs the full-vocabulary query (lm_query = \"full\")"
     } else {
         return Ok(());
     };
     bail!(
-        "backend '{b}': the e2e family runs greedy fusion's LM queries on the device; {why} (set backend = \"cpu\")"
+        "backend '{b}': the e2e family runs greedy decoding's LM and context-tree queries on the device; {why} (set backend = \"cpu\")"
     )
 }
 
-/// The fused LM on the point's device (`None` on the CPU backend).
-fn open_device_lm(
+/// The fused LM and the context trees on the point's device (`None`s on the CPU backend).
+type OnDevice = (
+    Option<Mutex<ngpu_lm::cuda::DeviceLm>>,
+    Option<Mutex<ngpu_lm::fusion::DeviceContexts>>,
+);
+
+/// Uploads the LM and the context trees to the point's device (each its own device object).
+fn open_device(
     first: &Point,
     lm: Option<&NgramLm>,
-) -> Result<Option<Mutex<ngpu_lm::cuda::DeviceLm>>> {
+    contexts: &ngpu_lm::fusion::Contexts,
+) -> Result<OnDevice> {
     check_backend(first)?;
     let backend: ctx_cuda::Backend = s(first, "backend")
         .parse()
         .map_err(|e: String| anyhow!("{e}"))?;
-    let Some(lm) = lm else { return Ok(None) };
-    Ok(match ctx_cuda::open(backend)? {
-        ctx_cuda::Opened::Cpu => None,
-        ctx_cuda::Opened::Device(d) => Some(Mutex::new(ngpu_lm::cuda::DeviceLm::new(lm, d)?)),
-    })
+    let open = || -> Result<Option<Box<dyn ctx_cuda::Device>>> {
+        Ok(match ctx_cuda::open(backend)? {
+            ctx_cuda::Opened::Cpu => None,
+            ctx_cuda::Opened::Device(d) => Some(d),
+        })
+    };
+    let lm_dev = match lm {
+        Some(lm) => open()?
+            .map(|d| ngpu_lm::cuda::DeviceLm::new(lm, d).map(Mutex::new))
+            .transpose()?,
+        None => None,
+    };
+    let ctx_dev = match contexts {
+        ngpu_lm::fusion::Contexts::None => None,
+        _ => match open()? {
+            Some(d) => ngpu_lm::fusion::DeviceContexts::new(contexts, d)?.map(Mutex::new),
+            None => None,
+        },
+    };
+    Ok((lm_dev, ctx_dev))
 }
 
 fn parse_prune(p: &str) -> Result<Vec<u64>> {
