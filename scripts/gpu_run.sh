@@ -58,6 +58,16 @@ phase_tests() {
     done
 }
 
+# `same3 WHAT CPU CUDA CUDA2`: the cpu file against the first cuda run's, and the two cuda runs.
+same3() {
+    if [ ! -f "$2" ] || [ ! -f "$3" ] || [ ! -f "$4" ]; then
+        echo "$1: MISSING (a decode failed, see decode.log)"
+        return
+    fi
+    cmp -s "$2" "$3" && echo "$1: cuda == cpu" || echo "$1: DIFFER"
+    cmp -s "$3" "$4" && echo "$1: cuda run 1 == run 2" || echo "$1: NOT DETERMINISTIC"
+}
+
 phase_parity() {
     for ds in atco2-sim-1h atco2-sim-4h earnings21; do
         for b in cpu cuda cuda2; do
@@ -66,26 +76,12 @@ phase_parity() {
                 --methods none,sequences --cache "$CACHE" --hyp-dir "/tmp/hyp-$ds-$b" \
                 --lattice-out "/tmp/lat-$ds-$b.txt"
         done
-        # The baseline decode's lattices (Kaldi text), byte for byte.
-        {
-            a="/tmp/lat-$ds-cpu.txt" b="/tmp/lat-$ds-cuda.txt" c="/tmp/lat-$ds-cuda2.txt"
-            if [ ! -f "$a" ] || [ ! -f "$b" ] || [ ! -f "$c" ]; then
-                echo "$ds lattices: MISSING"
-            else
-                cmp -s "$a" "$b" && echo "$ds lattices: cuda == cpu" || echo "$ds lattices: DIFFER"
-                cmp -s "$b" "$c" && echo "$ds lattices: cuda run 1 == run 2" || echo "$ds lattices: NOT DETERMINISTIC"
-            fi
-        } >> "$OUT/parity.txt"
+        # The baseline decode's lattices (Kaldi text) and each method's hypotheses, byte for byte.
+        same3 "$ds lattices" "/tmp/lat-$ds-cpu.txt" "/tmp/lat-$ds-cuda.txt" "/tmp/lat-$ds-cuda2.txt"
         for f in none sequences; do
-            a="/tmp/hyp-$ds-cpu/$f.txt" b="/tmp/hyp-$ds-cuda/$f.txt" c="/tmp/hyp-$ds-cuda2/$f.txt"
-            if [ ! -f "$a" ] || [ ! -f "$b" ] || [ ! -f "$c" ]; then
-                echo "$ds $f: MISSING (a decode failed, see decode.log)"
-                continue
-            fi
-            cmp -s "$a" "$b" && echo "$ds $f: cuda == cpu" || echo "$ds $f: DIFFER"
-            cmp -s "$b" "$c" && echo "$ds $f: cuda run 1 == run 2" || echo "$ds $f: NOT DETERMINISTIC"
-        done >> "$OUT/parity.txt"
-    done
+            same3 "$ds $f" "/tmp/hyp-$ds-cpu/$f.txt" "/tmp/hyp-$ds-cuda/$f.txt" "/tmp/hyp-$ds-cuda2/$f.txt"
+        done
+    done >> "$OUT/parity.txt"
 }
 
 phase_throughput() {
