@@ -24,6 +24,11 @@
 //! LM's [`NgramLm::score_upper_bound`] falls below the acoustic best's fused score cannot win;
 //! the same choice, fewer lookups). Batches run in parallel (rayon). Ties go to the smaller
 //! column. With α = 0 the fused choice is the acoustic one, so the output equals plain greedy.
+//!
+//! With [`Fusion::device`] the full query of each step runs on a device ([`DeviceLm`]), with
+//! [`Fusion::device_contexts`] the context trees' too (one rooted query over a [`Forest`] of the
+//! decode's trees); scores come back and the choice is made on the host, so the hypotheses are
+//! the CPU's bit for bit.
 
 use crate::arrays::NgramLm;
 use crate::cuda::DeviceLm;
