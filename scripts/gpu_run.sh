@@ -13,7 +13,8 @@
 #   sanitize    compute-sanitizer memcheck on a short cuda decode (sanitizer.log)
 # The device tool stops a command after 10 minutes: run the phases over several calls (each
 # phase's wall time goes to phases.txt, and every long command has its own time limit, so one
-# slow phase cannot take the rest of a call with it).
+# slow phase cannot take the rest of a call with it). It brings back at most 8 files: the
+# outputs end as $OUT/gpu-results-<phases>.tar.gz beside device.txt, phases.txt, parity.txt.
 set -uo pipefail
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
@@ -40,22 +41,37 @@ done
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 } > "$OUT/device.txt" 2>&1
 
-# `lim SECONDS LOG cmd...`: runs cmd with a time limit, output appended to LOG, a timeout noted.
+# The call's budget (the device tool stops a command at 600 s; the archive at the end must be
+# written before that): no command starts, or runs, past BUDGET_S seconds of this script.
+BUDGET_S=${BUDGET_S:-540}
+
+# `lim SECONDS LOG cmd...`: runs cmd with a time limit (cut to what is left of the call's
+# budget), output appended to LOG, a timeout or a skip noted.
 lim() {
     local s=$1 log=$2
     shift 2
+    local left=$((BUDGET_S - SECONDS))
+    if [ "$left" -le 5 ]; then
+        echo "SKIPPED (the call's ${BUDGET_S}s budget is spent): $*" >> "$log"
+        return 0
+    fi
+    [ "$s" -gt "$left" ] && s=$left
     timeout "$s" "$@" >> "$log" 2>&1
     local rc=$?
-    [ $rc -eq 124 ] && echo "TIMED OUT after ${s}s: $*" >> "$log"
+    if [ $rc -eq 124 ]; then
+        echo "TIMED OUT after ${s}s: $*" >> "$log"
+    elif [ $rc -ne 0 ]; then
+        echo "EXIT $rc: $*" >> "$log"
+    fi
     return 0
 }
 
 phase_tests() {
     for t in "$B"/test-*; do
         echo "== $t" >> "$OUT/tests.log"
-        timeout 300 "$t" --test-threads 1 >> "$OUT/tests.log" 2>&1
-        echo "exit $?" >> "$OUT/tests.log"
+        lim 240 "$OUT/tests.log" "$t" --test-threads 1
     done
+    # Each binary's verdict ("test result: ok/FAILED") is in tests.log.
 }
 
 # `same3 WHAT CPU CUDA CUDA2`: the cpu file against the first cuda run's, and the two cuda runs.
@@ -146,7 +162,9 @@ phase_sanitize() {
     # compute-sanitizer's memcheck on a short cuda decode (out-of-bounds and misaligned device
     # accesses; the kernels' logic is already checked on the shim).
     if ! command -v compute-sanitizer > /dev/null; then echo "no compute-sanitizer" >> "$OUT/sanitizer.log"; return; fi
-    timeout 400 compute-sanitizer --tool memcheck --error-exitcode 3 \
+    local left=$((BUDGET_S - SECONDS))
+    [ "$left" -le 5 ] && { echo "SKIPPED (budget spent)" >> "$OUT/sanitizer.log"; return; }
+    timeout "$((left < 400 ? left : 400))" compute-sanitizer --tool memcheck --error-exitcode 3 \
         "$B/ctxbench" decode --dataset atco2-sim-1h --quick --limit 4 --backend cuda \
         --methods none,sequences --cache "$CACHE" >> "$OUT/sanitizer.log" 2>&1
     echo "exit $? (0 clean, 3 errors found, 124 timed out)" >> "$OUT/sanitizer.log"
@@ -165,3 +183,12 @@ for p in "${phases[@]}"; do
     echo "$p $(( $(date +%s) - t0 )) s" >> "$OUT/phases.txt"
 done
 echo "done: ${phases[*]}" >> "$OUT/device.txt"
+# The device tool brings back at most 8 files a call: everything goes into one archive
+# (unpack it under results/gpu/<date>-<device>/), the summaries stay beside it to read first.
+tag=$(IFS=-; echo "${phases[*]}")
+tar -C "$OUT" -czf "/tmp/gpu-results-$tag.tar.gz" .
+keep=$(mktemp -d)
+for f in device.txt phases.txt parity.txt; do [ -f "$OUT/$f" ] && cp "$OUT/$f" "$keep/"; done
+find "$OUT" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
+mv "$keep"/* "$OUT/" 2>/dev/null
+mv "/tmp/gpu-results-$tag.tar.gz" "$OUT/"
