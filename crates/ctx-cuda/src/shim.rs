@@ -32,10 +32,18 @@ impl ShimDevice {
     /// the environment variable `CTX_SHIM_SCHEDULE` names: a whole test suite or a
     /// `--backend shim` run can be repeated under another thread order).
     pub fn new() -> Self {
-        let schedule = std::env::var("CTX_SHIM_SCHEDULE")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
+        let schedule = match std::env::var("CTX_SHIM_SCHEDULE") {
+            Err(_) => 0,
+            Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+                static ONCE: std::sync::Once = std::sync::Once::new();
+                ONCE.call_once(|| {
+                    eprintln!(
+                        "CTX_SHIM_SCHEDULE={v:?} is not a number (0 in order, 1 reversed, else a shuffle seed): threads run in order"
+                    )
+                });
+                0
+            }),
+        };
         Self {
             mem: HashMap::new(),
             kernels: SHIM_KERNELS.iter().copied().collect(),

@@ -590,9 +590,12 @@ fn label_stage(f: &Fusion, pend: &[Pending], s: &mut LmScratch) -> Result<Vec<Ch
                 s.states.extend(pend.iter().map(|p| p.state));
                 lm_rows(f, lm, &s.states, &mut s.scores, &mut s.next)?;
             }
-            let ctx_rows_of: Vec<(UttContext, CtxState)> =
-                pend.iter().map(|p| (p.ctx, p.cstate)).collect();
-            ctx_rows(f, &ctx_rows_of, v, &mut s.ctx)?;
+            // The context stage only when a row has trees (no per-step list otherwise).
+            if pend.iter().any(|p| p.ctx.is_some()) {
+                let rows: Vec<(UttContext, CtxState)> =
+                    pend.iter().map(|p| (p.ctx, p.cstate)).collect();
+                ctx_rows(f, &rows, v, &mut s.ctx)?;
+            }
             let mut fused = vec![0f32; v];
             pend.iter()
                 .enumerate()
