@@ -100,6 +100,15 @@ pub struct DecodeArgs {
     /// Word-boosting bonus per word (positive = favoured; 001's rule: at most half the beam).
     #[arg(long, default_value_t = 3.0, allow_hyphen_values = true)]
     pub word_boost_score: f32,
+    /// Arc-index boosting (000 §4.2, its "partial hypotheses" rows): the graph's arcs that
+    /// spell each utterance's list of this kind (sequences, unigrams, gt, list:NAME), found by
+    /// Algorithm 1, earn --arc-boost-discount during the search; stacks with an on-the-fly
+    /// --gboost (CPU backend).
+    #[arg(long)]
+    pub arc_boost: Option<String>,
+    /// Arc-boosting discount per boosted arc (negative = boost).
+    #[arg(long, default_value_t = -2.0, allow_hyphen_values = true)]
+    pub arc_boost_discount: f32,
     /// CTC models: subtracted from the blank's log-probability on every frame (nats; positive
     /// = fewer blanks, a cure for deletions).
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
@@ -119,7 +128,8 @@ pub struct DecodeArgs {
     /// dataset has it).
     #[arg(long)]
     pub targets: Option<String>,
-    /// Row label of an output in the CSV, as OUTPUT=LABEL (repeatable; default: 000 Table 1's).
+    /// Row label of an output in the CSV, as OUTPUT=LABEL (repeatable; default: 000 Table 1's,
+    /// and for a 1-best biased during the search the biasing it had).
     #[arg(long = "row")]
     pub rows: Vec<String>,
     /// Lattice-biasing discount per word (negative = boost).
@@ -270,7 +280,45 @@ fn pct(c: &ErrorCounts) -> String {
 }
 
 /// Runs `ctxbench decode`.
+/// An output's row label when `--row` names none: 000 Table 1's row of its lattice-biasing list
+/// (or "No biasing"); a 1-best biased during the search says how, arc boosting with 000's
+/// "partial hypotheses" row of its list.
+fn default_row(output: &str, a: &DecodeArgs) -> String {
+    let table1 = crate::pipeline::table1_row;
+    if output != "none" {
+        return table1(output).to_string();
+    }
+    let mut parts = Vec::new();
+    if let Some(k) = &a.arc_boost {
+        parts.push(match table1(k) {
+            "other" => format!("Arc-boosted {k} (partial hypotheses)"),
+            r => r.to_string(),
+        });
+    }
+    for (list, how) in [
+        (&a.word_boost, "Word-boosted"),
+        (&a.gboost, "G-boosted"),
+        (&a.hclg_bias, "HCLG-boosted"),
+    ] {
+        if let Some(k) = list {
+            parts.push(format!("{how} {k}"));
+        }
+    }
+    if parts.is_empty() {
+        table1(output).to_string()
+    } else {
+        parts.join(" + ")
+    }
+}
+
 pub fn run_decode(a: &DecodeArgs) -> Result<()> {
+    if !(1..=wfst_search::GPU_MAX_BATCH).contains(&a.gpu_batch) {
+        bail!(
+            "--gpu-batch {}: between 1 and {} streams (one grid row each)",
+            a.gpu_batch,
+            wfst_search::GPU_MAX_BATCH
+        );
+    }
     // A GPU asked for is checked before any data is loaded.
     if a.backend == ctx_cuda::Backend::Cuda {
         ctx_cuda::cuda::probe().map_err(|e| anyhow!("--backend cuda: {e}"))?;
@@ -365,6 +413,20 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         }
         if let Some(g) = &a.hclg_bias {
             static_list(&ds, g)?;
+        }
+        if let Some(l) = &a.arc_boost {
+            if a.word_boost.is_some() {
+                bail!("--arc-boost and --word-boost cannot be combined (a word booster runs alone on a stream)");
+            }
+            match ListKind::parse(l) {
+                None => {
+                    bail!("--arc-boost '{l}': not a list kind (sequences, unigrams, gt, list:NAME)")
+                }
+                Some(ListKind::Global(n)) if !ds.global_lists.contains_key(&n) => {
+                    bail!("--arc-boost: dataset {dataset} has no global list '{n}'")
+                }
+                Some(_) => {}
+            }
         }
     }
     let gboost = a.gboost.as_ref().filter(|_| !otf).map(|list| StaticBoost {
@@ -506,17 +568,44 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         }
         None => None,
     };
-    let mut run = match (&otf_boosters, &word_boosters) {
-        (Some(o), _) => o.decode(&setup, &settings)?,
-        (None, Some(w)) => {
-            let mut r = pipeline::decode_indexed(&setup, &settings, &|i| w.boosters[i].clone())?;
-            r.decode_s += w.build_s;
-            r
+    let arc_boosters = match &a.arc_boost {
+        Some(l) => {
+            let kind = ListKind::parse(l).ok_or_else(|| {
+                anyhow!("--arc-boost '{l}': not a list kind (sequences, unigrams, gt, list:NAME)")
+            })?;
+            let b =
+                pipeline::ArcBoosters::new(&setup, &kind, a.arc_boost_discount, settings.threads)?;
+            eprintln!(
+                "arc boosting with list '{l}' (discount {}): {} phrases kept, {} dropped (OOV); {} arcs over the utterances' lists, found in {:.2} s",
+                a.arc_boost_discount, b.report.kept, b.report.dropped, b.arcs, b.build_s
+            );
+            Some(b)
         }
-        (None, None) => decode(&setup, &settings, &|_| Booster::None)?,
+        None => None,
     };
-    // Per-utterance lists are compiled while decoding: their time counts in RTFx.
-    run.decode_s += otf_boosters.as_ref().map_or(0.0, |o| o.context_s());
+    // Each utterance's boosters: on-the-fly G-boosting's automaton or word boosting's table,
+    // and its arc set, stacked when G-boosting and arc boosting are both asked for.
+    let booster_of = |i: usize| -> Booster {
+        let word = otf_boosters
+            .as_ref()
+            .map(|o| o.boosters[i].clone())
+            .or_else(|| word_boosters.as_ref().map(|w| w.boosters[i].clone()));
+        let arcs = arc_boosters.as_ref().map(|b| b.boosters[i].clone());
+        match (word, arcs) {
+            (None, None) => Booster::None,
+            (Some(b), None) | (None, Some(b)) => b,
+            (Some(w), Some(b)) => Booster::Stack(vec![w, b]),
+        }
+    };
+    let mut run = if otf_boosters.is_none() && word_boosters.is_none() && arc_boosters.is_none() {
+        decode(&setup, &settings, &|_| Booster::None)?
+    } else {
+        pipeline::decode_indexed(&setup, &settings, &booster_of)?
+    };
+    // Lists that arrive per utterance are compiled while decoding: their time counts in RTFx.
+    run.decode_s += otf_boosters.as_ref().map_or(0.0, |o| o.context_s())
+        + word_boosters.as_ref().map_or(0.0, |w| w.build_s)
+        + arc_boosters.as_ref().map_or(0.0, |b| b.build_s);
     if let Some(p) = &a.lattice_out {
         let mut text = String::new();
         for r in &run.results {
@@ -633,6 +722,7 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             (a.gboost.is_some(), "g-boosting"),
             (a.hclg_bias.is_some(), "hclg-boosting"),
             (a.word_boost.is_some(), "word-boosting"),
+            (a.arc_boost.is_some(), "arc-boosting"),
             (kind.is_some(), "lattice-biasing"),
         ]
         .iter()
@@ -644,9 +734,10 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         } else {
             parts.join("+")
         };
-        let row = row_labels
-            .get(name)
-            .map_or(crate::pipeline::table1_row(name), String::as_str);
+        let row = match row_labels.get(name) {
+            Some(r) => r.clone(),
+            None => default_row(name, a),
+        };
         csv.push_str(&format!(
             "{},{},{},{row},{method},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.3},{:.2},{},{},{},{},{},{},{},{},{}\n",
             a.experiment,
@@ -703,6 +794,8 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
             "gboost_report": otf_boosters.as_ref().map(|o| &o.report).or(setup.gboost.as_ref()),
             "hclg_bias": a.hclg_bias,
             "word_boost": a.word_boost, "word_boost_score": a.word_boost_score,
+            "arc_boost": a.arc_boost, "arc_boost_discount": a.arc_boost_discount,
+            "arc_boost_arcs": arc_boosters.as_ref().map(|b| b.arcs),
             "hclg_bias_discount": a.hclg_bias_discount, "targets": targets_name, "outputs": out,
             "active_tokens": pipeline::active_tokens(&run),
             "ctc_realism": realism.as_ref().map(|r| json!({

@@ -54,6 +54,17 @@ pub struct ThroughputArgs {
 
 /// Runs `ctxbench throughput`.
 pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
+    if a.streams.contains(&0) {
+        bail!("--streams: every stream count must be at least 1");
+    }
+    if a.backend != ctx_cuda::Backend::Cpu {
+        if let Some(n) = a.streams.iter().find(|&&n| n > wfst_search::GPU_MAX_BATCH) {
+            bail!(
+                "--streams {n}: a device batch holds at most {} streams (one grid row each)",
+                wfst_search::GPU_MAX_BATCH
+            );
+        }
+    }
     let reg = registry(&a.registry)?;
     let kind =
         GraphKind::parse(&a.kind).ok_or_else(|| anyhow!("unknown graph kind '{}'", a.kind))?;
@@ -75,9 +86,6 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
     let utts = &setup.dataset.utterances;
     if utts.is_empty() {
         bail!("dataset {} has no utterances to decode", a.dataset);
-    }
-    if a.streams.contains(&0) {
-        bail!("--streams: every stream count must be at least 1");
     }
     let mats: Vec<ScoreMatrix> = utts
         .iter()

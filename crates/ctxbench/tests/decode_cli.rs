@@ -331,3 +331,103 @@ fn word_boosting_a_ctc_decode_helps_the_boosted_entities() {
         "no global list 'nope'",
     );
 }
+
+/// `--arc-boost`: 000's biasing in the search (Algorithm 1's arcs, discounted) from `decode`,
+/// on the CPU and the kernels' shim alike; refused where it cannot run.
+#[test]
+fn arc_boosting_helps_entities_on_both_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("graphs");
+    let run = |extra: &[&str], tag: &str| {
+        let points = dir.path().join(format!("{tag}.csv"));
+        let hyps = dir.path().join(tag);
+        let args = [
+            &[
+                "decode",
+                "--dataset",
+                "atco2-sim-1h",
+                "--quick",
+                "--methods",
+                "none",
+                "--cache",
+                cache.to_str().unwrap(),
+                "--points-out",
+                points.to_str().unwrap(),
+                "--hyp-dir",
+                hyps.to_str().unwrap(),
+            ][..],
+            extra,
+        ]
+        .concat();
+        let out = ctxbench(&args);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        let csv = rows(&std::fs::read_to_string(points).unwrap());
+        let col = |n: &str| csv[0].iter().position(|c| c == n).unwrap();
+        let row = csv[1].clone();
+        let hyp = std::fs::read_to_string(hyps.join("none.txt")).unwrap();
+        (
+            row[col("ne_wer")].parse::<f64>().unwrap(),
+            row[col("row")].clone(),
+            row[col("method")].clone(),
+            hyp,
+            err,
+        )
+    };
+    let (plain, row0, method0, hyp0, _) = run(&[], "plain");
+    let (boosted, row1, method1, hyp1, err1) = run(&["--arc-boost", "gt"], "gt");
+    assert_eq!(
+        (row0.as_str(), method0.as_str()),
+        ("No biasing", "baseline")
+    );
+    assert_eq!(row1, "Biased GT (partial hypotheses)");
+    assert_eq!(method1, "arc-boosting");
+    assert!(err1.contains("arcs over the utterances' lists"), "{err1}");
+    assert!(boosted < plain - 1.0, "NE-WER {plain} -> {boosted}");
+    assert_ne!(hyp0, hyp1);
+    // The same decode on the kernels' shim, a few utterances: the same words.
+    let few = ["--limit", "8", "--gpu-batch", "3", "--arc-boost", "gt"];
+    let (_, _, _, cpu, _) = run(&few, "cpu8");
+    let (_, _, _, shim, _) = run(&[&few[..], &["--backend", "shim"]].concat(), "shim8");
+    assert_eq!(cpu, shim);
+    let base = ["decode", "--dataset", "atco2-sim-1h", "--quick"];
+    fails_with(
+        &[&base[..], &["--arc-boost", "list:nope"]].concat(),
+        "--arc-boost: dataset atco2-sim-1h has no global list 'nope'",
+    );
+    fails_with(
+        &[&base[..], &["--arc-boost", "trigrams"]].concat(),
+        "--arc-boost 'trigrams': not a list kind",
+    );
+    fails_with(
+        &[&base[..], &["--gpu-batch", "0"]].concat(),
+        "--gpu-batch 0",
+    );
+    fails_with(
+        &[&base[..], &["--gpu-batch", "70000"]].concat(),
+        "between 1 and 65535",
+    );
+    fails_with(
+        &[&base[..], &["--arc-boost", "gt", "--word-boost", "gt"]].concat(),
+        "--arc-boost and --word-boost cannot be combined",
+    );
+    // A stack (on-the-fly G-boosting + arcs) runs on the CPU backend; the device refuses it,
+    // naming the utterance.
+    let stack = [
+        "--limit",
+        "2",
+        "--arc-boost",
+        "gt",
+        "--gboost",
+        "gt",
+        "--gboost-mode",
+        "on-the-fly",
+    ];
+    let (_, row, method, _, _) = run(&stack, "stack");
+    assert_eq!(row, "Biased GT (partial hypotheses) + G-boosted gt");
+    assert_eq!(method, "g-boosting+arc-boosting");
+    fails_with(
+        &[&base[..], &stack[..], &["--backend", "shim"]].concat(),
+        "not a stack of boosters",
+    );
+}

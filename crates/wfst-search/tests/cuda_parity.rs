@@ -269,3 +269,29 @@ fn out_of_device_memory_is_one_clear_error() {
     let res = gpu.advance(&mut streams[..2], &chunks[..2], None);
     assert!(res.iter().all(|r| r.is_ok()), "{res:?}");
 }
+
+#[test]
+fn a_batch_beyond_the_grid_is_refused_before_any_launch() {
+    let mut rng = Rng(11);
+    let fst = random_graph(&mut rng, 6, false);
+    let g = DecodingGraph::from_fst(&fst, None).unwrap();
+    let dec = Decoder::new(&g, wide()).unwrap();
+    let mut gpu = GpuDecoder::new(dec, Box::new(ShimDevice::new())).unwrap();
+    let m = scores(&mut rng, 2);
+    let n = wfst_search::GPU_MAX_BATCH + 1;
+    let mut streams: Vec<Stream> = (0..n)
+        .map(|i| Stream::new(format!("u{i}"), Booster::None))
+        .collect();
+    let chunks = vec![&m; n];
+    let res = gpu.advance(&mut streams, &chunks, None);
+    assert_eq!(res.len(), n);
+    let e = res[n - 1].as_ref().unwrap_err().to_string();
+    assert!(
+        e.contains("65536 streams") && e.contains("--gpu-batch"),
+        "{e}"
+    );
+    assert_eq!(gpu.stats().launches, 0);
+    // A batch within the grid decodes.
+    let res = gpu.advance(&mut streams[..3], &chunks[..3], None);
+    assert!(res.iter().all(|r| r.is_ok()), "{res:?}");
+}

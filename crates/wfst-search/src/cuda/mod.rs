@@ -48,6 +48,10 @@ pub struct GpuStats {
     pub readbacks: u64,
 }
 
+/// The most streams one batch may hold: a lane is a row of the kernels' grid, and a CUDA grid
+/// has at most 65,535 rows.
+pub const MAX_BATCH: usize = 65_535;
+
 /// A decoder whose frame step runs on a device (see the module doc).
 pub struct GpuDecoder<'g> {
     dec: Decoder<'g>,
@@ -208,6 +212,13 @@ impl<'g> GpuDecoder<'g> {
         let n = streams.len();
         if chunks.len() != n {
             let m = format!("{} streams but {} chunks", n, chunks.len());
+            return (0..n).map(|_| Err(DecodeError::Gpu(m.clone()))).collect();
+        }
+        if n > MAX_BATCH {
+            let m = format!(
+                "a batch of {n} streams: one launch covers at most {MAX_BATCH} (a CUDA grid's \
+                 rows, one per stream): decode fewer streams at once (--gpu-batch)"
+            );
             return (0..n).map(|_| Err(DecodeError::Gpu(m.clone()))).collect();
         }
         let mut out: Vec<Result<Vec<SegmentResult>>> = (0..n).map(|_| Ok(Vec::new())).collect();
