@@ -17,10 +17,12 @@ build:
 ## The tests: what .ci/run runs.
 test: nvrtc-venv
 	$(CARGO) test --workspace
-	@# The pipelines' shim tests again with each grid's threads reversed, then shuffled: a
-	@# result that depends on which GPU thread runs first fails here (ctx-cuda's shim.rs).
+	@# The pipelines' shim tests again with each grid's threads reversed, shuffled, then
+	@# shuffled on two OS threads at once: a result that depends on which GPU thread runs
+	@# first, or on a race between them, fails here (ctx-cuda's shim.rs).
 	CTX_SHIM_SCHEDULE=1 $(CARGO) test -q -p hclg-boost -p ctc-wfst -p ngpu-lm --test online --test ctc --test fusion
 	CTX_SHIM_SCHEDULE=24301 $(CARGO) test -q -p hclg-boost -p ctc-wfst -p ngpu-lm --test online --test ctc --test fusion
+	CTX_SHIM_THREADS=2 CTX_SHIM_SCHEDULE=24301 $(CARGO) test -q -p hclg-boost -p ctc-wfst -p ngpu-lm --test online --test ctc --test fusion
 
 ## NVRTC (CUDA 13, PyPI wheel, ~170 MB) in .venv-nvrtc: ctx-cuda's tests compile every kernel of
 ## kernels/ with it. Without network or Python the tests say the NVRTC check is skipped.

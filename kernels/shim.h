@@ -8,7 +8,10 @@
 //   with a schedule other than 0, in reverse or in a seeded shuffled order, so that a kernel
 //   whose result depends on which thread runs first (an atomicAdd slot order leaking into the
 //   output, a tie broken by arrival) fails the parity tests here as it would on a GPU;
-// - atomics are real (`__atomic` builtins), so kernels may also be run from several OS threads;
+// - atomics are real (`__atomic` builtins), and a grid may be run by several OS threads at
+//   once (each takes every `stride`-th pair of the schedule from `first`): the kernels' threads
+//   then truly interleave, so a plain read of memory another thread of the same launch writes
+//   (a race on a GPU) can change the result here too;
 // - there is no `__syncthreads` and no warp primitive: every kernel of this project is written
 //   without block-level synchronisation (each thread's result depends only on memory written by
 //   earlier launches or on atomics), so running its threads one after another is a legal
@@ -79,17 +82,19 @@ inline unsigned long long ctx_shim_visit(unsigned long long i, unsigned long lon
 }
 
 // Exports kernel `name` (taking one `const P` by value) as the C function `ctx_shim_<name>`,
-// which runs the whole grid: every (block, thread) pair once, in the order of `schedule`
-// (ctx_shim_visit; 0: blocks x fastest, then y, and in each block its threads in order).
+// which runs the (block, thread) pairs `first`, `first + stride`, ... of the grid's schedule
+// (ctx_shim_visit; 0: blocks x fastest, then y, and in each block its threads in order): the
+// whole grid with (0, 1), or one OS thread's share when several run the launch together.
 #define CTX_EXPORT(name, P)                                                                 \
   extern "C" void ctx_shim_##name(unsigned gx, unsigned gy, unsigned bx, const void* params, \
-                                  unsigned long long schedule) {                          \
+                                  unsigned long long schedule, unsigned long long first,    \
+                                  unsigned long long stride) {                              \
     P p;                                                                                    \
     std::memcpy(&p, params, sizeof(P));                                                     \
     gridDim = dim3{gx, gy, 1};                                                              \
     blockDim = dim3{bx, 1, 1};                                                              \
     unsigned long long n = (unsigned long long)gx * gy * bx;                                \
-    for (unsigned long long i = 0; i < n; ++i) {                                            \
+    for (unsigned long long i = first; i < n; i += stride) {                                \
       unsigned long long k = ctx_shim_visit(i, n, schedule);                                \
       threadIdx = uint3{(unsigned)(k % bx), 0, 0};                                          \
       blockIdx = uint3{(unsigned)(k / bx % gx), (unsigned)(k / bx / gx), 0};                \

@@ -45,7 +45,7 @@ fn main() {
                 let k = rest.split(',').next().unwrap().trim();
                 writeln!(
                     externs,
-                    "    fn ctx_shim_{k}(gx: u32, gy: u32, bx: u32, params: *const u8, schedule: u64);"
+                    "    fn ctx_shim_{k}(gx: u32, gy: u32, bx: u32, params: *const u8, schedule: u64, first: u64, stride: u64);"
                 )
                 .unwrap();
                 writeln!(table, "    ({k:?}, ctx_shim_{k}),").unwrap();

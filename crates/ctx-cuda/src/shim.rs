@@ -4,13 +4,16 @@
 //! (a wrong packing, a wrong prefix sum, a lost token) shows on the CPU as it would on a GPU.
 //! A [`ShimDevice::with_schedule`] runs each grid's threads reversed or shuffled (seeded): a
 //! result that depends on which thread runs first — what makes a GPU nondeterministic — then
-//! differs from the in-order one.
+//! differs from the in-order one. [`ShimDevice::with_threads`] runs each grid on several OS
+//! threads at once, so the kernels' threads truly interleave (real atomics): a plain read of
+//! memory that another thread of the same launch writes can then change the result, as a race
+//! does on a GPU.
 
 use crate::device::{check_range, DevPtr, Device};
 use crate::error::{CudaError, Result};
 use std::collections::HashMap;
 
-type ShimFn = unsafe extern "C" fn(u32, u32, u32, *const u8, u64);
+type ShimFn = unsafe extern "C" fn(u32, u32, u32, *const u8, u64, u64, u64);
 
 include!(concat!(env!("OUT_DIR"), "/shim_table.rs"));
 
@@ -25,31 +28,46 @@ pub struct ShimDevice {
     used: usize,
     /// The order each grid's threads run in (0 in order, 1 reversed, else a seeded shuffle).
     schedule: u64,
+    /// OS threads that run each grid together (1: one after another).
+    threads: usize,
+}
+
+/// A number from the environment variable `name`, or `default` when it is unset; a value that
+/// is not a number is said once on stderr (`what` says what the variable means) and ignored.
+fn env_number(name: &str, what: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Err(_) => default,
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+            eprintln!("{name}={v:?} is not a number ({what}): ignored");
+            default
+        }),
+    }
 }
 
 impl ShimDevice {
-    /// A shim device with every exported kernel, threads in order (or in the schedule that
-    /// the environment variable `CTX_SHIM_SCHEDULE` names: a whole test suite or a
-    /// `--backend shim` run can be repeated under another thread order).
+    /// A shim device with every exported kernel, threads in order on one OS thread — or in
+    /// the schedule that the environment variable `CTX_SHIM_SCHEDULE` names and on the number
+    /// of OS threads `CTX_SHIM_THREADS` names: a whole test suite or a `--backend shim` run can
+    /// be repeated under another thread order, or concurrently.
     pub fn new() -> Self {
-        let schedule = match std::env::var("CTX_SHIM_SCHEDULE") {
-            Err(_) => 0,
-            Ok(v) => v.trim().parse().unwrap_or_else(|_| {
-                static ONCE: std::sync::Once = std::sync::Once::new();
-                ONCE.call_once(|| {
-                    eprintln!(
-                        "CTX_SHIM_SCHEDULE={v:?} is not a number (0 in order, 1 reversed, else a shuffle seed): threads run in order"
-                    )
-                });
-                0
-            }),
-        };
+        static SCHEDULE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        static THREADS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        let schedule = *SCHEDULE.get_or_init(|| {
+            env_number(
+                "CTX_SHIM_SCHEDULE",
+                "0 in order, 1 reversed, else a shuffle seed",
+                0,
+            )
+        });
+        let threads =
+            *THREADS.get_or_init(|| env_number("CTX_SHIM_THREADS", "OS threads per launch", 1));
         Self {
             mem: HashMap::new(),
             kernels: SHIM_KERNELS.iter().copied().collect(),
             limit: None,
             used: 0,
             schedule,
+            threads: threads.max(1) as usize,
         }
     }
 
@@ -71,9 +89,23 @@ impl ShimDevice {
         }
     }
 
+    /// This device, each grid run by `threads` OS threads at once (each every `threads`-th
+    /// (block, thread) pair of the schedule): the kernels' threads interleave for real.
+    pub fn with_threads(self, threads: usize) -> Self {
+        Self {
+            threads: threads.max(1),
+            ..self
+        }
+    }
+
     /// The thread order of this device's grids.
     pub fn schedule(&self) -> u64 {
         self.schedule
+    }
+
+    /// The OS threads that run each grid.
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     fn bytes_mut(&mut self, p: DevPtr) -> &mut [u8] {
@@ -147,9 +179,33 @@ impl Device for ShimDevice {
             .kernels
             .get(name)
             .ok_or_else(|| CudaError::UnknownKernel(name.to_string()))?;
+        let (gx, gy, schedule, threads) = (grid.0, grid.1, self.schedule, self.threads as u64);
         // SAFETY: `params` is the kernel's parameter struct (the caller's contract, as for a
-        // GPU launch) and every address in it is a live allocation of this device.
-        unsafe { f(grid.0, grid.1, block, params.as_ptr(), self.schedule) };
+        // GPU launch) and every address in it is a live allocation of this device; the OS
+        // threads share it read-only and the device memory only through the kernel, whose
+        // concurrent accesses are those of a GPU launch (atomics where threads meet).
+        let run = |first: u64, params: usize| unsafe {
+            f(gx, gy, block, params as *const u8, schedule, first, threads)
+        };
+        let addr = params.as_ptr() as usize;
+        if threads == 1 {
+            run(0, addr);
+        } else {
+            // Every OS thread starts its share at the barrier, so that the shares overlap in
+            // time (a launch is often only microseconds of work).
+            let start = std::sync::Barrier::new(threads as usize);
+            std::thread::scope(|s| {
+                for t in 1..threads {
+                    let start = &start;
+                    s.spawn(move || {
+                        start.wait();
+                        run(t, addr)
+                    });
+                }
+                start.wait();
+                run(0, addr);
+            });
+        }
         Ok(())
     }
 

@@ -12,12 +12,13 @@ use ctx_cuda::Device;
 use ctx_data::rng::Rng;
 use ngpu_lm::{DeviceLm, NgramLm};
 
-/// The shim (threads in order and reversed), and the GPU when one answers (said once on
-/// stderr when none does).
+/// The shim (threads in order, reversed, and on two OS threads at once), and the GPU when one
+/// answers (said once on stderr when none does).
 fn devices() -> Vec<Box<dyn Device>> {
     let mut v: Vec<Box<dyn Device>> = vec![
         Box::new(ShimDevice::with_schedule(0)),
         Box::new(ShimDevice::with_schedule(1)),
+        Box::new(ShimDevice::with_schedule(0).with_threads(2)),
     ];
     match CudaDevice::open() {
         Ok(d) => v.push(Box::new(d)),

@@ -145,8 +145,10 @@ fn run_case(case: u64, cfg: &DecoderConfig, boosted: bool, chunk: usize, endpoin
 }
 
 /// The shim with its threads in order, reversed and shuffled (a kernel whose output depends
-/// on which thread runs first differs between them, as it would between GPU runs), and the
-/// GPU when one answers (said once on stderr when none does).
+/// on which thread runs first differs between them, as it would between GPU runs), each grid
+/// also on three OS threads at once (the kernels' threads truly interleave: a race between
+/// them can change the result), and the GPU when one answers (said once on stderr when none
+/// does).
 fn devices() -> Vec<(&'static str, Box<dyn Device>)> {
     let mut v: Vec<(&'static str, Box<dyn Device>)> = vec![
         ("threads in order", Box::new(ShimDevice::with_schedule(0))),
@@ -154,6 +156,10 @@ fn devices() -> Vec<(&'static str, Box<dyn Device>)> {
         (
             "threads shuffled",
             Box::new(ShimDevice::with_schedule(0x5eed)),
+        ),
+        (
+            "threads shuffled, 3 OS threads at once",
+            Box::new(ShimDevice::with_schedule(0x5eed).with_threads(3)),
         ),
     ];
     match ctx_cuda::cuda::CudaDevice::open() {
