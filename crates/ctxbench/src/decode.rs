@@ -147,6 +147,11 @@ pub struct DecodeArgs {
     /// archive of CompactLattices: word ids of words.txt, graph and unscaled acoustic costs.
     #[arg(long)]
     pub lattice_out: Option<PathBuf>,
+    /// Write the running hypotheses of the search here, a line per change: `utt<TAB>seconds
+    /// decoded<TAB>partial<TAB>words` after each chunk (finished segments' words, then the open
+    /// segment's partial), and `utt<TAB>seconds<TAB>final<TAB>words` (the 1-best).
+    #[arg(long)]
+    pub partials_out: Option<PathBuf>,
     /// Write the figures as a results-contract CSV (DESIGN.md §8) here.
     #[arg(long)]
     pub points_out: Option<PathBuf>,
@@ -613,6 +618,21 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         }
         ctx_core::io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;
         eprintln!("wrote {} lattices to {}", run.results.len(), p.display());
+    }
+    if let Some(p) = &a.partials_out {
+        let mut text = String::new();
+        let secs = |row: u64| row as f64 * setup.frame_s;
+        for r in &run.results {
+            for (row, words) in r.running_partials() {
+                let w = setup.words(&words).join(" ");
+                text.push_str(&format!("{}\t{:.2}\tpartial\t{w}\n", r.id, secs(row)));
+            }
+            let end = r.segments.last().map_or(0, |s| s.start_row + s.rows);
+            let w = setup.words(&r.words()).join(" ");
+            text.push_str(&format!("{}\t{:.2}\tfinal\t{w}\n", r.id, secs(end)));
+        }
+        ctx_core::io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;
+        eprintln!("wrote the running hypotheses to {}", p.display());
     }
     let kind_name = kind.name();
     let noise = match a.noise {

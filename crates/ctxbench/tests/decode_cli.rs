@@ -431,3 +431,79 @@ fn arc_boosting_helps_entities_on_both_backends() {
         "not a stack of boosters",
     );
 }
+
+/// `--partials-out`: the running hypothesis after each 0.5 s chunk, then the 1-best, per
+/// utterance.
+#[test]
+fn partials_out_streams_each_utterance_to_its_one_best() {
+    let dir = tempfile::tempdir().unwrap();
+    let part = dir.path().join("partials.tsv");
+    let hyps = dir.path().join("hyp");
+    let out = ctxbench(&[
+        "decode",
+        "--dataset",
+        "atco2-sim-1h",
+        "--quick",
+        "--limit",
+        "6",
+        "--methods",
+        "none",
+        "--partials-out",
+        part.to_str().unwrap(),
+        "--hyp-dir",
+        hyps.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&part).unwrap();
+    let one_best: Vec<(String, String)> = std::fs::read_to_string(hyps.join("none.txt"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (u, w) = l.split_once(' ').unwrap_or((l, ""));
+            (u.to_string(), w.to_string())
+        })
+        .collect();
+    assert_eq!(one_best.len(), 6);
+    // Per utterance: its partial times, then its final line.
+    let mut finals = Vec::new();
+    let mut times: Vec<f64> = Vec::new();
+    let mut partials = 0;
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        assert_eq!(f.len(), 4, "{line}");
+        let t: f64 = f[1].parse().unwrap();
+        match f[2] {
+            "partial" => {
+                assert!(
+                    times.last().is_none_or(|&p| t > p),
+                    "{line}: time not after the last"
+                );
+                times.push(t);
+                partials += 1;
+            }
+            "final" => {
+                // Each partial at a chunk boundary (17 rows of 30 ms) or at the utterance's end.
+                for &p in &times {
+                    let rows = (p / 0.03).round() as u64;
+                    assert!(
+                        rows.is_multiple_of(17) || (p - t).abs() < 1e-9,
+                        "{line}: partial at {p}"
+                    );
+                    assert!(p <= t, "{line}: partial at {p} after the end");
+                }
+                times.clear();
+                finals.push((f[0].to_string(), f[3].to_string()));
+            }
+            k => panic!("kind {k} in {line}"),
+        }
+    }
+    assert_eq!(finals, one_best);
+    assert!(
+        partials >= 6 * 4,
+        "{partials} partial lines for 6 utterances of ~4 s"
+    );
+}

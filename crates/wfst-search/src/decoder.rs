@@ -58,6 +58,29 @@ impl UtteranceResult {
             .flat_map(|s| s.best.words.iter().copied())
             .collect()
     }
+
+    /// The running hypothesis after each chunk where it changed, as (row after the chunk,
+    /// words): what a client of the online decoder sees — the words of the segments finished
+    /// by then, followed by the open segment's partial hypothesis.
+    pub fn running_partials(&self) -> Vec<(u64, Vec<u32>)> {
+        let mut out: Vec<(u64, Vec<u32>)> = Vec::new();
+        for (row, partial) in &self.partials {
+            // A partial is taken only while a segment is open, so a segment ending at its row
+            // is that open one (closed later, at the end of the stream): finished ones end
+            // before it.
+            let mut words: Vec<u32> = self
+                .segments
+                .iter()
+                .filter(|s| s.start_row + s.rows < *row)
+                .flat_map(|s| s.best.words.iter().copied())
+                .collect();
+            words.extend(partial);
+            if out.last().map(|(_, w)| w) != Some(&words) {
+                out.push((*row, words));
+            }
+        }
+        out
+    }
 }
 
 impl<'g> Decoder<'g> {

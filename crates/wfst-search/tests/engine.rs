@@ -519,6 +519,37 @@ fn endpoints_split_at_trailing_silence() {
             "chunk {chunk}"
         );
         assert_eq!(res.words(), vec![2, 3, 1]);
+        // The running hypothesis keeps each finished segment's words in front of the open
+        // segment's partial: it grows [2] → [2, 3] → [2, 3, 1], one chunk boundary at a time.
+        let run = res.running_partials();
+        let total = m.rows() as u64;
+        let mut seen = Vec::new();
+        for (i, (row, words)) in run.iter().enumerate() {
+            assert!(
+                *row % chunk as u64 == 0 || *row == total,
+                "chunk {chunk}: row {row}"
+            );
+            assert!(
+                i == 0 || run[i - 1].0 < *row,
+                "chunk {chunk}: rows not increasing"
+            );
+            assert!(
+                [2u32, 3, 1].starts_with(words),
+                "chunk {chunk}: {words:?} at row {row}"
+            );
+            if seen.last() != Some(&words.len()) {
+                seen.push(words.len());
+            }
+        }
+        if chunk == 64 {
+            // One chunk: one running hypothesis, the whole utterance's (no word twice).
+            assert_eq!(run, vec![(64, vec![2, 3, 1])]);
+        } else {
+            assert!(seen.ends_with(&[1, 2, 3]), "chunk {chunk}: {run:?}");
+            // The second word shows while its segment is open (rows 21..47).
+            let first_23 = run.iter().find(|(_, w)| w.len() == 2).unwrap().0;
+            assert!(first_23 > 21 && first_23 <= 47, "chunk {chunk}: {run:?}");
+        }
     }
 }
 
