@@ -284,7 +284,6 @@ fn pct(c: &ErrorCounts) -> String {
     c.rate().map_or("-".into(), |r| format!("{r:.1}"))
 }
 
-/// Runs `ctxbench decode`.
 /// An output's row label when `--row` names none: 000 Table 1's row of its lattice-biasing list
 /// (or "No biasing"); a 1-best biased during the search says how, arc boosting with 000's
 /// "partial hypotheses" row of its list.
@@ -316,6 +315,7 @@ fn default_row(output: &str, a: &DecodeArgs) -> String {
     }
 }
 
+/// Runs `ctxbench decode`.
 pub fn run_decode(a: &DecodeArgs) -> Result<()> {
     if !(1..=wfst_search::GPU_MAX_BATCH).contains(&a.gpu_batch) {
         bail!(
