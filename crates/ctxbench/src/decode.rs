@@ -375,6 +375,12 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         }
         row_labels.insert(k.to_string(), v.to_string());
     }
+    let arc_kind = match &a.arc_boost {
+        Some(l) => Some(ListKind::parse(l).ok_or_else(|| {
+            anyhow!("--arc-boost '{l}': not a list kind (sequences, unigrams, gt, list:NAME)")
+        })?),
+        None => None,
+    };
     let subset = if a.quick { Subset::Quick } else { Subset::Full };
     let otf = match a.gboost_mode.as_str() {
         "static" => false,
@@ -419,18 +425,12 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         if let Some(g) = &a.hclg_bias {
             static_list(&ds, g)?;
         }
-        if let Some(l) = &a.arc_boost {
-            if a.word_boost.is_some() {
-                bail!("--arc-boost and --word-boost cannot be combined (a word booster runs alone on a stream)");
-            }
-            match ListKind::parse(l) {
-                None => {
-                    bail!("--arc-boost '{l}': not a list kind (sequences, unigrams, gt, list:NAME)")
-                }
-                Some(ListKind::Global(n)) if !ds.global_lists.contains_key(&n) => {
-                    bail!("--arc-boost: dataset {dataset} has no global list '{n}'")
-                }
-                Some(_) => {}
+        if arc_kind.is_some() && a.word_boost.is_some() {
+            bail!("--arc-boost and --word-boost cannot be combined (a word booster runs alone on a stream)");
+        }
+        if let Some(ListKind::Global(n)) = &arc_kind {
+            if !ds.global_lists.contains_key(n) {
+                bail!("--arc-boost: dataset {dataset} has no global list '{n}'");
             }
         }
     }
@@ -573,15 +573,13 @@ pub fn run_decode(a: &DecodeArgs) -> Result<()> {
         }
         None => None,
     };
-    let arc_boosters = match &a.arc_boost {
-        Some(l) => {
-            let kind = ListKind::parse(l).ok_or_else(|| {
-                anyhow!("--arc-boost '{l}': not a list kind (sequences, unigrams, gt, list:NAME)")
-            })?;
+    let arc_boosters = match &arc_kind {
+        Some(kind) => {
             let b =
-                pipeline::ArcBoosters::new(&setup, &kind, a.arc_boost_discount, settings.threads)?;
+                pipeline::ArcBoosters::new(&setup, kind, a.arc_boost_discount, settings.threads)?;
             eprintln!(
-                "arc boosting with list '{l}' (discount {}): {} phrases kept, {} dropped (OOV); {} arcs over the utterances' lists, found in {:.2} s",
+                "arc boosting with list '{}' (discount {}): {} phrases kept, {} dropped (OOV); {} arcs over the utterances' lists, found in {:.2} s",
+                a.arc_boost.as_deref().unwrap_or(""),
                 a.arc_boost_discount, b.report.kept, b.report.dropped, b.arcs, b.build_s
             );
             Some(b)
