@@ -3,8 +3,14 @@
 # that every CUDA kernel is compiled in the tests, GPU or not.
 
 CARGO ?= cargo
+# The cargo profile of `make build` and of the binary the experiment targets run: release for
+# figures and timings; CI runs `make regress PROFILE=ci` on the build `make test` already made.
+PROFILE ?= release
+# The profile of the tests: release optimisation with debug assertions and overflow checks
+# (Cargo.toml's [profile.ci]).
+TEST_PROFILE ?= ci
 # Respects CARGO_TARGET_DIR, like cargo itself.
-BIN := $(or $(CARGO_TARGET_DIR),target)/release/ctxbench
+BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
 .PHONY: nvrtc-venv gpu-bundle chen18-table2 all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
@@ -12,17 +18,17 @@ E21 := datasets/earnings21/nlp_references
 all: build
 
 build:
-	$(CARGO) build --release --workspace
+	$(CARGO) build --profile $(PROFILE) --workspace
 
 ## The tests: what .ci/run runs.
 test: nvrtc-venv
-	$(CARGO) test --workspace
+	$(CARGO) test --profile $(TEST_PROFILE) --workspace
 	@# The pipelines' shim tests again with each grid's threads reversed, shuffled, then
 	@# shuffled on two OS threads at once: a result that depends on which GPU thread runs
 	@# first, or on a race between them, fails here (ctx-cuda's shim.rs).
-	CTX_SHIM_SCHEDULE=1 $(CARGO) test -q -p hclg-boost -p ctc-wfst -p ngpu-lm --test online --test ctc --test fusion
-	CTX_SHIM_SCHEDULE=24301 $(CARGO) test -q -p hclg-boost -p ctc-wfst -p ngpu-lm --test online --test ctc --test fusion
-	CTX_SHIM_THREADS=2 CTX_SHIM_SCHEDULE=24301 $(CARGO) test -q -p hclg-boost -p ctc-wfst -p ngpu-lm --test online --test ctc --test fusion
+	CTX_SHIM_SCHEDULE=1 $(CARGO) test --profile $(TEST_PROFILE) -q -p hclg-boost -p ctc-wfst -p ngpu-lm --test online --test ctc --test fusion
+	CTX_SHIM_SCHEDULE=24301 $(CARGO) test --profile $(TEST_PROFILE) -q -p hclg-boost -p ctc-wfst -p ngpu-lm --test online --test ctc --test fusion
+	CTX_SHIM_THREADS=2 CTX_SHIM_SCHEDULE=24301 $(CARGO) test --profile $(TEST_PROFILE) -q -p hclg-boost -p ctc-wfst -p ngpu-lm --test online --test ctc --test fusion
 
 ## NVRTC (CUDA 13, PyPI wheel, ~170 MB) in .venv-nvrtc: ctx-cuda's tests compile every kernel of
 ## kernels/ with it. Without network or Python the tests say the NVRTC check is skipped.

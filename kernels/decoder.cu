@@ -1,4 +1,4 @@
-// The frame step of the wfst-search engine on the GPU, for a batch of lanes (DESIGN.md §4, §10;
+// The frame step of the wfst-search engine on the GPU, for a batch of lanes (docs/design.md §4, §10;
 // the CPU reference is crates/wfst-search/src/search.rs, the host code that launches these
 // kernels is crates/wfst-search/src/cuda/).
 //

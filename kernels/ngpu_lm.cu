@@ -1,4 +1,4 @@
-// NGPU-LM queries on the GPU (004 §2.2; DESIGN.md §10). The CPU reference is
+// NGPU-LM queries on the GPU (004 §2.2; docs/design.md §10). The CPU reference is
 // crates/ngpu-lm/src/query.rs, the host code that launches these kernels is
 // crates/ngpu-lm/src/cuda.rs.
 //

@@ -1,5 +1,5 @@
 // CPU shim: lets a kernel file of this folder compile as plain C++ (g++, -ffp-contract=off) so
-// that its logic runs on a machine without a GPU (DESIGN.md §10). Included only when CTX_SHIM is
+// that its logic runs on a machine without a GPU (docs/design.md §10). Included only when CTX_SHIM is
 // defined; NVRTC never sees it.
 //
 // What it emulates, and the rule the kernels keep for it to be exact:

@@ -1,7 +1,12 @@
 //! Computes `CTXBENCH_SOURCE_HASH`: an FNV-1a hash of every source file that can change a
-//! figure of `ctxbench run` (the library crates, `pipeline.rs`, `methods/`, the kernels, Cargo.lock). Results are
-//! keyed by it, so a code change reruns the points while re-rendering tables does not.
+//! figure of `ctxbench run` — every workspace crate `ctxbench` depends on, directly or not
+//! (read from the Cargo manifests, so a new crate is hashed the day it becomes a dependency),
+//! the runner's own figure-deciding modules (`pipeline.rs`, `methods/`), the kernels and
+//! Cargo.lock. Results are keyed by it, so a code change reruns the points while re-rendering
+//! tables does not. `CTXBENCH_HASHED_CRATES` lists the crates hashed (a test holds it against
+//! `cargo metadata`).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -21,23 +26,77 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+fn manifest(path: &Path) -> toml::Table {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("build.rs: cannot read {}: {e}", path.display()));
+    text.parse()
+        .unwrap_or_else(|e| panic!("build.rs: {} is not TOML: {e}", path.display()))
+}
+
+/// The workspace crates a manifest's `[dependencies]` (and `[build-dependencies]`) name, as
+/// their folders: `x.workspace = true` resolved through `[workspace.dependencies]`, or a
+/// `path = ...` of its own.
+fn local_deps(dir: &Path, ws: &BTreeMap<String, PathBuf>) -> Vec<(String, PathBuf)> {
+    let m = manifest(&dir.join("Cargo.toml"));
+    let mut out = Vec::new();
+    for section in ["dependencies", "build-dependencies"] {
+        let Some(deps) = m.get(section).and_then(|d| d.as_table()) else {
+            continue;
+        };
+        for (name, spec) in deps {
+            let t = spec.as_table();
+            if let Some(p) = t.and_then(|t| t.get("path")).and_then(|p| p.as_str()) {
+                out.push((name.clone(), dir.join(p)));
+            } else if t.and_then(|t| t.get("workspace")).and_then(|w| w.as_bool()) == Some(true) {
+                if let Some(p) = ws.get(name) {
+                    out.push((name.clone(), p.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
 fn main() {
     let here = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = here.join("../..").canonicalize().unwrap();
     let here = here.canonicalize().unwrap();
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("Cargo.toml").display()
+    );
+    // [workspace.dependencies] entries with a path: the workspace's own crates.
+    let ws: BTreeMap<String, PathBuf> = manifest(&root.join("Cargo.toml"))
+        .get("workspace")
+        .and_then(|w| w.get("dependencies"))
+        .and_then(|d| d.as_table())
+        .map(|d| {
+            d.iter()
+                .filter_map(|(k, v)| {
+                    let p = v.as_table()?.get("path")?.as_str()?;
+                    Some((k.clone(), root.join(p)))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // Every workspace crate reachable from ours through normal (and build) dependencies.
+    let mut crates: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut todo = local_deps(&here, &ws);
+    while let Some((name, dir)) = todo.pop() {
+        let dir = dir.canonicalize().unwrap_or(dir);
+        if dir == here || crates.contains_key(&name) {
+            continue;
+        }
+        todo.extend(local_deps(&dir, &ws));
+        crates.insert(name, dir);
+    }
     let mut list = Vec::new();
-    for c in [
-        "ctx-core",
-        "ctx-graph",
-        "ctx-data",
-        "wfst-search",
-        "lattice-rescorer",
-        "ctc-wfst",
-        "ctx-cuda",
-        "ngpu-lm",
-    ] {
-        let dir = root.join("crates").join(c);
+    for dir in crates.values() {
         println!("cargo:rerun-if-changed={}", dir.join("src").display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            dir.join("Cargo.toml").display()
+        );
         files(&dir.join("src"), &mut list);
         list.push(dir.join("Cargo.toml"));
     }
@@ -69,4 +128,9 @@ fn main() {
         }
     }
     println!("cargo:rustc-env=CTXBENCH_SOURCE_HASH={h:016x}");
+    let names: BTreeSet<&str> = crates.keys().map(String::as_str).collect();
+    println!(
+        "cargo:rustc-env=CTXBENCH_HASHED_CRATES={}",
+        names.into_iter().collect::<Vec<_>>().join(",")
+    );
 }

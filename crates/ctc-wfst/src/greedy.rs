@@ -1,6 +1,6 @@
 //! Greedy (best-path) CTC decoding — the argmax of every frame, repeats collapsed, blanks
 //! removed — and the shape of a model's posteriors, by which a simulated CTC model is checked
-//! against what real ones look like (DESIGN.md §5: blank the argmax on most frames, peaky).
+//! against what real ones look like (docs/design.md §5: blank the argmax on most frames, peaky).
 
 use ctx_core::scores::ScoreMatrix;
 

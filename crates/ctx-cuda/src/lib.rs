@@ -1,4 +1,4 @@
-//! The only crate of ctxbench that touches CUDA (DESIGN.md §1, §10).
+//! The only crate of ctxbench that touches CUDA (docs/design.md §1, §10).
 //!
 //! - [`backend`]: `cpu | cuda | auto` and device discovery that never panics: no driver, no
 //!   device or a failing device is a typed [`CudaError`], `auto` falls back to the CPU.

@@ -1,4 +1,4 @@
-//! Simulated acoustic models (DESIGN.md §5): per-utterance score matrices generated on demand
+//! Simulated acoustic models (docs/design.md §5): per-utterance score matrices generated on demand
 //! from the reference words only (never the biasing list or entity tags), seeded by utterance id.
 //!
 //! - **Hybrid** ([`HybridSim`]): words → first pronunciation → phones (SIL at both ends) →
@@ -128,7 +128,7 @@ pub struct HybridSim {
     /// The acoustic scale a decoder uses with these scores — a property of the model, like a
     /// Kaldi model's `acwt`, the same for every dataset. 0.5 halves the 6-nat gaps so that the
     /// LM and the acoustics compete and lattices hold a few alternatives per word (chosen once,
-    /// with the noise calibration of DESIGN.md §5).
+    /// with the noise calibration of docs/design.md §5).
     pub acoustic_scale: f64,
     units: Vec<String>,
     /// `dist[a][b]` between units.

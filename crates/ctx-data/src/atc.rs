@@ -1,4 +1,4 @@
-//! ATCO2-style air-traffic data, generated (DESIGN.md §6; thesis 003 §2.4.1, Table 2.4).
+//! ATCO2-style air-traffic data, generated (docs/design.md §6; thesis 003 §2.4.1, Table 2.4).
 //!
 //! The real ATCO2 test sets are not redistributable, so this module simulates their structure
 //! from public resources (the ATCO2 project's call-sign table, European waypoints, facility

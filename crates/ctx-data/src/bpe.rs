@@ -1,4 +1,4 @@
-//! Byte-pair encoding trained on LM text, for CTC tokens and token-level LMs (DESIGN.md §5).
+//! Byte-pair encoding trained on LM text, for CTC tokens and token-level LMs (docs/design.md §5).
 //!
 //! SentencePiece-style pieces: each word starts with the boundary mark `▁`, so the piece
 //! sequence of a sentence decodes back to its words. Training starts from the characters of

@@ -1,4 +1,4 @@
-//! Simulated transducer (RNN-T, TDT) and attention encoder-decoder models (DESIGN.md §5; 004),
+//! Simulated transducer (RNN-T, TDT) and attention encoder-decoder models (docs/design.md §5; 004),
 //! built on the CTC simulator's pieces, near-spelling sets and word confusions, and seen by the
 //! decoders only through [`ctx_core::e2e`]. Like every simulator here they see only the
 //! reference words of an utterance, are seeded by utterance id, and have their knobs in

@@ -1,5 +1,5 @@
 //! Earnings-21 as a test set: the 44 real calls cut into ~3-minute segments, entity spans from
-//! `wer_tags`, and per-document oracle lists (DESIGN.md §6).
+//! `wer_tags`, and per-document oracle lists (docs/design.md §6).
 //!
 //! The `.nlp` files have no times, so segments are placed on token counts: a call of length L
 //! seconds with N tokens gets k = round(L / segment_s) segments; cut i is aimed at token i·N/k and

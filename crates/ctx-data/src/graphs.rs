@@ -21,7 +21,7 @@ use std::time::Instant;
 /// File of a boosted cache entry holding its [`GBoostReport`].
 const GBOOST_REPORT: &str = "gboost.json";
 
-/// BPE vocabulary size of the CTC graphs (DESIGN.md: 1,024 pieces + blank).
+/// BPE vocabulary size of the CTC graphs (docs/design.md: 1,024 pieces + blank).
 pub const DEFAULT_BPE_SIZE: usize = 1024;
 
 /// What a dataset graph build did.

@@ -1,4 +1,4 @@
-//! `ctx-data`: the data side of ctxbench (DESIGN.md §1, §5, §6).
+//! `ctx-data`: the data side of ctxbench (docs/design.md §1, §5, §6).
 //!
 //! - [`kneser_ney`] — word or token n-gram LMs by interpolated modified Kneser-Ney, written as ARPA.
 //! - [`acoustic`], [`e2e`] — simulated hybrid, CTC, transducer (RNN-T, TDT) and AED models.

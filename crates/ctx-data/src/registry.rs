@@ -1,4 +1,4 @@
-//! The dataset registry: `datasets.toml` parsed into typed specs (DESIGN.md §2, §6).
+//! The dataset registry: `datasets.toml` parsed into typed specs (docs/design.md §2, §6).
 //!
 //! Each table names a dataset. Kinds: `earnings` (real Earnings-21 calls cut into segments),
 //! `atc-sim` (generated ATCO2-style traffic), `lm-text` (text for LM/BPE training only), `files` (a
@@ -35,7 +35,7 @@ pub enum RegistryError {
     },
 }
 
-/// Simulated-acoustics knobs of a dataset (DESIGN.md §5); calibrated once per dataset.
+/// Simulated-acoustics knobs of a dataset (docs/design.md §5); calibrated once per dataset.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AcousticSpec {
@@ -77,7 +77,7 @@ impl Default for AcousticSpec {
     }
 }
 
-/// Knobs of the simulated CTC model of a dataset (DESIGN.md §5; `[<dataset>.acoustic_ctc]`),
+/// Knobs of the simulated CTC model of a dataset (docs/design.md §5; `[<dataset>.acoustic_ctc]`),
 /// calibrated once per dataset for this model kind: a hybrid knob says nothing about CTC.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1,4 +1,4 @@
-//! The biasing FST of a phrase list (003 §3.1.1, Fig. 3.2; DESIGN.md §3).
+//! The biasing FST of a phrase list (003 §3.1.1, Fig. 3.2; docs/design.md §3).
 //!
 //! State 0 is the start, final and loop state: every vocabulary word loops on it at cost 0. The
 //! phrases form a trie hanging off state 0 whose every arc carries the discount (e.g. −2.0), and

@@ -1,4 +1,4 @@
-//! The CSR decoding-graph layout every decoder reads (DESIGN.md §4, Kaldi's `CudaFst`).
+//! The CSR decoding-graph layout every decoder reads (docs/design.md §4, Kaldi's `CudaFst`).
 //!
 //! Arcs are stored in two blocks: first the emitting arcs (input label > 0) of all states, state
 //! by state, then the non-emitting (ε-input) arcs of all states. State `s` owns emitting arcs

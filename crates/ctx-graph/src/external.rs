@@ -6,7 +6,7 @@
 //! against another word table decodes to wrong words silently otherwise). Input labels are mapped
 //! to score columns by a label map (`map[label] = column + 1`, e.g. a Kaldi transition-id to its
 //! pdf-id + 1, [`ctx_core::transition`]); without one, label `k` reads column `k − 1`, the
-//! convention of every graph this crate builds (DESIGN.md §4).
+//! convention of every graph this crate builds (docs/design.md §4).
 
 use crate::compile::{num_arcs, Graph, GraphKind};
 use crate::error::{GraphError, Result};

@@ -1,4 +1,4 @@
-//! Decoding graphs for ctxbench, built on rustfst (DESIGN.md §1, §3, §4).
+//! Decoding graphs for ctxbench, built on rustfst (docs/design.md §1, §3, §4).
 //!
 //! - [`lexicon_fst`]: L with Kaldi-style disambiguation symbols (phones or BPE pieces as units).
 //! - [`grammar`]: G from an ARPA LM (back-off arcs on `#0`).

@@ -1,5 +1,5 @@
 //! The arcs of a decoding graph that arc-index boosting discounts for a phrase list: Algorithm 1
-//! of Nigmatulina et al. (000 §4.2), without the reference code's bugs (DESIGN.md §3).
+//! of Nigmatulina et al. (000 §4.2), without the reference code's bugs (docs/design.md §3).
 //!
 //! For a phrase `w1 w2 … wk` the boosted arcs are
 //! - every arc whose output label is `w1` (a phrase may start anywhere in an utterance), and

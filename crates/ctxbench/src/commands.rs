@@ -3,6 +3,7 @@
 
 use crate::data::registry;
 use crate::experiment::{self, Experiment, Overrides, Value};
+use crate::methods::catalog;
 use crate::regress;
 use crate::results::{Points, Store};
 use crate::run::{self, Plan, RunOptions};
@@ -33,7 +34,7 @@ pub struct Common {
 
 impl Common {
     fn overrides(&self) -> Result<Overrides> {
-        let mut o = Overrides::parse(&self.set)?;
+        let mut o = Overrides::parse(&self.set, catalog())?;
         if self.quick {
             o.0.retain(|(k, _)| k != "subset");
             o.0.push(("subset".into(), Value::Str("quick".into())));
@@ -129,7 +130,10 @@ pub struct RegressArgs {
 }
 
 fn load_all(paths: &[PathBuf]) -> Result<Vec<Experiment>> {
-    paths.iter().map(|p| Experiment::load(p)).collect()
+    paths
+        .iter()
+        .map(|p| Experiment::load(p, catalog()))
+        .collect()
 }
 
 fn selected(
@@ -206,7 +210,7 @@ pub fn run_run(a: &RunArgs) -> Result<()> {
 
 /// Runs `ctxbench merge`.
 pub fn run_merge(a: &MergeArgs) -> Result<()> {
-    let exp = Experiment::load(&a.experiment)?;
+    let exp = Experiment::load(&a.experiment, catalog())?;
     let reg = registry(&a.common.registry)?;
     let over = a.common.overrides()?;
     let out = a.common.out();
@@ -235,7 +239,7 @@ pub fn run_merge(a: &MergeArgs) -> Result<()> {
 
 /// Runs `ctxbench table`.
 pub fn run_table(a: &RenderArgs) -> Result<()> {
-    let exp = Experiment::load(&a.experiment)?;
+    let exp = Experiment::load(&a.experiment, catalog())?;
     let dir = a.out.join(&exp.id);
     let pts = Points::read(&dir)?;
     let md = crate::table::write_tables(&exp, &pts, &dir)?;
@@ -249,7 +253,7 @@ pub fn run_table(a: &RenderArgs) -> Result<()> {
 
 /// Runs `ctxbench plot`.
 pub fn run_plot(a: &RenderArgs) -> Result<()> {
-    let exp = Experiment::load(&a.experiment)?;
+    let exp = Experiment::load(&a.experiment, catalog())?;
     let dir = a.out.join(&exp.id);
     let pts = Points::read(&dir)?;
     for p in crate::plot::write_plots(&exp, &pts, &dir)? {
@@ -314,11 +318,12 @@ pub fn run_regress(a: &RegressArgs) -> Result<()> {
 /// Writes `<root>/README.md`: every experiment file, what it reproduces, and its outputs.
 pub fn write_index(root: &Path, experiments_dir: &Path) -> Result<()> {
     let mut s = String::from(
-        "# Results\n\nWritten by `ctxbench run` (`make reproduce`: full sets, `make reproduce-quick`:\nquick subsets under `results/quick/`). One folder per experiment (DESIGN.md §8):\n`points.csv` / `points.parquet` (one row per point), `table.md` / `table.tex` (the paper's\nlayout, its figures beside ours), plots, and `run.json` (machine, code version, seconds).\n\n| experiment | what | in `make reproduce` | results | seconds |\n|---|---|---|---|---|\n",
+        "# Results\n\nWritten by `ctxbench run` (`make reproduce`: full sets, `make reproduce-quick`:\nquick subsets under `results/quick/`). One folder per experiment (docs/design.md §8):\n`points.csv` / `points.parquet` (one row per point), `table.md` / `table.tex` (the paper's\nlayout, its figures beside ours), plots, and `run.json` (machine, code version, seconds).\n\n| experiment | what | in `make reproduce` | results | seconds |\n|---|---|---|---|---|\n",
     );
     let paths = experiment::discover(experiments_dir)?;
     for p in paths {
-        let e = Experiment::load(&p).with_context(|| format!("indexing {}", p.display()))?;
+        let e =
+            Experiment::load(&p, catalog()).with_context(|| format!("indexing {}", p.display()))?;
         let dir = root.join(&e.id);
         let mut links = Vec::new();
         if dir.join("table.md").exists() {

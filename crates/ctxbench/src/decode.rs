@@ -152,7 +152,7 @@ pub struct DecodeArgs {
     /// segment's partial), and `utt<TAB>seconds<TAB>final<TAB>words` (the 1-best).
     #[arg(long)]
     pub partials_out: Option<PathBuf>,
-    /// Write the figures as a results-contract CSV (DESIGN.md §8) here.
+    /// Write the figures as a results-contract CSV (docs/design.md §8) here.
     #[arg(long)]
     pub points_out: Option<PathBuf>,
     /// Experiment id for the CSV rows.

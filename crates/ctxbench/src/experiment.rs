@@ -1,5 +1,5 @@
 //! Experiment files (`experiments/*.toml`) and presets (`configs/*.toml`): parsing, checking and
-//! expanding the sweep grid into points (DESIGN.md §8).
+//! expanding the sweep grid into points (docs/design.md §8).
 //!
 //! An experiment names fixed settings, rows (one per line of the paper's table: a label, a
 //! method and the row's own settings) and a sweep grid; every row is crossed with the grid.
@@ -14,25 +14,102 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// A method: `baseline` (the WFST family with no component) or a `+`-joined set of one
-/// family's components, e.g. `g-boosting+lattice-biasing` or `ctc-wfst+word-boosting`
-/// (DESIGN.md §8; the families and their components are in [`crate::methods`]).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Method {
-    family: usize,
-    parts: Vec<&'static str>,
+/// A part of a method name (`g-boosting`, `word-boosting`, ...).
+#[derive(Debug, Clone, Copy)]
+pub struct Component {
+    /// Its name in method strings and in the `component` of its settings.
+    pub name: &'static str,
+    /// What it does.
+    pub doc: &'static str,
 }
 
-impl Method {
+/// What the experiment parser knows of a method family: its names and settings, and how its
+/// settings are checked. The runnable side (setup, decoding) extends it in `methods`; the
+/// families are handed to the parser in a [`Catalog`], never imported from here.
+pub trait FamilySpec: Sync {
+    /// Its name (error messages, `ctxbench settings`).
+    fn name(&self) -> &'static str;
+    /// The component every method of the family names (`None`: the default family, whose
+    /// method with no component is `baseline`).
+    fn marker(&self) -> Option<&'static str>;
+    /// Its components, in the canonical order of method names.
+    fn components(&self) -> &'static [Component];
+    /// Its settings (each owned by one of its components), in points.csv column order.
+    fn settings(&self) -> &'static [SettingSpec];
+    /// Built-in defaults of its settings.
+    fn defaults(&self, s: &mut Settings);
+    /// Settings that must be given when a component is in the method: (setting, component).
+    fn required(&self) -> &'static [(&'static str, &'static str)];
+    /// Checks its settings' values (closed choices, ranges); `what` names the row and file.
+    fn check(&self, s: &Settings, what: &str) -> Result<()>;
+}
+
+/// The method families an experiment may name, the default (`baseline`) first, and every
+/// setting in points.csv column order (the common ones, then each family's).
+pub struct Catalog {
+    families: Vec<&'static dyn FamilySpec>,
+    settings: Vec<SettingSpec>,
+}
+
+impl fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.families.iter().map(|x| x.name()).collect();
+        f.debug_struct("Catalog").field("families", &names).finish()
+    }
+}
+
+impl Catalog {
+    /// A catalog of these families (the first one runs `baseline`).
+    pub fn new(families: Vec<&'static dyn FamilySpec>) -> Self {
+        let mut settings = COMMON_SETTINGS.to_vec();
+        for f in &families {
+            settings.extend_from_slice(f.settings());
+        }
+        Catalog { families, settings }
+    }
+
+    /// Every setting, in the column order of points.csv.
+    pub fn settings(&self) -> &[SettingSpec] {
+        &self.settings
+    }
+
+    /// The spec of a setting.
+    pub fn setting(&self, name: &str) -> Option<&SettingSpec> {
+        self.settings.iter().find(|s| s.name == name)
+    }
+
+    /// The family that runs a method.
+    pub fn family(&self, m: &Method) -> &'static dyn FamilySpec {
+        self.families[m.family]
+    }
+
+    /// Built-in defaults (a setting without one is unset unless given, e.g. `noise`).
+    fn defaults(&self) -> Settings {
+        let mut s = common_defaults();
+        for f in &self.families {
+            f.defaults(&mut s);
+        }
+        s
+    }
+
+    /// The known settings, for error messages.
+    fn known(&self) -> String {
+        self.settings
+            .iter()
+            .map(|s| s.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Parses a method name; the components are kept in their family's canonical order.
-    pub fn parse(s: &str) -> Result<Self> {
+    pub fn method(&self, s: &str) -> Result<Method> {
         if s == "baseline" {
             return Ok(Method {
                 family: 0,
                 parts: Vec::new(),
             });
         }
-        let fams = crate::methods::families();
+        let fams = &self.families;
         let known = || {
             let mut names = vec!["baseline"];
             for f in fams {
@@ -86,14 +163,74 @@ impl Method {
         })
     }
 
+    /// Checks that `key` is a setting and that method `m` reads it.
+    fn check_method(&self, m: &Method, key: &str, what: &str) -> Result<()> {
+        let spec = self
+            .setting(key)
+            .ok_or_else(|| anyhow!("{what}: unknown setting '{key}' (known: {})", self.known()))?;
+        if !m.has(spec.component) {
+            bail!(
+                "{what}: method {m} has no setting '{key}' (it belongs to {})",
+                spec.component
+            );
+        }
+        Ok(())
+    }
+
+    /// Reads settings from a TOML table, checking every key and type; `what` names the place.
+    fn read_settings(&self, t: &toml::Table, what: &str) -> Result<Settings> {
+        let mut s = Settings::new();
+        for (k, v) in t {
+            let spec = self.setting(k).ok_or_else(|| {
+                anyhow!("{what}: unknown setting '{k}' (known: {})", self.known())
+            })?;
+            let v = Value::from_toml(v, spec.ty).map_err(|e| anyhow!("{what}: '{k}': {e}"))?;
+            s.insert(k.clone(), v);
+        }
+        Ok(s)
+    }
+
+    /// Reads a sweep table (setting → array of values), checking every key and type.
+    fn read_sweep(&self, t: &toml::Table, what: &str) -> Result<Vec<(String, Vec<Value>)>> {
+        let mut out = Vec::new();
+        for (k, v) in t {
+            let spec = self.setting(k).ok_or_else(|| {
+                anyhow!("{what}: unknown setting '{k}' (known: {})", self.known())
+            })?;
+            let arr = v
+                .as_array()
+                .ok_or_else(|| anyhow!("{what}: '{k}' must be an array of values"))?;
+            if arr.is_empty() {
+                bail!("{what}: '{k}' sweeps over no values");
+            }
+            let vals = arr
+                .iter()
+                .map(|x| Value::from_toml(x, spec.ty).map_err(|e| anyhow!("{what}: '{k}': {e}")))
+                .collect::<Result<Vec<_>>>()?;
+            out.push((k.clone(), vals));
+        }
+        Ok(out)
+    }
+}
+
+/// A method: `baseline` (the default family with no component) or a `+`-joined set of one
+/// family's components, e.g. `g-boosting+lattice-biasing` or `ctc-wfst+word-boosting`
+/// (DESIGN notes §8); made by [`Catalog::method`], which knows the families.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Method {
+    family: usize,
+    parts: Vec<&'static str>,
+}
+
+impl Method {
     /// Whether the method includes a component (every method has `common`).
     pub fn has(&self, component: &str) -> bool {
         component == "common" || self.parts.contains(&component)
     }
 
-    /// The family that runs it.
-    pub fn family(&self) -> &'static dyn crate::methods::Family {
-        crate::methods::families()[self.family]
+    /// The position of its family in the [`Catalog`] it was parsed with.
+    pub fn family_index(&self) -> usize {
+        self.family
     }
 }
 
@@ -296,25 +433,8 @@ pub const COMMON_SETTINGS: &[SettingSpec] = &[
     ),
 ];
 
-/// Every setting, in the column order of points.csv: the common ones, then each family's.
-pub fn settings() -> &'static [SettingSpec] {
-    static ALL: std::sync::LazyLock<Vec<SettingSpec>> = std::sync::LazyLock::new(|| {
-        let mut v = COMMON_SETTINGS.to_vec();
-        for f in crate::methods::families() {
-            v.extend_from_slice(f.settings());
-        }
-        v
-    });
-    &ALL
-}
-
-/// The spec of a setting.
-pub fn setting(name: &str) -> Option<&'static SettingSpec> {
-    settings().iter().find(|s| s.name == name)
-}
-
-/// Built-in defaults (a setting without one is unset unless given, e.g. `noise`).
-fn defaults() -> Settings {
+/// Built-in defaults of the common settings.
+fn common_defaults() -> Settings {
     let d = wfst_search::DecoderConfig::default();
     let mut s = Settings::new();
     let mut put = |k: &str, v: Value| {
@@ -333,11 +453,59 @@ fn defaults() -> Settings {
     put("chunk_s", Value::Float(0.5));
     put("endpointing", Value::Bool(true));
     put("threads", Value::Int(2));
-    for f in crate::methods::families() {
-        f.defaults(&mut s);
-    }
     s
 }
+
+/// Measure columns of points.csv, in order (percentages, seconds, sizes).
+pub const MEASURES: &[&str] = &[
+    "wer",
+    "ne_wer",
+    "u_wer",
+    "ne_acc",
+    "precision",
+    "recall",
+    "f1",
+    "audio_s",
+    "decode_s",
+    "rtfx",
+    "peak_mem_mb",
+    "utterances",
+    "graph_states",
+    "graph_arcs",
+    "lattice_density",
+    "oracle_wer",
+    "context_s",
+    "phrases_kept",
+    "phrases_dropped",
+    "boosted_arcs",
+    "active_tokens",
+    "boosted_words",
+    "boost_oov",
+    "latency_compute_ms",
+    "latency_queue_ms",
+    "latency_total_ms",
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "batch_mean",
+    "repeats",
+    "keywords_in_lm",
+    "phrases_duplicate",
+    "wl_ngrams",
+    "wl_nodes",
+    "wl_build_s",
+    "latency_p90_ms",
+    "graph_mb",
+    "contexts",
+    "context_kb",
+    "context_host_kb",
+    "pool_mb",
+    "rescore_s",
+    "unbiased_contexts",
+    "segments",
+    "audio_h",
+    "documents",
+    "list_entries",
+];
 
 /// Resolved settings by key.
 pub type Settings = BTreeMap<String, Value>;
@@ -472,6 +640,8 @@ pub struct RowSpec {
 /// A parsed, checked experiment file.
 #[derive(Debug, Clone)]
 pub struct Experiment {
+    /// The families it was parsed with (its points are checked against them).
+    pub catalog: &'static Catalog,
     /// The experiment id (results/<id>/).
     pub id: String,
     /// Where it was read from.
@@ -539,28 +709,23 @@ pub struct Overrides(pub Vec<(String, Value)>);
 
 impl Overrides {
     /// Parses `key=value` strings, checking key and type.
-    pub fn parse(items: &[String]) -> Result<Self> {
+    pub fn parse(items: &[String], cat: &Catalog) -> Result<Self> {
         let mut out = Vec::new();
         for it in items {
             let (k, v) = it
                 .split_once('=')
                 .ok_or_else(|| anyhow!("--set '{it}' is not KEY=VALUE"))?;
-            let spec = setting(k).ok_or_else(|| {
-                anyhow!("--set '{it}': unknown setting '{k}' (known: {})", known())
+            let spec = cat.setting(k).ok_or_else(|| {
+                anyhow!(
+                    "--set '{it}': unknown setting '{k}' (known: {})",
+                    cat.known()
+                )
             })?;
             let v = Value::from_cli(v, spec.ty).map_err(|e| anyhow!("--set '{it}': {e}"))?;
             out.push((k.to_string(), v));
         }
         Ok(Overrides(out))
     }
-}
-
-fn known() -> String {
-    settings()
-        .iter()
-        .map(|s| s.name)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[derive(Deserialize)]
@@ -602,38 +767,6 @@ struct RawPreset {
     settings: toml::Table,
 }
 
-/// Reads settings from a TOML table, checking every key and type; `what` names the place.
-fn read_settings(t: &toml::Table, what: &str) -> Result<Settings> {
-    let mut s = Settings::new();
-    for (k, v) in t {
-        let spec = setting(k)
-            .ok_or_else(|| anyhow!("{what}: unknown setting '{k}' (known: {})", known()))?;
-        let v = Value::from_toml(v, spec.ty).map_err(|e| anyhow!("{what}: '{k}': {e}"))?;
-        s.insert(k.clone(), v);
-    }
-    Ok(s)
-}
-
-fn read_sweep(t: &toml::Table, what: &str) -> Result<Vec<(String, Vec<Value>)>> {
-    let mut out = Vec::new();
-    for (k, v) in t {
-        let spec = setting(k)
-            .ok_or_else(|| anyhow!("{what}: unknown setting '{k}' (known: {})", known()))?;
-        let arr = v
-            .as_array()
-            .ok_or_else(|| anyhow!("{what}: '{k}' must be an array of values"))?;
-        if arr.is_empty() {
-            bail!("{what}: '{k}' sweeps over no values");
-        }
-        let vals = arr
-            .iter()
-            .map(|x| Value::from_toml(x, spec.ty).map_err(|e| anyhow!("{what}: '{k}': {e}")))
-            .collect::<Result<Vec<_>>>()?;
-        out.push((k.clone(), vals));
-    }
-    Ok(out)
-}
-
 /// Where presets live, given an experiment file (`<repo>/experiments/x.toml` →
 /// `<repo>/configs/`).
 fn configs_dir(path: &Path) -> PathBuf {
@@ -644,7 +777,7 @@ fn configs_dir(path: &Path) -> PathBuf {
 
 impl Experiment {
     /// Reads and checks an experiment file (presets from `configs/` beside `experiments/`).
-    pub fn load(path: &Path) -> Result<Self> {
+    pub fn load(path: &Path, cat: &'static Catalog) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading experiment {}", path.display()))?;
         let raw: RawExperiment =
@@ -659,7 +792,7 @@ impl Experiment {
         if id.is_empty() || id.contains(['/', '\\', ' ']) {
             bail!("{file}: id '{id}' must be a plain folder name");
         }
-        let mut settings = defaults();
+        let mut settings = cat.defaults();
         for name in &raw.include {
             let p = configs_dir(path).join(format!("{name}.toml"));
             let t = std::fs::read_to_string(&p).with_context(|| {
@@ -667,13 +800,12 @@ impl Experiment {
             })?;
             let preset: RawPreset =
                 toml::from_str(&t).map_err(|e| anyhow!("{}: {e}", p.display()))?;
-            settings.extend(read_settings(
-                &preset.settings,
-                &format!("{} [settings]", p.display()),
-            )?);
+            settings.extend(
+                cat.read_settings(&preset.settings, &format!("{} [settings]", p.display()))?,
+            );
         }
-        settings.extend(read_settings(&raw.settings, &format!("{file} [settings]"))?);
-        let sweep = read_sweep(&raw.sweep, &format!("{file} [sweep]"))?;
+        settings.extend(cat.read_settings(&raw.settings, &format!("{file} [settings]"))?);
+        let sweep = cat.read_sweep(&raw.sweep, &format!("{file} [sweep]"))?;
         if raw.rows.is_empty() {
             bail!("{file}: no [[rows]]");
         }
@@ -691,20 +823,21 @@ impl Experiment {
             let row =
                 take_str("row")?.ok_or_else(|| anyhow!("{what}: missing 'row' (its label)"))?;
             let section = take_str("section")?.unwrap_or_default();
-            let method = Method::parse(&take_str("method")?.unwrap_or_else(|| "baseline".into()))
+            let method = cat
+                .method(&take_str("method")?.unwrap_or_else(|| "baseline".into()))
                 .with_context(|| format!("{what} ('{row}')"))?;
             let row_sweep = match t.remove("sweep") {
                 None => Vec::new(),
-                Some(toml::Value::Table(s)) => read_sweep(&s, &format!("{what} sweep"))?,
+                Some(toml::Value::Table(s)) => cat.read_sweep(&s, &format!("{what} sweep"))?,
                 Some(_) => bail!("{what}: 'sweep' must be a table"),
             };
-            let own = read_settings(&t, &what)?;
+            let own = cat.read_settings(&t, &what)?;
             let what = format!("{what} ('{row}', method {method})");
             for k in own.keys().chain(row_sweep.iter().map(|(k, _)| k)) {
-                check_method(&method, k, &what)?;
+                cat.check_method(&method, k, &what)?;
             }
             for (k, _) in &sweep {
-                check_method(
+                cat.check_method(
                     &method,
                     k,
                     &format!("{file} [sweep] for row '{row}' (method {method})"),
@@ -726,15 +859,15 @@ impl Experiment {
             );
         }
         if let Some(g) = &table.group_by {
-            if setting(g).is_none() {
+            if cat.setting(g).is_none() {
                 bail!("{file} [table]: group_by '{g}' is not a setting");
             }
         }
         for m in &table.measures {
-            if !crate::results::MEASURES.contains(&m.as_str()) {
+            if !MEASURES.contains(&m.as_str()) {
                 bail!(
                     "{file} [table]: unknown measure '{m}' (known: {})",
-                    crate::results::MEASURES.join(", ")
+                    MEASURES.join(", ")
                 );
             }
         }
@@ -746,15 +879,15 @@ impl Experiment {
                 );
             }
             for k in p.values.keys() {
-                if !crate::results::MEASURES.contains(&k.as_str()) {
+                if !MEASURES.contains(&k.as_str()) {
                     bail!("{file} [[paper]] row '{}': unknown measure '{k}'", p.row);
                 }
             }
         }
         for p in &raw.plot {
             for c in std::iter::once(&p.x).chain(&p.y).chain([&p.series]) {
-                let ok = crate::results::MEASURES.contains(&c.as_str())
-                    || setting(c).is_some()
+                let ok = MEASURES.contains(&c.as_str())
+                    || cat.setting(c).is_some()
                     || ["row", "section", "method"].contains(&c.as_str());
                 if !ok {
                     bail!("{file} [[plot]] '{}': unknown column '{c}'", p.name);
@@ -762,6 +895,7 @@ impl Experiment {
             }
         }
         let exp = Experiment {
+            catalog: cat,
             id,
             path: path.to_path_buf(),
             title: raw.title.unwrap_or_default(),
@@ -811,24 +945,25 @@ impl Experiment {
             sweep.retain(|(k, _)| seen.insert(k.clone()));
             sweep.reverse();
             for (k, _) in &over.0 {
-                check_method(
-                    &r.method,
-                    k,
-                    &format!("--set for row '{}' of {file}", r.row),
-                )
-                .or_else(|e| {
-                    // A --set of a setting this row's method lacks is ignored for that row
-                    // only if another row has it; otherwise it is a mistake.
-                    if self
-                        .rows
-                        .iter()
-                        .any(|o| o.method.has(setting(k).unwrap().component))
-                    {
-                        Ok(())
-                    } else {
-                        Err(e)
-                    }
-                })?;
+                self.catalog
+                    .check_method(
+                        &r.method,
+                        k,
+                        &format!("--set for row '{}' of {file}", r.row),
+                    )
+                    .or_else(|e| {
+                        // A --set of a setting this row's method lacks is ignored for that row
+                        // only if another row has it; otherwise it is a mistake.
+                        if self
+                            .rows
+                            .iter()
+                            .any(|o| o.method.has(self.catalog.setting(k).unwrap().component))
+                        {
+                            Ok(())
+                        } else {
+                            Err(e)
+                        }
+                    })?;
             }
             let mut combos: Vec<Vec<(String, Value)>> = vec![Vec::new()];
             for (k, vals) in &sweep {
@@ -851,17 +986,21 @@ impl Experiment {
                 }
                 // Keep only what the method reads, so the key of a point does not change with
                 // settings it ignores.
-                s.retain(|k, _| setting(k).is_some_and(|sp| r.method.has(sp.component)));
+                s.retain(|k, _| {
+                    self.catalog
+                        .setting(k)
+                        .is_some_and(|sp| r.method.has(sp.component))
+                });
                 let what = format!("{file}: row '{}' (method {})", r.row, r.method);
-                let required =
-                    std::iter::once(&("dataset", "common")).chain(r.method.family().required());
+                let required = std::iter::once(&("dataset", "common"))
+                    .chain(self.catalog.family(&r.method).required());
                 for &(k, c) in required {
                     if r.method.has(c) && !s.contains_key(k) {
                         bail!("{what}: '{k}' is not set");
                     }
                 }
                 check_values(&s, &what)?;
-                r.method.family().check(&s, &what)?;
+                self.catalog.family(&r.method).check(&s, &what)?;
                 out.push(Point {
                     row: r.row.clone(),
                     section: r.section.clone(),
@@ -883,18 +1022,6 @@ pub fn selects(p: &Point, sel: &BTreeMap<String, String>) -> bool {
         "method" => &p.method.to_string() == v,
         _ => &p.get(k) == v,
     })
-}
-
-fn check_method(m: &Method, key: &str, what: &str) -> Result<()> {
-    let spec = setting(key)
-        .ok_or_else(|| anyhow!("{what}: unknown setting '{key}' (known: {})", known()))?;
-    if !m.has(spec.component) {
-        bail!(
-            "{what}: method {m} has no setting '{key}' (it belongs to {})",
-            spec.component
-        );
-    }
-    Ok(())
 }
 
 /// Checks the common settings' values (a family checks its own).
@@ -943,6 +1070,7 @@ pub fn discover(dir: &Path) -> Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::methods::catalog;
 
     fn write(dir: &Path, rel: &str, text: &str) -> PathBuf {
         let p = dir.join(rel);
@@ -952,7 +1080,7 @@ mod tests {
     }
 
     fn err(path: &Path) -> String {
-        format!("{:#}", Experiment::load(path).unwrap_err())
+        format!("{:#}", Experiment::load(path, catalog()).unwrap_err())
     }
 
     #[test]
@@ -983,7 +1111,7 @@ threads = 4
 sweep = { discount = [-2, -3] }
 "#,
         );
-        let e = Experiment::load(&p).unwrap();
+        let e = Experiment::load(&p, catalog()).unwrap();
         let pts = e.points(&Overrides::default()).unwrap();
         let labels: Vec<String> = pts.iter().map(|p| p.label()).collect();
         assert_eq!(
@@ -1003,7 +1131,7 @@ sweep = { discount = [-2, -3] }
         assert!(!pts[0].settings.contains_key("discount"));
         assert_eq!(pts[0].settings["lattice_beam"], Value::Float(6.0));
         // --set wins and replaces a sweep of the same key.
-        let over = Overrides::parse(&["beam=13".into(), "discount=-5".into()]).unwrap();
+        let over = Overrides::parse(&["beam=13".into(), "discount=-5".into()], catalog()).unwrap();
         let pts = e.points(&over).unwrap();
         assert_eq!(pts.len(), 2);
         assert_eq!(pts[1].settings["beam"], Value::Float(13.0));
@@ -1058,29 +1186,35 @@ sweep = { discount = [-2, -3] }
                 "case {i}: no file in: {e}"
             );
         }
-        assert!(
-            format!("{:#}", Overrides::parse(&["beam".into()]).unwrap_err()).contains("KEY=VALUE")
-        );
-        let e = Overrides::parse(&["bem=3".into()]).unwrap_err();
+        assert!(format!(
+            "{:#}",
+            Overrides::parse(&["beam".into()], catalog()).unwrap_err()
+        )
+        .contains("KEY=VALUE"));
+        let e = Overrides::parse(&["bem=3".into()], catalog()).unwrap_err();
         assert!(format!("{e:#}").contains("unknown setting 'bem'"));
-        let e = Overrides::parse(&["threads=-1".into()]).unwrap_err();
+        let e = Overrides::parse(&["threads=-1".into()], catalog()).unwrap_err();
         assert!(format!("{e:#}").contains("non-negative"));
     }
 
     #[test]
     fn methods_parse_in_canonical_order() {
-        let m = Method::parse("lattice-biasing+g-boosting").unwrap();
+        let m = catalog().method("lattice-biasing+g-boosting").unwrap();
         assert_eq!(m.to_string(), "g-boosting+lattice-biasing");
         assert!(m.has("lattice-biasing") && !m.has("hclg-boosting"));
-        assert!(Method::parse("lattice-biasing+lattice-biasing").is_err());
-        assert_eq!(Method::parse("baseline").unwrap().to_string(), "baseline");
-        let c = Method::parse("word-boosting+ctc-wfst").unwrap();
+        assert!(catalog().method("lattice-biasing+lattice-biasing").is_err());
+        assert_eq!(
+            catalog().method("baseline").unwrap().to_string(),
+            "baseline"
+        );
+        let c = catalog().method("word-boosting+ctc-wfst").unwrap();
         assert_eq!(c.to_string(), "ctc-wfst+word-boosting");
-        assert_eq!(c.family().name(), "ctc-wfst");
-        assert_eq!(m.family().name(), "wfst");
-        let e = Method::parse("word-boosting").unwrap_err().to_string();
+        assert_eq!(catalog().family(&c).name(), "ctc-wfst");
+        assert_eq!(catalog().family(&m).name(), "wfst");
+        let e = catalog().method("word-boosting").unwrap_err().to_string();
         assert!(e.contains("write ctc-wfst+word-boosting"), "{e}");
-        let e = Method::parse("ctc-wfst+lattice-biasing")
+        let e = catalog()
+            .method("ctc-wfst+lattice-biasing")
             .unwrap_err()
             .to_string();
         assert!(e.contains("two families"), "{e}");
@@ -1092,7 +1226,7 @@ sweep = { discount = [-2, -3] }
         let files = discover(dir).unwrap();
         assert!(files.len() >= 5, "{files:?}");
         for f in files {
-            let e = Experiment::load(&f).unwrap_or_else(|e| panic!("{e:#}"));
+            let e = Experiment::load(&f, catalog()).unwrap_or_else(|e| panic!("{e:#}"));
             assert!(!e.points(&Overrides::default()).unwrap().is_empty());
         }
     }

@@ -32,3 +32,4 @@ pub mod run;
 pub mod score;
 pub mod table;
 pub mod throughput;
+pub mod version;

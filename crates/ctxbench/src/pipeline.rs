@@ -1528,7 +1528,7 @@ pub fn targets(
     )))
 }
 
-/// How a simulated CTC model's outputs look next to a real one's (DESIGN.md §5): the posterior
+/// How a simulated CTC model's outputs look next to a real one's (docs/design.md §5): the posterior
 /// shape over every frame and the greedy (argmax) hypotheses' scores; `None` for models that
 /// are not simulated CTC.
 pub struct CtcRealism {

@@ -81,7 +81,7 @@ pub fn measured(exp: &Experiment, pts: &Points) -> Result<Baseline> {
     }
     Ok(Baseline {
         experiment: exp.id.clone(),
-        code_version: crate::run::CODE_VERSION.to_string(),
+        code_version: crate::version::CODE_VERSION.to_string(),
         points: out,
         ratios,
     })
@@ -198,7 +198,7 @@ min = {min}
             ),
         )
         .unwrap();
-        Experiment::load(&p).unwrap()
+        Experiment::load(&p, crate::methods::catalog()).unwrap()
     }
 
     fn pts(dir: &Path, lat_wer: f64) -> Points {

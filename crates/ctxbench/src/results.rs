@@ -1,63 +1,14 @@
-//! The results contract (DESIGN.md §8): one JSON file per finished point (the resumable store),
+//! The results contract (docs/design.md §8): one JSON file per finished point (the resumable store),
 //! `points.csv` / `points.parquet` (polars) with one row per point, and `run.json`.
 
-use crate::experiment::{settings, Point, Type, Value};
+use crate::experiment::{Catalog, Point, Type, Value};
 use anyhow::{anyhow, bail, Context, Result};
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Measure columns of points.csv, in order (percentages, seconds, sizes).
-pub const MEASURES: &[&str] = &[
-    "wer",
-    "ne_wer",
-    "u_wer",
-    "ne_acc",
-    "precision",
-    "recall",
-    "f1",
-    "audio_s",
-    "decode_s",
-    "rtfx",
-    "peak_mem_mb",
-    "utterances",
-    "graph_states",
-    "graph_arcs",
-    "lattice_density",
-    "oracle_wer",
-    "context_s",
-    "phrases_kept",
-    "phrases_dropped",
-    "boosted_arcs",
-    "active_tokens",
-    "boosted_words",
-    "boost_oov",
-    "latency_compute_ms",
-    "latency_queue_ms",
-    "latency_total_ms",
-    "latency_p50_ms",
-    "latency_p99_ms",
-    "batch_mean",
-    "repeats",
-    "keywords_in_lm",
-    "phrases_duplicate",
-    "wl_ngrams",
-    "wl_nodes",
-    "wl_build_s",
-    "latency_p90_ms",
-    "graph_mb",
-    "contexts",
-    "context_kb",
-    "context_host_kb",
-    "pool_mb",
-    "rescore_s",
-    "unbiased_contexts",
-    "segments",
-    "audio_h",
-    "documents",
-    "list_entries",
-];
+pub use crate::experiment::MEASURES;
 
 /// Label columns that come first in points.csv.
 pub const LABELS: &[&str] = &[
@@ -158,7 +109,11 @@ fn round4(x: f64) -> f64 {
 }
 
 /// Builds the points frame: labels, every setting (typed columns), the measures and the key.
-pub fn frame(experiment: &str, rows: &[(&Point, &PointRecord)]) -> Result<DataFrame> {
+pub fn frame(
+    cat: &Catalog,
+    experiment: &str,
+    rows: &[(&Point, &PointRecord)],
+) -> Result<DataFrame> {
     let n = rows.len();
     let mut cols: Vec<Column> = Vec::new();
     let text_col = |name: &str, f: &dyn Fn(&Point, &PointRecord) -> Option<String>| {
@@ -174,7 +129,7 @@ pub fn frame(experiment: &str, rows: &[(&Point, &PointRecord)]) -> Result<DataFr
     cols.push(text_col("device", &|_, r| {
         (!r.device.is_empty()).then(|| r.device.clone())
     }));
-    for s in settings() {
+    for s in cat.settings() {
         if s.name == "dataset" || s.name == "backend" {
             continue;
         }

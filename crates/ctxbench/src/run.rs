@@ -7,7 +7,8 @@
 //! plus its own rescoring, as a run of that method alone would.
 
 use crate::experiment::{Experiment, Overrides, Point};
-use crate::methods::{s, subset_of, GroupContext};
+use crate::methods::family::{s, subset_of};
+use crate::methods::{family_of, GroupContext};
 use crate::results::{self, PointRecord, Points, Store};
 use anyhow::{anyhow, bail, Context, Result};
 use ctx_data::dataset::{Dataset, Subset};
@@ -19,12 +20,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// The code version results are keyed by: the crate version and a hash of every source file
-/// that can change a figure (computed by build.rs: the library crates, `pipeline.rs` and
-/// `point.rs`; orchestration and rendering are left out, so re-rendering a table never reruns
-/// a sweep).
-pub const CODE_VERSION: &str =
-    concat!(env!("CARGO_PKG_VERSION"), "+", env!("CTXBENCH_SOURCE_HASH"));
+pub use crate::version::CODE_VERSION;
 
 /// Where and how points run.
 #[derive(Debug, Clone)]
@@ -132,7 +128,7 @@ impl Plan {
         let mut order: Vec<String> = Vec::new();
         let mut by_key: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         for (i, p) in points.iter().enumerate() {
-            let k = p.method.family().decode_key(p);
+            let k = family_of(&p.method).decode_key(p);
             if !by_key.contains_key(&k) {
                 order.push(k.clone());
             }
@@ -141,7 +137,7 @@ impl Plan {
         let mut groups: Vec<Vec<usize>> = order.iter().map(|k| by_key[k].clone()).collect();
         groups.sort_by_key(|g| {
             let p = &points[g[0]];
-            p.method.family().setup_key(p)
+            family_of(&p.method).setup_key(p)
         });
         Ok(Self {
             exp,
@@ -156,7 +152,7 @@ impl Plan {
 /// Checks the list names of every point on dataset `name` against the loaded data.
 fn check_lists(ds: &Dataset, full: &Dataset, points: &[Point], name: &str) -> Result<()> {
     for p in points.iter().filter(|p| s(p, "dataset") == name) {
-        p.method.family().check_lists(ds, full, p)?;
+        family_of(&p.method).check_lists(ds, full, p)?;
     }
     Ok(())
 }
@@ -220,12 +216,12 @@ pub fn run_plan(reg: &Registry, plan: &Plan, opts: &RunOptions) -> Result<RunRep
         let first = &plan.points[g[0]];
         let cx = GroupContext {
             reg,
-            plan,
             cache: &opts.cache,
+            points: &plan.points,
+            keys: &plan.keys,
+            data_versions: &plan.data_versions,
         };
-        let recs = first
-            .method
-            .family()
+        let recs = family_of(&first.method)
             .run_group(&cx, g, &mut setup)
             .with_context(|| format!("{}: point '{label}'", plan.exp.id))?;
         for r in recs {
@@ -286,7 +282,7 @@ pub fn finish(plan: &Plan, opts: &RunOptions, report: &RunReport) -> Result<Path
         );
     }
     let rows: Vec<(&Point, &PointRecord)> = plan.points.iter().zip(&recs).collect();
-    let mut df = results::frame(&plan.exp.id, &rows)?;
+    let mut df = results::frame(plan.exp.catalog, &plan.exp.id, &rows)?;
     results::write_frame(&store.dir, &mut df)?;
     let run = serde_json::json!({
         "experiment": plan.exp.id,

@@ -397,7 +397,7 @@ wer = 9.5
             ),
         )
         .unwrap();
-        let exp = Experiment::load(&p).unwrap();
+        let exp = Experiment::load(&p, crate::methods::catalog()).unwrap();
         let csv = "row,section,dataset,wer,rtfx\nbase,S,a,10.04,1234.5\nbase,S,b,20.0,99.94\nlat,S,a,9.0,\nlat,S,b,19.96,50\n";
         std::fs::write(d.path().join("points.csv"), csv).unwrap();
         let pts = Points::read(d.path()).unwrap();

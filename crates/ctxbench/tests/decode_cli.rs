@@ -221,7 +221,7 @@ fn gboosting_rare_words_is_reported_and_changes_the_output() {
     assert!(got[2].4 < 50.0, "{got:?}");
 }
 
-/// The simulated CTC model looks like a real one at its calibrated knobs (DESIGN.md §5): blank is
+/// The simulated CTC model looks like a real one at its calibrated knobs (docs/design.md §5): blank is
 /// the argmax on most frames, posteriors are peaky, and greedy decoding is worse than the TLG
 /// beam search with the lexicon and LM, by a few points, not by multiples.
 #[test]

@@ -1,4 +1,4 @@
-//! HCLG arc-index boosting with per-stream dynamic contexts (000 §4, 003 §3.2; DESIGN.md §3).
+//! HCLG arc-index boosting with per-stream dynamic contexts (000 §4, 003 §3.2; docs/design.md §3).
 //!
 //! - [`registry`]: contexts loaded by name from phrase lists into sorted, de-duplicated arc
 //!   index arrays (000 Algorithm 1, [`ctx_graph::phrase_arcs`]), all in one buffer with

@@ -1,4 +1,4 @@
-//! CPU lattice rescoring for contextual biasing (003 §3.1, DESIGN.md §3):
+//! CPU lattice rescoring for contextual biasing (003 §3.1, docs/design.md §3):
 //!
 //! - [`phrases`]: biasing lists as word-id sequences, with out-of-vocabulary phrases counted.
 //! - [`bias`]: lattice biasing — word lattice ∘ biasing FST, best path (003 §3.1.2), with the

@@ -1,4 +1,4 @@
-//! NGPU-LM queries on a device (DESIGN.md §10): the arrays uploaded once, and the kernels of
+//! NGPU-LM queries on a device (docs/design.md §10): the arrays uploaded once, and the kernels of
 //! `kernels/ngpu_lm.cu` (one thread per output cell, back-off chain walked per label) launched
 //! for a batch of states. The device is a GPU or the CPU shim that runs the same kernels as C++;
 //! results equal [`NgramLm`]'s CPU queries bit for bit (same summation order, no FMA).

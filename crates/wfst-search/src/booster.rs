@@ -1,4 +1,4 @@
-//! Per-stream cost modifiers (DESIGN.md §4). A booster never copies the graph: it adds a cost
+//! Per-stream cost modifiers (docs/design.md §4). A booster never copies the graph: it adds a cost
 //! delta to an arc when the arc is relaxed, looked up from the arc's CSR index, or — a word
 //! automaton ([`LmDelta`]) — carries a state along each token and adds a cost per output word.
 
@@ -519,6 +519,27 @@ pub enum Booster {
 }
 
 impl Booster {
+    /// One stream's boosters as one, the single rule every caller stacks by: none given →
+    /// [`Booster::None`], one → itself, several → a [`Booster::Stack`] in the given order
+    /// (deltas add up).
+    ///
+    /// ```
+    /// use wfst_search::Booster;
+    /// assert!(matches!(Booster::stack([None, None]), Booster::None));
+    /// let one = Booster::stack([None, Some(Booster::Stack(Vec::new()))]);
+    /// assert!(matches!(one, Booster::Stack(ref v) if v.is_empty()));
+    /// let two = Booster::stack([Some(Booster::None), None, Some(Booster::None)]);
+    /// assert!(matches!(two, Booster::Stack(ref v) if v.len() == 2));
+    /// ```
+    pub fn stack(parts: impl IntoIterator<Item = Option<Booster>>) -> Booster {
+        let mut v: Vec<Booster> = parts.into_iter().flatten().collect();
+        match v.len() {
+            0 => Booster::None,
+            1 => v.pop().expect("one booster"),
+            _ => Booster::Stack(v),
+        }
+    }
+
     /// The cost delta of arc `arc` (0 for unboosted arcs).
     #[inline]
     pub fn delta(&self, arc: u32) -> f32 {

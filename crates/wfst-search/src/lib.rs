@@ -1,4 +1,4 @@
-//! The ctxbench decoding engine (DESIGN.md §4): one frame-synchronous Viterbi beam search over a
+//! The ctxbench decoding engine (docs/design.md §4): one frame-synchronous Viterbi beam search over a
 //! [`DecodingGraph`](ctx_graph::csr::DecodingGraph), written as the reference the CUDA backend
 //! follows rule for rule.
 //!

@@ -1,4 +1,4 @@
-//! One stream's frame-synchronous Viterbi beam search (the CPU reference of DESIGN.md §4).
+//! One stream's frame-synchronous Viterbi beam search (the CPU reference of docs/design.md §4).
 //!
 //! Lattice frame k holds the tokens after k score rows of the current segment. One step (one
 //! score row) does, in this order — the CUDA backend follows the same rules:

@@ -1,4 +1,4 @@
-//! Recognition measures (DESIGN.md §7): WER with S/D/I and the alignment itself, entity WER
+//! Recognition measures (docs/design.md §7): WER with S/D/I and the alignment itself, entity WER
 //! (NE-WER), unbiased WER (U-WER), entity accuracy (NE-A), per-class WER and precision/recall/F1
 //! of target words, with fstalign-style scoring of Earnings references.
 //!

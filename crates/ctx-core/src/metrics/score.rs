@@ -1,7 +1,7 @@
 //! Counts and rates from an alignment: WER (S/D/I), NE-WER, U-WER, NE-A, per-class WER and
 //! precision/recall/F1 of target words.
 //!
-//! Definitions (thesis 003 §2.5, DESIGN.md §7):
+//! Definitions (thesis 003 §2.5, docs/design.md §7):
 //! - **NE-WER**: errors on reference words that belong to a named entity, over their count.
 //!   Substitutions and deletions are charged per reference word. An insertion is charged to an
 //!   entity only under [`NeInsertions::Inside`] and only when both neighbouring reference words

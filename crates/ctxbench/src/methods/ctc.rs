@@ -4,9 +4,9 @@
 //! boosting (multi-word phrases with partial-match take-back). Methods: `ctc-wfst`,
 //! `ctc-wfst+word-boosting`, `ctc-wfst+phrase-boosting` and both.
 
-use super::{
+use super::family::{
     accuracy_measures, base_measures, check_targets, decode_settings, excess_repeats, key_of,
-    load_setup, num, record, s, subset_of, Component, Family, GroupContext, SetupCache,
+    load_setup, num, record, s, subset_of, Component, Family, FamilySpec, GroupContext, SetupCache,
     DECODE_KEYS, SETUP_KEYS,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
@@ -91,7 +91,7 @@ const SETTINGS: &[SettingSpec] = &[
     ),
 ];
 
-impl Family for CtcWfst {
+impl FamilySpec for CtcWfst {
     fn name(&self) -> &'static str {
         "ctc-wfst"
     }
@@ -142,7 +142,9 @@ impl Family for CtcWfst {
         }
         Ok(())
     }
+}
 
+impl Family for CtcWfst {
     fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
         check_targets(ds, p)?;
         for k in ["word_boost", "phrase_boost"] {
@@ -179,8 +181,7 @@ impl Family for CtcWfst {
         group: &[usize],
         setup: &mut SetupCache,
     ) -> Result<Vec<PointRecord>> {
-        let plan = cx.plan;
-        let first = &plan.points[group[0]];
+        let first = &cx.points[group[0]];
         pipeline::reset_peak_mem();
         let kind = GraphKind::parse(&s(first, "graph")).ok_or_else(|| anyhow!("bad graph"))?;
         let opts = SetupOptions {
@@ -221,13 +222,10 @@ impl Family for CtcWfst {
             None => None,
         };
         let booster = |i: usize| {
-            let w = words.as_ref().map(|b| b.boosters[i].clone());
-            let p = phrases.as_ref().map(|b| b.boosters[i].clone());
-            match (w, p) {
-                (None, None) => Booster::None,
-                (Some(b), None) | (None, Some(b)) => b,
-                (Some(w), Some(p)) => Booster::Stack(vec![w, p]),
-            }
+            Booster::stack([
+                words.as_ref().map(|b| b.boosters[i].clone()),
+                phrases.as_ref().map(|b| b.boosters[i].clone()),
+            ])
         };
         if let Some(n) = first.settings.get("streams").and_then(Value::as_f64) {
             return streaming(cx, group, st, &settings, n as usize, &booster);
@@ -243,7 +241,7 @@ impl Family for CtcWfst {
         let n = st.dataset.utterances.len() as f64;
         let mut out = Vec::new();
         for &i in group {
-            let p = &plan.points[i];
+            let p = &cx.points[i];
             let targets = pipeline::targets(
                 &st.dataset,
                 p.settings.get("targets").and_then(Value::as_str),
@@ -266,7 +264,7 @@ impl Family for CtcWfst {
                 m.insert("phrases_kept".into(), ph.applied as f64);
                 m.insert("phrases_dropped".into(), ph.oov as f64);
             }
-            out.push(record(plan, i, m, &run.device));
+            out.push(record(cx, i, m, &run.device));
         }
         Ok(out)
     }
@@ -282,8 +280,7 @@ fn streaming(
     streams: usize,
     booster: &(dyn Fn(usize) -> Booster + Sync),
 ) -> Result<Vec<PointRecord>> {
-    let plan = cx.plan;
-    let first = &plan.points[group[0]];
+    let first = &cx.points[group[0]];
     let blank = st.ctc_blank.ok_or_else(|| anyhow!("not a CTC model"))?;
     let dec = ctc_wfst::CtcDecoder::new(
         &st.csr,
@@ -322,7 +319,7 @@ fn streaming(
     let device = server.s.backend().1;
     let mut out = Vec::new();
     for &i in group {
-        let p = &plan.points[i];
+        let p = &cx.points[i];
         let targets = pipeline::targets(
             &st.dataset,
             p.settings.get("targets").and_then(Value::as_str),
@@ -345,7 +342,7 @@ fn streaming(
         put("graph_states", Some(st.csr.num_states() as f64));
         put("graph_arcs", Some(st.csr.num_arcs() as f64));
         super::load::put_measures(&r, &mut m);
-        out.push(record(plan, i, m, &device));
+        out.push(record(cx, i, m, &device));
     }
     Ok(out)
 }

@@ -13,9 +13,10 @@
 //! Contexts are pre-loaded before the streams start (000 §4.3: "all expected biasing FSTs are
 //! pre-loaded"), so their build time is reported (`context_s`) and not counted in RTFx.
 
-use super::{
+use super::family::{
     accuracy_measures, check_targets, decode_settings, graph_bytes, key_of, load_setup, num,
-    record, s, subset_of, Component, Family, GroupContext, SetupCache, DECODE_KEYS, SETUP_KEYS,
+    record, s, subset_of, Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS,
+    SETUP_KEYS,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
 use crate::pipeline::{self, ListKind, Setup, SetupOptions};
@@ -102,7 +103,7 @@ const SCHEDULES: &[&str] = &[
     "right-then-wrong",
 ];
 
-impl Family for HclgBoost {
+impl FamilySpec for HclgBoost {
     fn name(&self) -> &'static str {
         "hclg-boost"
     }
@@ -177,7 +178,9 @@ impl Family for HclgBoost {
         }
         Ok(())
     }
+}
 
+impl Family for HclgBoost {
     fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
         check_targets(ds, p)?;
         if let Some(Some(ListKind::Global(n))) = p
@@ -211,8 +214,7 @@ impl Family for HclgBoost {
         group: &[usize],
         setup: &mut SetupCache,
     ) -> Result<Vec<PointRecord>> {
-        let plan = cx.plan;
-        let first = &plan.points[group[0]];
+        let first = &cx.points[group[0]];
         pipeline::reset_peak_mem();
         let opts = SetupOptions {
             kind: GraphKind::Hclg,
@@ -333,7 +335,7 @@ impl Family for HclgBoost {
         }
         let mut out = Vec::new();
         for &i in group {
-            let p = &plan.points[i];
+            let p = &cx.points[i];
             let targets = pipeline::targets(
                 &st.dataset,
                 p.settings.get("targets").and_then(Value::as_str),
@@ -346,7 +348,7 @@ impl Family for HclgBoost {
             } else {
                 device.as_str()
             };
-            out.push(record(plan, i, mm, dev));
+            out.push(record(cx, i, mm, dev));
         }
         Ok(out)
     }

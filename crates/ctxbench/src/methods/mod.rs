@@ -1,4 +1,4 @@
-//! Method families: the one seam through which the runner reaches every method (DESIGN.md §8).
+//! Method families: the one seam through which the runner reaches every method (docs/design.md §8).
 //!
 //! A family declares its components (the parts a method name joins with `+`) and settings,
 //! says which points can share a setup (graph, acoustic model) and a decode, and decodes a
@@ -14,302 +14,35 @@
 //!   search, with NGPU-LM shallow fusion (004).
 
 pub mod ctc;
+pub mod family;
 pub mod hclg;
 pub mod load;
 pub mod ngpu;
 pub mod wfst;
 
-use crate::experiment::{Point, SettingSpec, Settings, Value};
-use crate::pipeline::{self, DecodeRun, DecodeSettings, Output, Setup, SetupOptions};
-use crate::results::PointRecord;
-use crate::run::{Plan, CODE_VERSION};
-use anyhow::{anyhow, bail, Result};
-use ctx_core::metrics::score::ScoreTotals;
-use ctx_data::dataset::{Dataset, Subset, Utterance};
-use ctx_data::registry::Registry;
-use std::collections::BTreeMap;
-use std::path::Path;
-use wfst_search::DecoderConfig;
+use crate::experiment::{Catalog, Method};
+pub use family::{Component, Family, FamilySpec, GroupContext, SetupCache};
 
-/// A part of a method name (`g-boosting`, `word-boosting`, ...).
-#[derive(Debug, Clone, Copy)]
-pub struct Component {
-    /// Its name in method strings and in the `component` of its settings.
-    pub name: &'static str,
-    /// What it does.
-    pub doc: &'static str,
-}
-
-/// The setup loaded last, by its key: consecutive groups with one setup share it.
-pub type SetupCache = Option<(String, Setup)>;
-
-/// What a family's group run reads besides its points.
-pub struct GroupContext<'a> {
-    /// The dataset registry.
-    pub reg: &'a Registry,
-    /// The plan the group belongs to (points, keys, dataset versions).
-    pub plan: &'a Plan,
-    /// The graph cache folder.
-    pub cache: &'a Path,
-}
-
-/// A family of methods (see the module docs).
-pub trait Family: Sync {
-    /// Its name (error messages, `ctxbench settings`).
-    fn name(&self) -> &'static str;
-    /// The component every method of the family names (`None`: the default family, whose
-    /// method with no component is `baseline`).
-    fn marker(&self) -> Option<&'static str>;
-    /// Its components, in the canonical order of method names.
-    fn components(&self) -> &'static [Component];
-    /// Its settings (each owned by one of its components), in points.csv column order.
-    fn settings(&self) -> &'static [SettingSpec];
-    /// Built-in defaults of its settings.
-    fn defaults(&self, s: &mut Settings);
-    /// Settings that must be given when a component is in the method: (setting, component).
-    fn required(&self) -> &'static [(&'static str, &'static str)];
-    /// Checks its settings' values (closed choices, ranges); `what` names the row and file.
-    fn check(&self, s: &Settings, what: &str) -> Result<()>;
-    /// Checks the lists a point names against its loaded dataset (`full`: the full set, where
-    /// static lists come from) before anything decodes.
-    fn check_lists(&self, ds: &Dataset, full: &Dataset, p: &Point) -> Result<()>;
-    /// What a point's setup (graph and acoustic model) depends on.
-    fn setup_key(&self, p: &Point) -> String;
-    /// What decoding a point depends on: points with one key are decoded once.
-    fn decode_key(&self, p: &Point) -> String;
-    /// Decodes one group (points of one decode key) and scores each of its points.
-    fn run_group(
-        &self,
-        cx: &GroupContext<'_>,
-        group: &[usize],
-        setup: &mut SetupCache,
-    ) -> Result<Vec<PointRecord>>;
-}
-
-/// Every family, the default (`baseline`) first.
+/// Every family, the default (`baseline`) first. Adding a family: its module above and one
+/// entry here.
 pub fn families() -> &'static [&'static dyn Family] {
     &[&wfst::Wfst, &hclg::HclgBoost, &ctc::CtcWfst, &ngpu::E2e]
 }
 
-/// A setting of a point as a string (empty when unset).
-pub(crate) fn s(p: &Point, k: &str) -> String {
-    p.get(k)
-}
-
-/// A numeric setting of a point, or `default`.
-pub(crate) fn num(p: &Point, k: &str, default: f64) -> f64 {
-    p.settings.get(k).and_then(Value::as_f64).unwrap_or(default)
-}
-
-/// The subset a point decodes.
-pub(crate) fn subset_of(p: &Point) -> Subset {
-    if s(p, "subset") == "quick" {
-        Subset::Quick
-    } else {
-        Subset::Full
-    }
-}
-
-/// Common settings a setup depends on.
-const SETUP_KEYS: &[&str] = &["dataset", "subset", "graph", "bpe_size", "noise", "limit"];
-/// Common settings decoding depends on (besides the setup).
-const DECODE_KEYS: &[&str] = &[
-    "backend",
-    "beam",
-    "max_active",
-    "lattice_beam",
-    "acoustic_scale",
-    "chunk_s",
-    "endpointing",
-    "threads",
-];
-
-/// `family;k=v;...` over the common setup keys and `extra`.
-pub(crate) fn key_of(family: &str, p: &Point, common: &[&str], extra: &[&str]) -> String {
-    std::iter::once(family.to_string())
-        .chain(
-            common
+/// The families as the experiment parser sees them (in the order of [`families`]).
+pub fn catalog() -> &'static Catalog {
+    static CATALOG: std::sync::LazyLock<Catalog> = std::sync::LazyLock::new(|| {
+        Catalog::new(
+            families()
                 .iter()
-                .chain(extra)
-                .map(|k| format!("{k}={}", s(p, k))),
+                .map(|f| *f as &'static dyn FamilySpec)
+                .collect(),
         )
-        .collect::<Vec<_>>()
-        .join(";")
+    });
+    &CATALOG
 }
 
-/// Loads the setup of a group's first point into the cache unless it is there already
-/// (`limit` applied); frees the previous one first.
-pub(crate) fn load_setup<'s>(
-    cx: &GroupContext<'_>,
-    first: &Point,
-    key: String,
-    opts: &SetupOptions<'_>,
-    setup: &'s mut SetupCache,
-) -> Result<&'s Setup> {
-    if setup.as_ref().is_none_or(|(k, _)| *k != key) {
-        *setup = None; // free the previous graph before building the next
-        let name = s(first, "dataset");
-        let mut st = Setup::load(cx.reg, &name, opts)?;
-        if let Some(n) = first.settings.get("limit").and_then(Value::as_f64) {
-            st.dataset.utterances.truncate(n as usize);
-        }
-        if st.dataset.utterances.is_empty() {
-            bail!("dataset {name} has no utterances to decode");
-        }
-        *setup = Some((key, st));
-    }
-    Ok(&setup.as_ref().expect("just loaded").1)
-}
-
-/// The decoder settings every family reads (beams, chunking, endpointing, threads, backend).
-pub(crate) fn decode_settings(first: &Point, st: &Setup) -> Result<DecodeSettings> {
-    let d = DecoderConfig::default();
-    Ok(DecodeSettings {
-        config: DecoderConfig {
-            beam: num(first, "beam", d.beam as f64) as f32,
-            max_active: num(first, "max_active", d.max_active as f64) as usize,
-            lattice_beam: num(first, "lattice_beam", d.lattice_beam as f64) as f32,
-            acoustic_scale: num(first, "acoustic_scale", st.acoustic_scale as f64) as f32,
-            ..DecoderConfig::default()
-        },
-        chunk_s: num(first, "chunk_s", 0.5),
-        endpointing: first
-            .settings
-            .get("endpointing")
-            .and_then(Value::as_bool)
-            .unwrap_or(true),
-        threads: num(first, "threads", 2.0) as usize,
-        backend: s(first, "backend")
-            .parse()
-            .map_err(|e: String| anyhow!("{e}"))?,
-        ..DecodeSettings::default()
-    })
-}
-
-/// What scoring measured: WER, NE-WER, U-WER, NE-A and the target words' precision, recall
-/// and F1 (those a dataset defines).
-pub(crate) fn accuracy_measures(t: &ScoreTotals) -> BTreeMap<String, f64> {
-    let mut m = BTreeMap::new();
-    for (k, v) in [
-        ("wer", t.all.rate()),
-        ("ne_wer", t.ne.rate()),
-        ("u_wer", t.unbiased.rate()),
-        ("ne_acc", t.ne_acc()),
-        ("precision", t.targets.precision()),
-        ("recall", t.targets.recall()),
-        ("f1", t.targets.f1()),
-    ] {
-        if let Some(v) = v {
-            m.insert(k.to_string(), v);
-        }
-    }
-    m
-}
-
-/// Excess adjacent repeats: hypothesis word pairs `w w` beyond those of the references, per
-/// 100 reference words (the unit of WER). A topology without CTC's repeat rule (compact T)
-/// lets a held token read as a word again on every frame; word boosting rewards each copy.
-pub(crate) fn excess_repeats(utts: &[Utterance], hyps: &[Vec<String>]) -> f64 {
-    let pairs = |w: &[String]| w.windows(2).filter(|p| p[0] == p[1]).count() as f64;
-    let (mut hyp, mut refs, mut words) = (0.0, 0.0, 0usize);
-    for (u, h) in utts.iter().zip(hyps) {
-        hyp += pairs(h);
-        refs += pairs(&u.words);
-        words += u.words.len();
-    }
-    100.0 * (hyp - refs) / words.max(1) as f64
-}
-
-/// The measures every point has: accuracy of its output, speed of the decode plus
-/// `extra_s` (its contexts and rescoring), memory, graph and lattice figures.
-pub(crate) fn base_measures(
-    st: &Setup,
-    run: &DecodeRun,
-    o: &Output,
-    extra_s: f64,
-    lattice: (f64, Option<f64>),
-) -> BTreeMap<String, f64> {
-    let mut m = accuracy_measures(&o.totals);
-    let mut put = |k: &str, v: Option<f64>| {
-        if let Some(v) = v {
-            m.insert(k.to_string(), v);
-        }
-    };
-    let decode_s = run.decode_s + extra_s;
-    put("audio_s", Some(run.audio_s));
-    put("decode_s", Some(decode_s));
-    put("rtfx", Some(run.audio_s / decode_s.max(1e-9)));
-    put("peak_mem_mb", pipeline::peak_mem_mb());
-    put("utterances", Some(st.dataset.utterances.len() as f64));
-    put("graph_states", Some(st.csr.num_states() as f64));
-    put("graph_arcs", Some(st.csr.num_arcs() as f64));
-    put("graph_mb", Some(graph_bytes(&st.csr) as f64 / 1e6));
-    put("lattice_density", Some(lattice.0));
-    put("oracle_wer", lattice.1);
-    m
-}
-
-/// Bytes of a decoding graph's CSR arrays (input and output label, weight and next state per
-/// arc; two offsets and a final cost per state): what a copy of the graph costs at least.
-pub(crate) fn graph_bytes(g: &ctx_graph::csr::DecodingGraph) -> usize {
-    g.num_arcs() * 16 + g.num_states() * 12
-}
-
-/// The record of point `i` of the plan.
-pub(crate) fn record(
-    plan: &Plan,
-    i: usize,
-    measures: BTreeMap<String, f64>,
-    device: &str,
-) -> PointRecord {
-    let p = &plan.points[i];
-    PointRecord {
-        key: plan.keys[i].clone(),
-        label: p.label(),
-        measures,
-        settings: p
-            .settings
-            .iter()
-            .map(|(k, v)| (k.clone(), v.to_string()))
-            .collect(),
-        code_version: CODE_VERSION.to_string(),
-        dataset_version: plan.data_versions[i].clone(),
-        device: device.to_string(),
-    }
-}
-
-/// Checks a point's `targets` list (a common setting) against its dataset.
-pub(crate) fn check_targets(ds: &Dataset, p: &Point) -> Result<()> {
-    if let Some(Value::Str(t)) = p.settings.get("targets") {
-        pipeline::targets(ds, Some(t))?;
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn utt(words: &str) -> Utterance {
-        Utterance {
-            id: "u".into(),
-            doc: None,
-            words: words.split_whitespace().map(String::from).collect(),
-            duration_s: 1.0,
-            entities: Vec::new(),
-            callsign: None,
-        }
-    }
-
-    #[test]
-    fn excess_repeats_counts_hypothesis_pairs_beyond_the_references() {
-        let utts = [utt("two two zero one"), utt("delta descend")];
-        let hyp = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
-        // References hold one pair ("two two"); the hypotheses three ("two two two", "delta delta").
-        let hyps = [hyp("two two two zero one"), hyp("delta delta descend")];
-        assert!((excess_repeats(&utts, &hyps) - 100.0 * 2.0 / 6.0).abs() < 1e-9);
-        // Losing the reference's own pair counts negative.
-        let hyps = [hyp("two zero one"), hyp("delta descend")];
-        assert!((excess_repeats(&utts, &hyps) + 100.0 / 6.0).abs() < 1e-9);
-    }
+/// The family that runs a method (parsed with [`catalog`]).
+pub fn family_of(m: &Method) -> &'static dyn Family {
+    families()[m.family_index()]
 }

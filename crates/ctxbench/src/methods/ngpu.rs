@@ -10,9 +10,9 @@
 //! the graph cache. RTFx counts the model (the simulated network's outputs) and the search, as
 //! 004's counts the network and the decoding.
 
-use super::{
+use super::family::{
     accuracy_measures, check_targets, key_of, num, record, s, subset_of, Component, Family,
-    GroupContext, SetupCache,
+    FamilySpec, GroupContext, SetupCache,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
 use crate::pipeline;
@@ -154,7 +154,7 @@ const SETTINGS: &[SettingSpec] = &[
     ),
 ];
 
-impl Family for E2e {
+impl FamilySpec for E2e {
     fn name(&self) -> &'static str {
         "e2e"
     }
@@ -240,7 +240,9 @@ impl Family for E2e {
         }
         Ok(())
     }
+}
 
+impl Family for E2e {
     fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
         check_targets(ds, p)?;
         check_backend(p)?;
@@ -280,8 +282,7 @@ impl Family for E2e {
         group: &[usize],
         _setup: &mut SetupCache,
     ) -> Result<Vec<PointRecord>> {
-        let plan = cx.plan;
-        let first = &plan.points[group[0]];
+        let first = &cx.points[group[0]];
         pipeline::reset_peak_mem();
         let st = setup(cx, first)?;
         let fused = first.method.has("ngpu-lm");
@@ -428,7 +429,7 @@ impl Family for E2e {
         let audio_s: f64 = utts.iter().map(|u| u.duration_s).sum();
         let mut out = Vec::new();
         for &i in group {
-            let p = &plan.points[i];
+            let p = &cx.points[i];
             let targets = pipeline::targets(
                 &st.dataset,
                 p.settings.get("targets").and_then(Value::as_str),
@@ -462,7 +463,7 @@ impl Family for E2e {
                 m.insert("lm_ngrams".into(), *ngrams as f64);
                 m.insert("lm_mb".into(), l.bytes() as f64 / 1e6);
             }
-            out.push(record(plan, i, m, &device));
+            out.push(record(cx, i, m, &device));
         }
         Ok(out)
     }

@@ -7,9 +7,9 @@
 //! lattice-biased 1-best) and counts the shared decode plus its own rescoring in RTFx, as a run
 //! of that method alone would.
 
-use super::{
+use super::family::{
     base_measures, check_targets, decode_settings, key_of, load_setup, num, record, s, subset_of,
-    Component, Family, GroupContext, SetupCache, DECODE_KEYS, SETUP_KEYS,
+    Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS, SETUP_KEYS,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
 use crate::pipeline::{self, ListKind, Setup, SetupOptions, StaticBoost};
@@ -110,7 +110,7 @@ const SETTINGS: &[SettingSpec] = &[
     ),
 ];
 
-impl Family for Wfst {
+impl FamilySpec for Wfst {
     fn name(&self) -> &'static str {
         "wfst"
     }
@@ -177,7 +177,9 @@ impl Family for Wfst {
         }
         Ok(())
     }
+}
 
+impl Family for Wfst {
     fn check_lists(&self, ds: &Dataset, full: &Dataset, p: &Point) -> Result<()> {
         check_targets(ds, p)?;
         let per_utt = s(p, "gboost_scope") == "utterance";
@@ -243,8 +245,7 @@ impl Family for Wfst {
         group: &[usize],
         setup: &mut SetupCache,
     ) -> Result<Vec<PointRecord>> {
-        let plan = cx.plan;
-        let first = &plan.points[group[0]];
+        let first = &cx.points[group[0]];
         pipeline::reset_peak_mem();
         let st = load_setup(
             cx,
@@ -257,13 +258,10 @@ impl Family for Wfst {
         let otf = otf_boosters(cx.reg, first, st, settings.threads)?;
         let arcs = arc_boosters(first, st, settings.threads)?;
         let run = pipeline::decode_indexed(st, &settings, &|i| {
-            let g = otf.as_ref().map(|o| o.boosters[i].clone());
-            let a = arcs.as_ref().map(|a| a.boosters[i].clone());
-            match (g, a) {
-                (None, None) => Booster::None,
-                (Some(b), None) | (None, Some(b)) => b,
-                (Some(g), Some(a)) => Booster::Stack(vec![g, a]),
-            }
+            Booster::stack([
+                otf.as_ref().map(|o| o.boosters[i].clone()),
+                arcs.as_ref().map(|a| a.boosters[i].clone()),
+            ])
         })?;
         // Lists that arrive per utterance are compiled while decoding: their time counts.
         let context_s =
@@ -274,7 +272,7 @@ impl Family for Wfst {
         );
         let mut out = Vec::new();
         for &i in group {
-            let p = &plan.points[i];
+            let p = &cx.points[i];
             let targets = pipeline::targets(
                 &st.dataset,
                 p.settings.get("targets").and_then(Value::as_str),
@@ -317,7 +315,7 @@ impl Family for Wfst {
             };
             put("phrases_kept", kept.map(|x| x as f64));
             put("phrases_dropped", dropped.map(|x| x as f64));
-            out.push(record(plan, i, m, &run.device));
+            out.push(record(cx, i, m, &run.device));
         }
         Ok(out)
     }

@@ -1,4 +1,4 @@
-//! The CUDA backend of the engine (DESIGN.md §4, §10): the frame step of [`crate::search`] as
+//! The CUDA backend of the engine (docs/design.md §4, §10): the frame step of [`crate::search`] as
 //! the kernels of `kernels/decoder.cu`, run for a batch of streams at once on a
 //! [`ctx_cuda::Device`] — a GPU, or the CPU shim that runs the same kernels as C++.
 //!

@@ -1,0 +1,246 @@
+//! The top crate's structure, checked: its modules import each other without a circle, and the
+//! code version hashes every workspace crate a point can depend on.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The module path of a source file under `src/` (`methods/wfst.rs` → `methods::wfst`,
+/// `methods/mod.rs` → `methods`).
+fn module_of(rel: &Path) -> String {
+    let mut parts: Vec<String> = rel
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|l| l == "mod") {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The identifiers of a path written at `i` in `text` (`a::b::C` → [a, b, C]).
+fn path_at(text: &str, i: usize) -> Vec<String> {
+    let rest = &text[i..];
+    let mut out = Vec::new();
+    for seg in rest.split("::") {
+        let id: String = seg
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let whole = id.len() == seg.len();
+        if id.is_empty() {
+            break;
+        }
+        out.push(id);
+        if !whole {
+            break;
+        }
+    }
+    out
+}
+
+/// Module → the modules its code (test modules left out) names, from `crate::`, `super::`
+/// and child-module paths.
+fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    let modules: BTreeSet<String> = files
+        .iter()
+        .map(|f| module_of(f.strip_prefix(src).unwrap()))
+        .collect();
+    // The longest module a path starts with.
+    let resolve = |segs: &[String]| -> Option<String> {
+        (1..=segs.len())
+            .rev()
+            .map(|n| segs[..n].join("::"))
+            .find(|m| modules.contains(m))
+    };
+    let mut graph = BTreeMap::new();
+    for f in &files {
+        let me = module_of(f.strip_prefix(src).unwrap());
+        if me == "lib" || me == "main" {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).unwrap();
+        let text = text.split("#[cfg(test)]").next().unwrap();
+        // `super::` of `a::b` (file a/b.rs, or a/b/mod.rs) is `a`.
+        let mut parent: Vec<String> = me.split("::").map(String::from).collect();
+        parent.pop();
+        let mut deps = BTreeSet::new();
+        for (i, _) in text.match_indices("crate::") {
+            if let Some(m) = resolve(&path_at(text, i + "crate::".len())) {
+                deps.insert(m);
+            }
+        }
+        for (i, _) in text.match_indices("super::") {
+            let mut segs = parent.clone();
+            segs.extend(path_at(text, i + "super::".len()));
+            // `super::x` naming an item (not a module) is the parent module itself.
+            let m = resolve(&segs).or_else(|| (!parent.is_empty()).then(|| parent.join("::")));
+            if let Some(m) = m {
+                deps.insert(m);
+            }
+        }
+        // Child modules named by a bare path (`wfst::Wfst` in methods/mod.rs).
+        for m in &modules {
+            if let Some(child) = m.strip_prefix(&format!("{me}::")) {
+                if !child.contains("::") && text.contains(&format!("{child}::")) {
+                    deps.insert(m.clone());
+                }
+            }
+        }
+        deps.remove(&me);
+        graph.insert(me, deps);
+    }
+    graph
+}
+
+/// A circle of the graph, if any (as a path that starts and ends at one module).
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        g: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(n.to_string(), 1);
+        stack.push(n.to_string());
+        for d in g.get(n).into_iter().flatten() {
+            match state.get(d.as_str()).copied().unwrap_or(0) {
+                1 => {
+                    let from = stack.iter().position(|x| x == d).unwrap();
+                    let mut c = stack[from..].to_vec();
+                    c.push(d.clone());
+                    return Some(c);
+                }
+                0 => {
+                    if let Some(c) = visit(d, g, state, stack) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(n.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in graph.keys() {
+        if state.get(n.as_str()).copied().unwrap_or(0) == 0 {
+            if let Some(c) = visit(n, graph, &mut state, &mut Vec::new()) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn no_module_of_the_top_crate_imports_one_that_imports_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graph = import_graph(&src);
+    if let Some(c) = find_cycle(&graph) {
+        panic!("import circle: {}", c.join(" -> "));
+    }
+    // The checker itself sees the edges it must: the runner reaches the families, a family
+    // its shared helpers, and the families are listed where they are defined.
+    assert!(graph["run"].contains("methods"), "{:?}", graph["run"]);
+    assert!(graph["methods::wfst"].contains("methods::family"));
+    assert!(graph["methods"].contains("methods::wfst"));
+}
+
+#[test]
+fn the_cycle_finder_finds_a_planted_circle() {
+    fn edge(g: &mut BTreeMap<String, BTreeSet<String>>, a: &str, b: &str) {
+        g.entry(a.into()).or_default().insert(b.into());
+    }
+    let mut g = BTreeMap::new();
+    edge(&mut g, "run", "methods");
+    edge(&mut g, "methods", "experiment");
+    edge(&mut g, "experiment", "results");
+    assert_eq!(find_cycle(&g), None);
+    edge(&mut g, "experiment", "methods");
+    assert_eq!(
+        find_cycle(&g).unwrap(),
+        ["experiment", "methods", "experiment"]
+    );
+}
+
+/// The workspace crates `ctxbench` depends on (normal and build dependencies, transitively),
+/// by `cargo metadata` (`--no-deps`: the workspace's own manifests, nothing to download).
+fn workspace_deps_by_cargo_metadata() -> BTreeSet<String> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--manifest-path",
+        ])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+        .output()
+        .expect("running cargo metadata");
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Each workspace package's workspace dependencies (those with a path).
+    let deps: BTreeMap<String, Vec<String>> = v["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let local = p["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["path"].is_string())
+                .filter(|d| d["kind"].is_null() || d["kind"] == "build")
+                .map(|d| d["name"].as_str().unwrap().to_string())
+                .collect();
+            (p["name"].as_str().unwrap().to_string(), local)
+        })
+        .collect();
+    let mut seen = BTreeSet::new();
+    let mut todo = vec!["ctxbench".to_string()];
+    while let Some(name) = todo.pop() {
+        for d in &deps[&name] {
+            if seen.insert(d.clone()) {
+                todo.push(d.clone());
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn the_code_version_hashes_every_workspace_crate_a_point_depends_on() {
+    let hashed: BTreeSet<String> = ctxbench::version::HASHED_CRATES
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    let expected = workspace_deps_by_cargo_metadata();
+    // The crate whose omission once reused stale points, and the engine below it.
+    assert!(expected.contains("hclg-boost") && expected.contains("wfst-search"));
+    let missing: Vec<_> = expected.difference(&hashed).collect();
+    let extra: Vec<_> = hashed.difference(&expected).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "build.rs hashes {hashed:?}; cargo metadata says {expected:?} (missing {missing:?}, extra {extra:?})"
+    );
+}
