@@ -4,7 +4,7 @@
 
 CARGO ?= cargo
 # The cargo profile of `make build` and of the binary the experiment targets run: release for
-# figures and timings; CI runs `make regress PROFILE=ci` on the build `make test` already made.
+# figures and timings. CI runs `make regress-ci` on the binary `make test` built (TEST_PROFILE).
 PROFILE ?= release
 # The profile of the tests: release optimisation with debug assertions and overflow checks
 # (Cargo.toml's [profile.ci]).
@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv gpu-bundle chen18-table2 all build test reproduce reproduce-quick regress regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
+.PHONY: nvrtc-venv gpu-bundle chen18-table2 all build test reproduce reproduce-quick regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
 
 all: build
 
@@ -59,9 +59,17 @@ chen18-table2: build
 gpu-bundle:
 	scripts/gpu_bundle.sh
 
-## The regression check CI runs: quick experiments against results/baselines/*.json.
+## The regression check: quick experiments against results/baselines/*.json.
 regress: build
 	$(BIN) regress
+
+## What CI runs after `make test`: the same check on the binary the tests built (Cargo.toml's
+## [profile.ci]), so nothing is compiled twice (`cargo build` would rebuild polars: the tests'
+## dev-dependencies change a shared crate's features).
+TEST_BIN := $(or $(CARGO_TARGET_DIR),target)/$(TEST_PROFILE)/ctxbench
+regress-ci:
+	@test -x $(TEST_BIN) || { echo "regress-ci: $(TEST_BIN) is missing; run make test first" >&2; exit 1; }
+	$(TEST_BIN) regress
 
 ## Rewrite the baselines (after a deliberate change of figures; commit them with it).
 regress-update: build

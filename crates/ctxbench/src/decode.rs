@@ -1,19 +1,31 @@
-//! `ctxbench decode`: decode a dataset on CPU with the simulated acoustic model and report
-//! WER / NE-WER / U-WER / NE-A / RTFx for the baseline and lattice-biased outputs.
+//! `ctxbench decode`: one point of a method family, from command-line flags, through the same
+//! family code and results format as `ctxbench run`.
+//!
+//! The flags are parsed once into a [`DecodeRequest`] — the registry, one experiment point per
+//! output (`--methods none,sequences`: the 1-best and its lattice-biased rescoring share one
+//! decode), and where files go — checked before anything loads a graph. [`DecodeRequest::run`]
+//! hands the points to their family's `run_group` (writing hypotheses, CTM, lattices and
+//! running partials through an [`OutputSink`]) and prints and writes the records as
+//! `points.csv` rows. Flags are named like the settings they set (`--arcs-list` =
+//! `arcs_list`); `--method` and `--set KEY=VALUE` reach every family and setting.
 
 use crate::data::registry;
-use crate::pipeline::{
-    self, decode, static_list, DecodeSettings, ListKind, Setup, SetupOptions, StaticBoost,
-};
-use anyhow::{anyhow, bail, Result};
+use crate::experiment::{Overrides, Point, Value};
+use crate::methods::{catalog, family_of, GroupContext, OutputSink, SetupCache};
+use crate::pipeline::{self, static_list, DecodeRun, ListKind, Output, Setup};
+use crate::results::{self, PointRecord};
+use crate::run::PlannedPoints;
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use ctx_core::metrics::score::{ErrorCounts, ScoreTotals};
 use ctx_data::dataset::Subset;
 use ctx_data::graphs::DEFAULT_BPE_SIZE;
+use ctx_data::registry::Registry;
 use ctx_graph::compile::GraphKind;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use wfst_search::{Booster, DecoderConfig};
+use std::sync::Mutex;
+use wfst_search::DecoderConfig;
 
 /// Arguments of `ctxbench decode`.
 #[derive(Debug, Args)]
@@ -72,12 +84,25 @@ pub struct DecodeArgs {
     #[arg(long, default_value_t = 256)]
     pub gpu_batch: usize,
     /// Outputs to score: none, unigrams, sequences, gt, list:NAME (lattice biasing with that
-    /// list; NAME a global list of the dataset such as `rare` or `oracle`).
-    #[arg(long, value_delimiter = ',', default_value = "none,sequences")]
+    /// list; NAME a global list of the dataset such as `rare` or `oracle`). Default:
+    /// none,sequences for methods that can add lattice biasing, else none.
+    #[arg(long, value_delimiter = ',')]
     pub methods: Vec<String>,
+    /// The method (a family's components '+'-joined, as in experiment files, e.g.
+    /// `ctc-wfst+phrase-boosting`, `hclg-boost+arc-boosting`, `e2e`); the biasing flags below
+    /// add their components to it. Default: the WFST family.
+    #[arg(long)]
+    pub method: Option<String>,
+    /// Any setting of the method, as in experiment files (`--set model=rnnt`); wins over the
+    /// flags.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// G-boosting before decoding (003 §3.1.3) with this static list: sequences (union of all
     /// lists), unigrams, gt (every reference entity: oracle) or a global list name.
-    #[arg(long)]
+    #[arg(long = "gboost-list")]
+    pub gboost_list: Option<String>,
+    /// Old spelling of --gboost-list.
+    #[arg(long, hide = true)]
     pub gboost: Option<String>,
     /// G-boosting discount per boosted n-gram (negative = boost).
     #[arg(long, default_value_t = -2.0, allow_hyphen_values = true)]
@@ -102,13 +127,19 @@ pub struct DecodeArgs {
     pub word_boost_score: f32,
     /// Arc-index boosting (000 §4.2, its "partial hypotheses" rows): the graph's arcs that
     /// spell each utterance's list of this kind (sequences, unigrams, gt, list:NAME), found by
-    /// Algorithm 1, earn --arc-boost-discount during the search; stacks with an on-the-fly
-    /// --gboost (CPU backend).
-    #[arg(long)]
+    /// Algorithm 1, earn --arcs-discount during the search; stacks with an on-the-fly
+    /// G-boosting (CPU backend).
+    #[arg(long = "arcs-list")]
+    pub arcs_list: Option<String>,
+    /// Old spelling of --arcs-list.
+    #[arg(long, hide = true)]
     pub arc_boost: Option<String>,
     /// Arc-boosting discount per boosted arc (negative = boost).
-    #[arg(long, default_value_t = -2.0, allow_hyphen_values = true)]
-    pub arc_boost_discount: f32,
+    #[arg(long = "arcs-discount", allow_hyphen_values = true)]
+    pub arcs_discount: Option<f32>,
+    /// Old spelling of --arcs-discount.
+    #[arg(long, hide = true, allow_hyphen_values = true)]
+    pub arc_boost_discount: Option<f32>,
     /// CTC models: subtracted from the blank's log-probability on every frame (nats; positive
     /// = fewer blanks, a cure for deletions).
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
@@ -118,12 +149,18 @@ pub struct DecodeArgs {
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     pub word_insertion_penalty: f32,
     /// HCLG-boosting by composition (003 §3.1.4): compose the graph with the biasing FST of this
-    /// static list (same names as --gboost) before decoding.
-    #[arg(long)]
+    /// static list (same names as --gboost-list) before decoding.
+    #[arg(long = "hclg-list")]
+    pub hclg_list: Option<String>,
+    /// Old spelling of --hclg-list.
+    #[arg(long, hide = true)]
     pub hclg_bias: Option<String>,
     /// HCLG-boosting discount per word (negative = boost).
-    #[arg(long, default_value_t = -2.0, allow_hyphen_values = true)]
-    pub hclg_bias_discount: f32,
+    #[arg(long = "hclg-discount", allow_hyphen_values = true)]
+    pub hclg_discount: Option<f32>,
+    /// Old spelling of --hclg-discount.
+    #[arg(long, hide = true, allow_hyphen_values = true)]
+    pub hclg_bias_discount: Option<f32>,
     /// Global list whose words are the precision/recall/F1 targets (default: `rare` when the
     /// dataset has it).
     #[arg(long)]
@@ -280,29 +317,25 @@ impl FilesArgs {
 /// The dataset name of command-line files.
 pub const FILES_DATASET: &str = "files";
 
-fn pct(c: &ErrorCounts) -> String {
-    c.rate().map_or("-".into(), |r| format!("{r:.1}"))
-}
-
 /// An output's row label when `--row` names none: 000 Table 1's row of its lattice-biasing list
 /// (or "No biasing"); a 1-best biased during the search says how, arc boosting with 000's
 /// "partial hypotheses" row of its list.
-fn default_row(output: &str, a: &DecodeArgs) -> String {
+fn default_row(output: &str, l: &Lists) -> String {
     let table1 = crate::pipeline::table1_row;
     if output != "none" {
         return table1(output).to_string();
     }
     let mut parts = Vec::new();
-    if let Some(k) = &a.arc_boost {
+    if let Some(k) = &l.arcs {
         parts.push(match table1(k) {
             "other" => format!("Arc-boosted {k} (partial hypotheses)"),
             r => r.to_string(),
         });
     }
     for (list, how) in [
-        (&a.word_boost, "Word-boosted"),
-        (&a.gboost, "G-boosted"),
-        (&a.hclg_bias, "HCLG-boosted"),
+        (&l.words, "Word-boosted"),
+        (&l.gboost, "G-boosted"),
+        (&l.hclg, "HCLG-boosted"),
     ] {
         if let Some(k) = list {
             parts.push(format!("{how} {k}"));
@@ -315,518 +348,659 @@ fn default_row(output: &str, a: &DecodeArgs) -> String {
     }
 }
 
-/// Runs `ctxbench decode`.
-pub fn run_decode(a: &DecodeArgs) -> Result<()> {
-    if !(1..=wfst_search::GPU_MAX_BATCH).contains(&a.gpu_batch) {
-        bail!(
-            "--gpu-batch {}: between 1 and {} streams (one grid row each)",
-            a.gpu_batch,
-            wfst_search::GPU_MAX_BATCH
-        );
+/// The lists the in-search biasing flags name (after the old spellings are folded in).
+#[derive(Debug, Clone, Default)]
+struct Lists {
+    gboost: Option<String>,
+    hclg: Option<String>,
+    arcs: Option<String>,
+    words: Option<String>,
+}
+
+/// A flag and its old spelling: the value given (with a deprecation notice for the old one) and
+/// the spelling the user typed, for messages.
+fn renamed<T: Clone>(
+    new: &Option<T>,
+    old: &Option<T>,
+    new_flag: &'static str,
+    old_flag: &'static str,
+) -> Result<(Option<T>, &'static str)> {
+    match (new, old) {
+        (Some(_), Some(_)) => bail!("{new_flag} and its old spelling {old_flag} are both given"),
+        (None, Some(v)) => {
+            eprintln!("warning: {old_flag} is deprecated; use {new_flag}");
+            Ok((Some(v.clone()), old_flag))
+        }
+        (v, None) => Ok((v.clone(), new_flag)),
     }
-    // A GPU asked for is checked before any data is loaded.
-    if a.backend == ctx_cuda::Backend::Cuda {
-        ctx_cuda::cuda::probe().map_err(|e| anyhow!("--backend cuda: {e}"))?;
-    }
-    let (reg, dataset) = match a.files.registry()? {
-        Some(r) => (r, FILES_DATASET.to_string()),
-        None => (
-            registry(&a.registry)?,
-            a.dataset.clone().ok_or_else(|| {
-                anyhow!("--dataset NAME, or --scores with --graph, --words and --data")
-            })?,
-        ),
-    };
-    let is_files = matches!(
-        reg.get(&dataset)?,
-        ctx_data::registry::DatasetSpec::Files(_)
-    );
-    let kind = GraphKind::parse(&a.kind).ok_or_else(|| {
-        anyhow!(
-            "unknown graph kind '{}' (hclg, tlg-normal, tlg-compact)",
-            a.kind
-        )
-    })?;
-    let methods: Vec<(String, Option<ListKind>)> = a
-        .methods
-        .iter()
-        .map(|m| {
-            if m == "none" {
-                Ok((m.clone(), None))
-            } else {
-                ListKind::parse(m)
-                    .map(|k| (m.clone(), Some(k)))
-                    .ok_or_else(|| {
-                        anyhow!("unknown method '{m}' (none, unigrams, sequences, gt, list:NAME)")
-                    })
+}
+
+/// `ctxbench decode` parsed once: the points it runs (one per output, sharing one decode), the
+/// registry they read, and where its files go.
+pub struct DecodeRequest {
+    /// The registry (datasets.toml, `--registry`, or the command line's files as `files`).
+    pub reg: Registry,
+    /// One point per output, in `--methods` order.
+    pub points: Vec<Point>,
+    /// The output name of each point (`none`, `sequences`, ...): its file names.
+    pub outputs: Vec<String>,
+    /// The graph cache folder.
+    pub cache: PathBuf,
+    /// The experiment id of the CSV rows.
+    pub experiment: String,
+    files: DecodeFiles,
+    points_out: Option<PathBuf>,
+    json: Option<PathBuf>,
+}
+
+impl DecodeRequest {
+    /// Parses and checks the flags (lists against the dataset too) before any graph is built.
+    pub fn from_args(a: &DecodeArgs) -> Result<Self> {
+        if !(1..=wfst_search::GPU_MAX_BATCH).contains(&a.gpu_batch) {
+            bail!(
+                "--gpu-batch {}: between 1 and {} streams (one grid row each)",
+                a.gpu_batch,
+                wfst_search::GPU_MAX_BATCH
+            );
+        }
+        // A GPU asked for is checked before any data is loaded; `auto` says what it chose.
+        let backend = match a.backend {
+            ctx_cuda::Backend::Cuda => {
+                ctx_cuda::cuda::probe().map_err(|e| anyhow!("--backend cuda: {e}"))?;
+                "cuda"
             }
-        })
-        .collect::<Result<_>>()?;
-    let mut row_labels = std::collections::BTreeMap::new();
-    for r in &a.rows {
-        let (k, v) = r
-            .split_once('=')
-            .ok_or_else(|| anyhow!("--row '{r}' is not OUTPUT=LABEL"))?;
-        if !methods.iter().any(|(m, _)| m == k) {
-            bail!("--row '{r}': '{k}' is not one of --methods");
+            ctx_cuda::Backend::Auto => match ctx_cuda::cuda::probe() {
+                Ok(_) => "cuda",
+                Err(e) => {
+                    eprintln!("--backend auto: no GPU ({e}); decoding on the CPU");
+                    "cpu"
+                }
+            },
+            ctx_cuda::Backend::Shim => "shim",
+            ctx_cuda::Backend::Cpu => "cpu",
+        };
+        let (reg, dataset) = match a.files.registry()? {
+            Some(r) => (r, FILES_DATASET.to_string()),
+            None => (
+                registry(&a.registry)?,
+                a.dataset.clone().ok_or_else(|| {
+                    anyhow!("--dataset NAME, or --scores with --graph, --words and --data")
+                })?,
+            ),
+        };
+        let is_files = matches!(
+            reg.get(&dataset)?,
+            ctx_data::registry::DatasetSpec::Files(_)
+        );
+        if GraphKind::parse(&a.kind).is_none() {
+            bail!(
+                "unknown graph kind '{}' (hclg, tlg-normal, tlg-compact)",
+                a.kind
+            );
         }
-        if v.contains(',') || v.contains('"') {
-            bail!("--row '{r}': a label may not contain commas or quotes (CSV)");
+        let method_names = if a.methods.is_empty() {
+            None
+        } else {
+            Some(a.methods.clone())
+        };
+        let (gboost, gboost_flag) =
+            renamed(&a.gboost_list, &a.gboost, "--gboost-list", "--gboost")?;
+        let (hclg, _) = renamed(&a.hclg_list, &a.hclg_bias, "--hclg-list", "--hclg-bias")?;
+        let (hclg_discount, _) = renamed(
+            &a.hclg_discount,
+            &a.hclg_bias_discount,
+            "--hclg-discount",
+            "--hclg-bias-discount",
+        )?;
+        let (arcs, arcs_flag) = renamed(&a.arcs_list, &a.arc_boost, "--arcs-list", "--arc-boost")?;
+        let (arcs_discount, _) = renamed(
+            &a.arcs_discount,
+            &a.arc_boost_discount,
+            "--arcs-discount",
+            "--arc-boost-discount",
+        )?;
+        let lists = Lists {
+            gboost: gboost.clone(),
+            hclg: hclg.clone(),
+            arcs: arcs.clone(),
+            words: a.word_boost.clone(),
+        };
+        let subset = if a.quick { Subset::Quick } else { Subset::Full };
+        let otf = match a.gboost_mode.as_str() {
+            "static" => false,
+            "on-the-fly" | "on-the-fly-lm" => true,
+            m => bail!("--gboost-mode '{m}' (static, on-the-fly or on-the-fly-lm)"),
+        };
+        let per_utt = match a.gboost_scope.as_str() {
+            "set" => false,
+            "utterance" => true,
+            m => bail!("--gboost-scope '{m}' (set or utterance)"),
+        };
+        if per_utt && !otf {
+            bail!("--gboost-scope utterance needs an on-the-fly --gboost-mode (a static graph has one list)");
         }
-        row_labels.insert(k.to_string(), v.to_string());
-    }
-    let arc_kind = match &a.arc_boost {
-        Some(l) => Some(ListKind::parse(l).ok_or_else(|| {
-            anyhow!("--arc-boost '{l}': not a list kind (sequences, unigrams, gt, list:NAME)")
-        })?),
-        None => None,
-    };
-    let subset = if a.quick { Subset::Quick } else { Subset::Full };
-    let otf = match a.gboost_mode.as_str() {
-        "static" => false,
-        "on-the-fly" | "on-the-fly-lm" => true,
-        m => bail!("--gboost-mode '{m}' (static, on-the-fly or on-the-fly-lm)"),
-    };
-    let per_utt = match a.gboost_scope.as_str() {
-        "set" => false,
-        "utterance" => true,
-        m => bail!("--gboost-scope '{m}' (set or utterance)"),
-    };
-    if per_utt && !otf {
-        bail!("--gboost-scope utterance needs an on-the-fly --gboost-mode (a static graph has one list)");
-    }
-    if otf && a.gboost.is_none() {
-        bail!("--gboost-mode {} needs a --gboost list", a.gboost_mode);
-    }
-    if per_utt {
-        let list = a.gboost.as_deref().unwrap_or("");
-        if ListKind::parse(list).is_none() {
-            bail!("--gboost '{list}' with --gboost-scope utterance: a list kind (sequences, unigrams, gt, list:NAME)");
+        if otf && gboost.is_none() {
+            bail!("--gboost-mode {} needs a {gboost_flag} list", a.gboost_mode);
         }
-    }
-    // Lists are checked on the dataset before the (possibly long) graph build and decoding.
-    {
+        if per_utt {
+            let list = gboost.as_deref().unwrap_or("");
+            if ListKind::parse(list).is_none() {
+                bail!("{gboost_flag} '{list}' with --gboost-scope utterance: a list kind (sequences, unigrams, gt, list:NAME)");
+            }
+        }
+        let arc_kind = match &arcs {
+            Some(l) => Some(ListKind::parse(l).ok_or_else(|| {
+                anyhow!("{arcs_flag} '{l}': not a list kind (sequences, unigrams, gt, list:NAME)")
+            })?),
+            None => None,
+        };
+        let word_kind = match &a.word_boost {
+            Some(l) => Some(ListKind::parse(l).ok_or_else(|| {
+                anyhow!("--word-boost '{l}': not a list kind (sequences, unigrams, gt, test-words, other-words, list:NAME)")
+            })?),
+            None => None,
+        };
+        if arc_kind.is_some() && word_kind.is_some() {
+            bail!("{arcs_flag} and --word-boost cannot be combined (a word booster runs alone on a stream)");
+        }
+        if otf && word_kind.is_some() {
+            bail!("--word-boost and on-the-fly G-boosting cannot be combined (one word booster per stream)");
+        }
+        // The method: --method's components (default: the WFST family's baseline) and those
+        // the biasing flags add; lattice biasing per output.
+        let mut parts: Vec<String> = match &a.method {
+            Some(m) if m != "baseline" => m.split('+').map(|p| p.trim().to_string()).collect(),
+            _ => Vec::new(),
+        };
+        for (on, c) in [
+            (gboost.is_some(), "g-boosting"),
+            (hclg.is_some(), "hclg-boosting"),
+            (arcs.is_some(), "arc-boosting"),
+            (a.word_boost.is_some(), "word-boosting"),
+        ] {
+            if on && !parts.iter().any(|p| p == c) {
+                parts.push(c.to_string());
+            }
+        }
+        let method_of = |lattice: bool| {
+            let mut p = parts.clone();
+            if lattice && !p.iter().any(|x| x == "lattice-biasing") {
+                p.push("lattice-biasing".into());
+            }
+            let name = if p.is_empty() {
+                "baseline".to_string()
+            } else {
+                p.join("+")
+            };
+            catalog()
+                .method(&name)
+                .with_context(|| format!("--method '{name}'"))
+        };
+        let base = method_of(false)?;
+        let can_bias = catalog().reads(&base, "bias_list") || method_of(true).is_ok();
+        let outputs = method_names.unwrap_or_else(|| {
+            if can_bias {
+                vec!["none".into(), "sequences".into()]
+            } else {
+                vec!["none".into()]
+            }
+        });
+        let methods: Vec<(String, Option<ListKind>)> = outputs
+            .iter()
+            .map(|m| {
+                if m == "none" {
+                    Ok((m.clone(), None))
+                } else {
+                    ListKind::parse(m)
+                        .map(|k| (m.clone(), Some(k)))
+                        .ok_or_else(|| {
+                            anyhow!(
+                                "unknown method '{m}' (none, unigrams, sequences, gt, list:NAME)"
+                            )
+                        })
+                }
+            })
+            .collect::<Result<_>>()?;
+        let mut row_labels = BTreeMap::new();
+        for r in &a.rows {
+            let (k, v) = r
+                .split_once('=')
+                .ok_or_else(|| anyhow!("--row '{r}' is not OUTPUT=LABEL"))?;
+            if !methods.iter().any(|(m, _)| m == k) {
+                bail!("--row '{r}': '{k}' is not one of --methods");
+            }
+            if v.contains(',') || v.contains('"') {
+                bail!("--row '{r}': a label may not contain commas or quotes (CSV)");
+            }
+            row_labels.insert(k.to_string(), v.to_string());
+        }
+        // Lists are checked on the dataset before the (possibly long) graph build.
         let ds = ctx_data::dataset::Dataset::load(&reg, &dataset, subset)?;
         for (m, k) in &methods {
             if let Some(ListKind::Global(n)) = k {
                 if !ds.global_lists.contains_key(n) {
-                    bail!("method '{m}': dataset {} has no global list '{n}'", dataset);
+                    bail!("method '{m}': dataset {dataset} has no global list '{n}'");
                 }
             }
         }
         if let Some(t) = &a.targets {
             if !ds.global_lists.contains_key(t) {
-                bail!("--targets: dataset {} has no global list '{t}'", dataset);
+                bail!("--targets: dataset {dataset} has no global list '{t}'");
             }
         }
-        if let Some(g) = a.gboost.as_ref().filter(|_| !per_utt) {
+        if let Some(g) = gboost.as_ref().filter(|_| !per_utt) {
             static_list(&ds, g)?;
         }
-        if let Some(g) = &a.hclg_bias {
+        if let Some(g) = &hclg {
             static_list(&ds, g)?;
         }
-        if arc_kind.is_some() && a.word_boost.is_some() {
-            bail!("--arc-boost and --word-boost cannot be combined (a word booster runs alone on a stream)");
-        }
-        if let Some(ListKind::Global(n)) = &arc_kind {
-            if !ds.global_lists.contains_key(n) {
-                bail!("--arc-boost: dataset {dataset} has no global list '{n}'");
+        for (flag, kind) in [(arcs_flag, &arc_kind), ("--word-boost", &word_kind)] {
+            if let Some(ListKind::Global(n)) = kind {
+                if !ds.global_lists.contains_key(n) {
+                    bail!("{flag}: dataset {dataset} has no global list '{n}'");
+                }
             }
         }
-    }
-    let gboost = a.gboost.as_ref().filter(|_| !otf).map(|list| StaticBoost {
-        list: list.clone(),
-        discount: a.gboost_discount,
-    });
-    let mut setup = Setup::load(
-        &reg,
-        &dataset,
-        &SetupOptions {
-            gboost_otf: otf,
-            subset,
-            kind,
-            bpe_size: a.bpe_size,
-            cache: &a.cache,
-            noise: a.noise,
-            gboost,
-            hclg_bias: a.hclg_bias.as_ref().map(|list| StaticBoost {
-                list: list.clone(),
-                discount: a.hclg_bias_discount,
-            }),
-        },
-    )?;
-    // A files dataset's graph kind comes from its model, not from --kind.
-    let kind = if is_files { setup.graph.kind } else { kind };
-    if let Some(r) = &setup.gboost {
-        eprintln!(
-            "G-boosting with list '{}' (discount {}): {} phrases, {} boosted, {} dropped (OOV); {} n-grams discounted, {} added",
-            a.gboost.as_deref().unwrap_or(""),
-            a.gboost_discount,
-            r.phrases,
-            r.kept,
-            r.dropped,
-            r.discounted,
-            r.added
-        );
-    }
-    if let Some(r) = &setup.hclg_phrases {
-        eprintln!(
-            "HCLG-boosting with list '{}' (discount {}): {} phrases kept, {} dropped (OOV)",
-            a.hclg_bias.as_deref().unwrap_or(""),
-            a.hclg_bias_discount,
-            r.kept,
-            r.dropped
-        );
-    }
-    let (targets_name, targets) = match pipeline::targets(&setup.dataset, a.targets.as_deref())? {
-        Some((n, t)) => (Some(n), Some(t)),
-        None => (None, None),
-    };
-    if let Some(n) = a.limit {
-        setup.dataset.utterances.truncate(n);
-    }
-    if setup.dataset.utterances.is_empty() {
-        bail!("dataset {} has no utterances to decode", dataset);
-    }
-    let settings = DecodeSettings {
-        config: DecoderConfig {
-            beam: a.beam,
-            max_active: a.max_active,
-            lattice_beam: a.lattice_beam,
-            acoustic_scale: a.acoustic_scale.unwrap_or(setup.acoustic_scale),
-            ..DecoderConfig::default()
-        },
-        chunk_s: a.chunk_s,
-        endpointing: !a.no_endpointing,
-        threads: a.threads,
-        backend: a.backend,
-        gpu_batch: a.gpu_batch,
-        blank_penalty: a.blank_penalty,
-        word_insertion_penalty: a.word_insertion_penalty,
-    };
-    eprintln!(
-        "decoding {} utterances of {} ({} graph: {} states, {} arcs) with {} thread(s)",
-        setup.dataset.utterances.len(),
-        setup.dataset.name,
-        kind.name(),
-        setup.csr.num_states(),
-        setup.csr.num_arcs(),
-        settings.threads
-    );
-    let otf_boosters = pipeline::otf_boosters(
-        &reg,
-        &dataset,
-        &setup,
-        subset,
-        &pipeline::OtfRequest {
-            list: a.gboost.clone().unwrap_or_default(),
-            exact: a.gboost_mode == "on-the-fly-lm",
-            discount: a.gboost_discount,
-            per_utterance: per_utt,
-        },
-        settings.threads,
-    )?;
-    if let Some(o) = &otf_boosters {
-        let r = &o.report;
-        eprintln!(
-            "G-boosting {} with list '{}' per {} (discount {}): {} phrases, {} boosted, {} dropped (OOV); boosters built in {:.2} s",
-            a.gboost_mode,
-            a.gboost.as_deref().unwrap_or(""),
-            a.gboost_scope,
-            a.gboost_discount,
-            r.phrases,
-            r.kept,
-            r.dropped,
-            o.build_s
-        );
-    }
-    let word_boosters = match &a.word_boost {
-        Some(l) => {
-            let kind = ListKind::parse(l).ok_or_else(|| {
-                anyhow!("--word-boost '{l}': not a list kind (sequences, unigrams, gt, test-words, other-words, list:NAME)")
-            })?;
-            if otf_boosters.is_some() {
-                bail!("--word-boost and on-the-fly --gboost cannot be combined (one word booster per stream)");
-            }
-            let w = pipeline::ContextBoosters::words(
-                &setup,
-                &kind,
-                a.word_boost_score,
-                settings.config.beam,
-            )?;
-            eprintln!(
-                "word boosting with list '{l}' (+{} per word): {} words applied, {} not in words.txt, tables built in {:.3} s",
-                a.word_boost_score, w.applied, w.oov, w.build_s
-            );
-            if a.word_boost_score.abs() > settings.config.beam / 2.0 {
+        // The precision/recall/F1 targets the scoring would pick, written into the settings so
+        // the CSV says which list they were.
+        let targets = a.targets.clone().or_else(|| {
+            ds.global_lists
+                .contains_key(ctx_data::dataset::RARE_LIST)
+                .then(|| ctx_data::dataset::RARE_LIST.to_string())
+        });
+        if let Some(w) = word_kind.as_ref().map(|_| a.word_boost_score) {
+            if w.abs() > a.beam / 2.0 {
                 eprintln!(
-                    "warning: a word boost of {} exceeds half the beam ({}): boosted words may crowd the beam out (001 §3.3)",
-                    a.word_boost_score, settings.config.beam
+                    "warning: a word boost of {w} exceeds half the beam ({}): boosted words may crowd the beam out (001 §3.3)",
+                    a.beam
                 );
             }
-            if a.kind == "tlg-compact" && a.files.scores.is_none() {
+            if a.kind == "tlg-compact" && !is_files {
                 eprintln!(
                     "warning: the compact CTC topology does not enforce CTC's repeat rule: a boosted word may be read again on every frame its token is held (tlg-normal does not; README, 001 Fig. 6)"
                 );
             }
-            Some(w)
         }
-        None => None,
-    };
-    let arc_boosters = match &arc_kind {
-        Some(kind) => {
-            let b =
-                pipeline::ArcBoosters::new(&setup, kind, a.arc_boost_discount, settings.threads)?;
-            eprintln!(
-                "arc boosting with list '{}' (discount {}): {} phrases kept, {} dropped (OOV); {} arcs over the utterances' lists, found in {:.2} s",
-                a.arc_boost.as_deref().unwrap_or(""),
-                a.arc_boost_discount, b.report.kept, b.report.dropped, b.arcs, b.build_s
+        // The settings, as an experiment file would write them.
+        let mut st = catalog().defaults();
+        let mut put = |k: &str, v: Value| {
+            st.insert(k.to_string(), v);
+        };
+        let f = |x: f32| Value::Float(x as f64);
+        put("dataset", Value::Str(dataset.clone()));
+        put(
+            "subset",
+            Value::Str(if a.quick { "quick" } else { "full" }.into()),
+        );
+        put("backend", Value::Str(backend.into()));
+        put("graph", Value::Str(a.kind.clone()));
+        put("bpe_size", Value::Int(a.bpe_size as i64));
+        put("beam", f(a.beam));
+        put("max_active", Value::Int(a.max_active as i64));
+        put("lattice_beam", f(a.lattice_beam));
+        if let Some(x) = a.acoustic_scale {
+            put("acoustic_scale", f(x));
+        }
+        put("chunk_s", Value::Float(a.chunk_s));
+        put("endpointing", Value::Bool(!a.no_endpointing));
+        put("threads", Value::Int(a.threads as i64));
+        put("gpu_batch", Value::Int(a.gpu_batch as i64));
+        if let Some(n) = a.noise {
+            put("noise", Value::Float(n));
+        }
+        if let Some(n) = a.limit {
+            put("limit", Value::Int(n as i64));
+        }
+        if let Some(t) = &targets {
+            put("targets", Value::Str(t.clone()));
+        }
+        if let Some(g) = &gboost {
+            put("gboost_list", Value::Str(g.clone()));
+        }
+        put("gboost_discount", f(a.gboost_discount));
+        put("gboost_mode", Value::Str(a.gboost_mode.clone()));
+        put("gboost_scope", Value::Str(a.gboost_scope.clone()));
+        if let Some(h) = &hclg {
+            put("hclg_list", Value::Str(h.clone()));
+        }
+        put("hclg_discount", f(hclg_discount.unwrap_or(-2.0)));
+        if let Some(l) = &arcs {
+            put("arcs_list", Value::Str(l.clone()));
+        }
+        put("arcs_discount", f(arcs_discount.unwrap_or(-2.0)));
+        if let Some(l) = &a.word_boost {
+            put("word_boost", Value::Str(l.clone()));
+        }
+        put("word_boost_score", f(a.word_boost_score));
+        put("blank_penalty", f(a.blank_penalty));
+        put("word_insertion_penalty", f(a.word_insertion_penalty));
+        put("discount", f(a.discount));
+        for (k, v) in Overrides::parse(&a.set, catalog())?.0 {
+            st.insert(k, v);
+        }
+        let mut points = Vec::new();
+        for (name, kind) in &methods {
+            let mut s = st.clone();
+            let method = if kind.is_some() {
+                s.insert("bias_list".into(), Value::Str(name.clone()));
+                method_of(true).with_context(|| format!("output '{name}' (lattice biasing)"))?
+            } else {
+                base.clone()
+            };
+            let row = row_labels
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| default_row(name, &lists));
+            let p = Point {
+                row,
+                section: a.section.clone(),
+                method,
+                settings: s,
+                swept: Vec::new(),
+            };
+            points.push(catalog().point(p, &format!("ctxbench decode, output '{name}'"))?);
+        }
+        let files = DecodeFiles {
+            hyp_dir: a.hyp_dir.clone(),
+            lattice_out: a.lattice_out.clone(),
+            partials_out: a.partials_out.clone(),
+            outputs: outputs.clone(),
+            acoustic_scale: a.acoustic_scale,
+            lattices: Mutex::new(String::new()),
+            partials: Mutex::new(String::new()),
+        };
+        let fam = family_of(&points[0].method);
+        if files.any() && !fam.writes_outputs() {
+            bail!(
+                "--hyp-dir, --lattice-out and --partials-out: the {} family writes no hypothesis files",
+                fam.name()
             );
-            Some(b)
         }
-        None => None,
-    };
-    // Each utterance's boosters: on-the-fly G-boosting's automaton or word boosting's table,
-    // and its arc set, stacked when G-boosting and arc boosting are both asked for.
-    let booster_of = |i: usize| -> Booster {
-        let word = otf_boosters
-            .as_ref()
-            .map(|o| o.boosters[i].clone())
-            .or_else(|| word_boosters.as_ref().map(|w| w.boosters[i].clone()));
-        let arcs = arc_boosters.as_ref().map(|b| b.boosters[i].clone());
-        match (word, arcs) {
-            (None, None) => Booster::None,
-            (Some(b), None) | (None, Some(b)) => b,
-            (Some(w), Some(b)) => Booster::Stack(vec![w, b]),
-        }
-    };
-    let mut run = if otf_boosters.is_none() && word_boosters.is_none() && arc_boosters.is_none() {
-        decode(&setup, &settings, &|_| Booster::None)?
-    } else {
-        pipeline::decode_indexed(&setup, &settings, &booster_of)?
-    };
-    // Lists that arrive per utterance are compiled while decoding: their time counts in RTFx.
-    run.decode_s += otf_boosters.as_ref().map_or(0.0, |o| o.context_s())
-        + word_boosters.as_ref().map_or(0.0, |w| w.build_s)
-        + arc_boosters.as_ref().map_or(0.0, |b| b.build_s);
-    if let Some(p) = &a.lattice_out {
-        let mut text = String::new();
-        for r in &run.results {
-            crate::kaldi_lattice::write_utterance(&mut text, r, settings.config.acoustic_scale)?;
-        }
-        ctx_core::io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;
-        eprintln!("wrote {} lattices to {}", run.results.len(), p.display());
+        Ok(Self {
+            reg,
+            points,
+            outputs,
+            cache: a.cache.clone(),
+            experiment: a.experiment.clone(),
+            files,
+            points_out: a.points_out.clone(),
+            json: a.json.clone(),
+        })
     }
-    if let Some(p) = &a.partials_out {
-        let mut text = String::new();
-        let secs = |row: u64| row as f64 * setup.frame_s;
-        for r in &run.results {
-            for (row, words) in r.running_partials() {
-                let w = setup.words(&words).join(" ");
-                text.push_str(&format!("{}\t{:.2}\tpartial\t{w}\n", r.id, secs(row)));
+
+    /// Decodes (each group of points once, through its family), then prints the figures and
+    /// writes the files asked for.
+    pub fn run(self) -> Result<Vec<PointRecord>> {
+        let planned = PlannedPoints::new(&self.reg, self.points, "ctxbench decode")?;
+        let sink: &dyn OutputSink = &self.files;
+        let cx = GroupContext {
+            reg: &self.reg,
+            cache: &self.cache,
+            points: &planned.points,
+            keys: &planned.keys,
+            data_versions: &planned.data_versions,
+            sink: Some(sink),
+        };
+        let mut setup: SetupCache = None;
+        let mut records: Vec<Option<PointRecord>> = vec![None; planned.points.len()];
+        for g in &planned.groups {
+            let recs = family_of(&planned.points[g[0]].method).run_group(&cx, g, &mut setup)?;
+            for (&i, r) in g.iter().zip(recs) {
+                records[i] = Some(r);
             }
-            let end = r.segments.last().map_or(0, |s| s.start_row + s.rows);
-            let w = setup.words(&r.words()).join(" ");
-            text.push_str(&format!("{}\t{:.2}\tfinal\t{w}\n", r.id, secs(end)));
         }
-        ctx_core::io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;
-        eprintln!("wrote the running hypotheses to {}", p.display());
+        let records: Vec<PointRecord> = records
+            .into_iter()
+            .map(|r| r.ok_or_else(|| anyhow!("a point of the decode has no record")))
+            .collect::<Result<_>>()?;
+        self.files.finish()?;
+        let st = setup.as_ref().map(|(_, s)| s);
+        let realism = match st {
+            Some(s) => pipeline::ctc_realism(s)?,
+            None => None,
+        };
+        print_figures(
+            &planned.points,
+            &records,
+            &self.outputs,
+            st,
+            realism.as_ref(),
+        );
+        if let Some(p) = &self.points_out {
+            let rows: Vec<(&Point, &PointRecord)> = planned.points.iter().zip(&records).collect();
+            let mut df = results::frame(catalog(), &self.experiment, &rows)?;
+            results::write_csv(p, &mut df)?;
+            eprintln!("wrote {}", p.display());
+        }
+        if let Some(p) = &self.json {
+            let outputs: Vec<serde_json::Value> = planned
+                .points
+                .iter()
+                .zip(&records)
+                .zip(&self.outputs)
+                .map(|((pt, r), name)| {
+                    let mut o = serde_json::Map::new();
+                    o.insert("output".into(), json!(name));
+                    o.insert("row".into(), json!(pt.row));
+                    o.insert("method".into(), json!(pt.method.to_string()));
+                    for (k, v) in &r.measures {
+                        o.insert(k.clone(), json!(v));
+                    }
+                    serde_json::Value::Object(o)
+                })
+                .collect();
+            let first = &planned.points[0];
+            let settings: BTreeMap<&String, String> = first
+                .settings
+                .iter()
+                .map(|(k, v)| (k, v.to_string()))
+                .collect();
+            let v = json!({
+                "dataset": first.get("dataset"),
+                "method": first.method.to_string(),
+                "backend": first.get("backend"),
+                "device": records[0].device,
+                "settings": settings,
+                "code_version": records[0].code_version,
+                "outputs": outputs,
+                "ctc_realism": realism.as_ref().map(|r| json!({
+                    "blank_argmax_share": r.shape.blank_share(),
+                    "mean_max_posterior": r.shape.mean_max_prob(),
+                    "mean_entropy": r.shape.mean_entropy(),
+                    "greedy_wer": r.greedy.all.rate(),
+                    "greedy_ne_wer": r.greedy.ne.rate(),
+                })),
+            });
+            let text = serde_json::to_string_pretty(&v)?;
+            ctx_core::io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;
+            eprintln!("wrote {}", p.display());
+        }
+        Ok(records)
     }
-    let kind_name = kind.name();
-    let noise = match a.noise {
-        Some(n) => n,
-        None => reg.get(&dataset)?.acoustic().map_or(f64::NAN, |k| k.noise),
-    };
-    let rows: f64 = run
-        .results
-        .iter()
-        .flat_map(|r| &r.segments)
-        .map(|s| s.rows as f64)
-        .sum();
-    let segments: usize = run.results.iter().map(|r| r.segments.len()).sum();
-    if !run.device.is_empty() {
-        eprintln!("backend {} on {}", run.backend, run.device);
+}
+
+/// Prints what was decoded and one table row per output.
+fn print_figures(
+    points: &[Point],
+    records: &[PointRecord],
+    outputs: &[String],
+    st: Option<&Setup>,
+    realism: Option<&pipeline::CtcRealism>,
+) {
+    let m = |i: usize, k: &str| records[i].measures.get(k).copied();
+    if let Some(st) = st {
+        eprintln!(
+            "decoded {} utterances of {} ({} graph: {} states, {} arcs) with {} thread(s)",
+            st.dataset.utterances.len(),
+            st.dataset.name,
+            st.graph.kind.name(),
+            st.csr.num_states(),
+            st.csr.num_arcs(),
+            points[0].get("threads")
+        );
     }
+    if !records[0].device.is_empty() {
+        eprintln!(
+            "backend {} on {}",
+            points[0].get("backend"),
+            records[0].device
+        );
+    }
+    let g = |v: Option<f64>, d: usize| v.map_or("-".into(), |x| format!("{x:.d$}"));
     println!(
-        "audio {:.1} s, decode {:.1} s (RTFx {:.1}, {:.0} frames/s), simulation {:.1} s{}, {} segments, lattice density {:.2} arcs/frame",
-        run.audio_s,
-        run.decode_s,
-        run.rtfx(),
-        rows / run.decode_s.max(1e-9),
-        run.sim_s,
-        if setup.ctc_blank.is_some() {
-            format!(", CTC input checks {:.2} s", run.check_s)
-        } else {
-            String::new()
-        },
-        segments,
-        pipeline::lattice_density(&run)
+        "audio {} s, decode {} s (RTFx {}), lattice density {} arcs/frame",
+        g(m(0, "audio_s"), 1),
+        g(m(0, "decode_s"), 1),
+        g(m(0, "rtfx"), 1),
+        g(m(0, "lattice_density"), 2)
     );
-    let realism = pipeline::ctc_realism(&setup)?;
-    if let Some(r) = &realism {
+    if let Some(r) = realism {
+        let pct = |c: &ctx_core::metrics::score::ErrorCounts| {
+            c.rate().map_or("-".into(), |r| format!("{r:.1}"))
+        };
         println!(
-            "CTC outputs: blank is the argmax on {:.1}% of frames, mean max posterior {:.3}, entropy {:.3} nats/frame; greedy WER {}, NE-WER {}; {:.0} active tokens/frame in the search",
+            "CTC outputs: blank is the argmax on {:.1}% of frames, mean max posterior {:.3}, entropy {:.3} nats/frame; greedy WER {}, NE-WER {}",
             100.0 * r.shape.blank_share(),
             r.shape.mean_max_prob(),
             r.shape.mean_entropy(),
             pct(&r.greedy.all),
             pct(&r.greedy.ne),
-            pipeline::active_tokens(&run)
         );
     }
     println!(
-        "\n| output | WER | NE-WER | U-WER | NE-A | P | R | F1 | RTFx | phrases kept/dropped |\n|---|---|---|---|---|---|---|---|---|---|"
+        "\n| output | row | method | WER | NE-WER | U-WER | NE-A | P | R | F1 | RTFx | phrases kept/dropped |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
-    let mut out = Vec::new();
-    let mut csv = String::from(
-        "experiment,dataset,section,row,method,backend,graph,beam,max_active,lattice_beam,acoustic_scale,discount,noise,wer,ne_wer,u_wer,ne_acc,precision,recall,f1,audio_s,decode_s,rtfx,peak_mem_mb,bias_list,gboost_list,gboost_discount,targets,hclg_list,hclg_discount,gboost_mode,device\n",
-    );
-    let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.4}"));
-    for (name, kind) in &methods {
-        let o = pipeline::output(
-            &setup,
-            &run,
-            kind.as_ref().map(|k| (k, a.discount)),
-            targets.as_ref(),
-        )?;
-        let (hyps, extra_s, report) = (o.hyps, o.rescore_s, o.report);
-        if let Some(dir) = &a.hyp_dir {
-            std::fs::create_dir_all(dir)?;
-            let mut text = String::new();
-            for (u, h) in setup.dataset.utterances.iter().zip(&hyps) {
-                text.push_str(&u.id);
-                for w in h {
-                    text.push(' ');
-                    text.push_str(w);
-                }
-                text.push('\n');
-            }
-            ctx_core::io::write_atomic(&dir.join(format!("{name}.txt")), |w| {
-                w.write_all(text.as_bytes())
-            })?;
-            // CTM: utterance, channel, start, duration, word (times from the frame shift).
-            let mut ctm = String::new();
-            for (u, t) in setup.dataset.utterances.iter().zip(&o.timed) {
-                for (w, tw) in setup
-                    .words(&t.iter().map(|x| x.word).collect::<Vec<_>>())
-                    .iter()
-                    .zip(t)
-                {
-                    ctm.push_str(&format!(
-                        "{} 1 {:.2} {:.2} {w}\n",
-                        u.id, tw.start_s, tw.dur_s
-                    ));
-                }
-            }
-            ctx_core::io::write_atomic(&dir.join(format!("{name}.ctm")), |w| {
-                w.write_all(ctm.as_bytes())
-            })?;
-        }
-        let t: ScoreTotals = o.totals;
-        let rtfx = run.audio_s / (run.decode_s + extra_s).max(1e-9);
-        let prf = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.1}"));
+    for (i, name) in outputs.iter().enumerate() {
+        let kept = match (m(i, "phrases_kept"), m(i, "phrases_dropped")) {
+            (Some(k), Some(d)) => format!("{k}/{d}"),
+            _ => "-".into(),
+        };
         println!(
-            "| {name} | {} | {} | {} | {} | {} | {} | {} | {rtfx:.1} | {} |",
-            pct(&t.all),
-            pct(&t.ne),
-            pct(&t.unbiased),
-            prf(t.ne_acc()),
-            prf(t.targets.precision()),
-            prf(t.targets.recall()),
-            prf(t.targets.f1()),
-            report.map_or("-".into(), |r| format!("{}/{}", r.kept, r.dropped)),
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {kept} |",
+            points[i].row,
+            points[i].method,
+            g(m(i, "wer"), 1),
+            g(m(i, "ne_wer"), 1),
+            g(m(i, "u_wer"), 1),
+            g(m(i, "ne_acc"), 1),
+            g(m(i, "precision"), 1),
+            g(m(i, "recall"), 1),
+            g(m(i, "f1"), 1),
+            g(m(i, "rtfx"), 1),
         );
-        let parts: Vec<&str> = [
-            (a.gboost.is_some(), "g-boosting"),
-            (a.hclg_bias.is_some(), "hclg-boosting"),
-            (a.word_boost.is_some(), "word-boosting"),
-            (a.arc_boost.is_some(), "arc-boosting"),
-            (kind.is_some(), "lattice-biasing"),
-        ]
-        .iter()
-        .filter(|(on, _)| *on)
-        .map(|(_, n)| *n)
-        .collect();
-        let method = if parts.is_empty() {
-            "baseline".to_string()
-        } else {
-            parts.join("+")
+    }
+}
+
+/// The files of a single decode, fed by the family's group run: each output's Kaldi `text` and
+/// CTM, the word lattices, the running partial hypotheses.
+struct DecodeFiles {
+    hyp_dir: Option<PathBuf>,
+    lattice_out: Option<PathBuf>,
+    partials_out: Option<PathBuf>,
+    /// Output name per point (the file names under `hyp_dir`).
+    outputs: Vec<String>,
+    acoustic_scale: Option<f32>,
+    lattices: Mutex<String>,
+    partials: Mutex<String>,
+}
+
+impl DecodeFiles {
+    fn any(&self) -> bool {
+        self.hyp_dir.is_some() || self.lattice_out.is_some() || self.partials_out.is_some()
+    }
+
+    /// Writes the lattices and partials gathered (atomically, once every group ran).
+    fn finish(&self) -> Result<()> {
+        for (path, text, what) in [
+            (&self.lattice_out, &self.lattices, "lattices"),
+            (&self.partials_out, &self.partials, "the running hypotheses"),
+        ] {
+            if let Some(p) = path {
+                let text = text
+                    .lock()
+                    .map_err(|_| anyhow!("a decode thread panicked"))?;
+                ctx_core::io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;
+                eprintln!("wrote {what} to {}", p.display());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl OutputSink for DecodeFiles {
+    fn decoded(&self, st: &Setup, run: &DecodeRun) -> Result<()> {
+        if self.lattice_out.is_some() {
+            let scale = self.acoustic_scale.unwrap_or(st.acoustic_scale);
+            let mut text = String::new();
+            for r in &run.results {
+                crate::kaldi_lattice::write_utterance(&mut text, r, scale)?;
+            }
+            self.lattices
+                .lock()
+                .map_err(|_| anyhow!("a decode thread panicked"))?
+                .push_str(&text);
+        }
+        if self.partials_out.is_some() {
+            let mut text = String::new();
+            let secs = |row: u64| row as f64 * st.frame_s;
+            for r in &run.results {
+                for (row, words) in r.running_partials() {
+                    let w = st.words(&words).join(" ");
+                    text.push_str(&format!("{}\t{:.2}\tpartial\t{w}\n", r.id, secs(row)));
+                }
+                let end = r.segments.last().map_or(0, |s| s.start_row + s.rows);
+                let w = st.words(&r.words()).join(" ");
+                text.push_str(&format!("{}\t{:.2}\tfinal\t{w}\n", r.id, secs(end)));
+            }
+            self.partials
+                .lock()
+                .map_err(|_| anyhow!("a decode thread panicked"))?
+                .push_str(&text);
+        }
+        Ok(())
+    }
+
+    fn output(&self, point: usize, st: &Setup, o: &Output) -> Result<()> {
+        let Some(dir) = &self.hyp_dir else {
+            return Ok(());
         };
-        let row = match row_labels.get(name) {
-            Some(r) => r.clone(),
-            None => default_row(name, a),
-        };
-        csv.push_str(&format!(
-            "{},{},{},{row},{method},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.3},{:.2},{},{},{},{},{},{},{},{},{}\n",
-            a.experiment,
-            dataset,
-            a.section,
-            run.backend,
-            kind_name,
-            settings.config.beam,
-            settings.config.max_active,
-            settings.config.lattice_beam,
-            settings.config.acoustic_scale,
-            if kind.is_some() { a.discount.to_string() } else { String::new() },
-            noise,
-            f(t.all.rate()),
-            f(t.ne.rate()),
-            f(t.unbiased.rate()),
-            f(t.ne_acc()),
-            f(t.targets.precision()),
-            f(t.targets.recall()),
-            f(t.targets.f1()),
-            run.audio_s,
-            run.decode_s + extra_s,
-            rtfx,
-            f(crate::pipeline::peak_mem_mb()),
-            kind.as_ref().map_or("", |_| name.as_str()),
-            a.gboost.as_deref().unwrap_or(""),
-            if a.gboost.is_some() { a.gboost_discount.to_string() } else { String::new() },
-            targets_name.as_deref().unwrap_or(""),
-            a.hclg_bias.as_deref().unwrap_or(""),
-            if a.hclg_bias.is_some() { a.hclg_bias_discount.to_string() } else { String::new() },
-            if a.gboost.is_some() { a.gboost_mode.as_str() } else { "" },
-            run.device,
-        ));
-        out.push(json!({
-            "output": name,
-            "wer": t.all.rate(), "ne_wer": t.ne.rate(), "u_wer": t.unbiased.rate(),
-            "ne_acc": t.ne_acc(), "rtfx": rtfx, "rescore_s": extra_s,
-            "precision": t.targets.precision(), "recall": t.targets.recall(), "f1": t.targets.f1(),
-            "phrases_kept": report.map(|r| r.kept), "phrases_dropped": report.map(|r| r.dropped),
-        }));
+        let name = &self.outputs[point];
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut text = String::new();
+        for (u, h) in st.dataset.utterances.iter().zip(&o.hyps) {
+            text.push_str(&u.id);
+            for w in h {
+                text.push(' ');
+                text.push_str(w);
+            }
+            text.push('\n');
+        }
+        ctx_core::io::write_atomic(&dir.join(format!("{name}.txt")), |w| {
+            w.write_all(text.as_bytes())
+        })?;
+        // CTM: utterance, channel, start, duration, word (times from the frame shift).
+        let mut ctm = String::new();
+        for (u, t) in st.dataset.utterances.iter().zip(&o.timed) {
+            let words = st.words(&t.iter().map(|x| x.word).collect::<Vec<_>>());
+            for (w, tw) in words.iter().zip(t) {
+                ctm.push_str(&format!(
+                    "{} 1 {:.2} {:.2} {w}\n",
+                    u.id, tw.start_s, tw.dur_s
+                ));
+            }
+        }
+        ctx_core::io::write_atomic(&dir.join(format!("{name}.ctm")), |w| {
+            w.write_all(ctm.as_bytes())
+        })?;
+        Ok(())
     }
-    if let Some(p) = &a.points_out {
-        ctx_core::io::write_atomic(p, |w| w.write_all(csv.as_bytes()))?;
-        eprintln!("wrote {}", p.display());
+
+    fn report(&self, line: &str) {
+        eprintln!("{line}");
     }
-    if let Some(p) = &a.json {
-        let v = json!({
-            "dataset": setup.dataset.name, "kind": kind.name(), "audio_s": run.audio_s,
-            "decode_s": run.decode_s, "threads": run.threads, "beam": a.beam,
-            "backend": run.backend, "device": run.device,
-            "max_active": a.max_active, "lattice_beam": a.lattice_beam,
-            "discount": a.discount, "gboost": a.gboost, "gboost_discount": a.gboost_discount,
-            "gboost_mode": a.gboost_mode, "gboost_scope": a.gboost_scope,
-            "gboost_report": otf_boosters.as_ref().map(|o| &o.report).or(setup.gboost.as_ref()),
-            "hclg_bias": a.hclg_bias,
-            "word_boost": a.word_boost, "word_boost_score": a.word_boost_score,
-            "arc_boost": a.arc_boost, "arc_boost_discount": a.arc_boost_discount,
-            "arc_boost_arcs": arc_boosters.as_ref().map(|b| b.arcs),
-            "hclg_bias_discount": a.hclg_bias_discount, "targets": targets_name, "outputs": out,
-            "active_tokens": pipeline::active_tokens(&run),
-            "ctc_realism": realism.as_ref().map(|r| json!({
-                "blank_argmax_share": r.shape.blank_share(),
-                "mean_max_posterior": r.shape.mean_max_prob(),
-                "mean_entropy": r.shape.mean_entropy(),
-                "greedy_wer": r.greedy.all.rate(),
-                "greedy_ne_wer": r.greedy.ne.rate(),
-            })),
-        });
-        let text = serde_json::to_string_pretty(&v)?;
-        ctx_core::io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;
-        eprintln!("wrote {}", p.display());
-    }
-    Ok(())
+}
+
+/// Runs `ctxbench decode`.
+pub fn run_decode(a: &DecodeArgs) -> Result<()> {
+    DecodeRequest::from_args(a)?.run().map(|_| ())
 }

@@ -46,9 +46,15 @@ pub trait FamilySpec: Sync {
 
 /// The method families an experiment may name, the default (`baseline`) first, and every
 /// setting in points.csv column order (the common ones, then each family's).
+///
+/// Two families may share a component (`word-boosting`) and a setting (`word_boost`): a setting
+/// declared by several families is one column, read by a method when it has any of its owners'
+/// components; an owner may also be a family's name (every method of that family reads it).
 pub struct Catalog {
     families: Vec<&'static dyn FamilySpec>,
     settings: Vec<SettingSpec>,
+    /// Setting → the components (or family names) that read it.
+    owners: BTreeMap<&'static str, Vec<&'static str>>,
 }
 
 impl fmt::Debug for Catalog {
@@ -61,11 +67,38 @@ impl fmt::Debug for Catalog {
 impl Catalog {
     /// A catalog of these families (the first one runs `baseline`).
     pub fn new(families: Vec<&'static dyn FamilySpec>) -> Self {
-        let mut settings = COMMON_SETTINGS.to_vec();
-        for f in &families {
-            settings.extend_from_slice(f.settings());
+        let mut settings: Vec<SettingSpec> = Vec::new();
+        let mut owners: BTreeMap<&'static str, Vec<&'static str>> = BTreeMap::new();
+        let all = COMMON_SETTINGS
+            .iter()
+            .chain(families.iter().flat_map(|f| f.settings()));
+        for sp in all {
+            let o = owners.entry(sp.name).or_default();
+            if o.is_empty() {
+                settings.push(*sp);
+            }
+            if !o.contains(&sp.component) {
+                o.push(sp.component);
+            }
         }
-        Catalog { families, settings }
+        Catalog {
+            families,
+            settings,
+            owners,
+        }
+    }
+
+    /// Whether method `m` reads setting `key` (it has one of the setting's owners).
+    pub fn reads(&self, m: &Method, key: &str) -> bool {
+        let fam = self.families[m.family].name();
+        self.owners
+            .get(key)
+            .is_some_and(|o| o.iter().any(|c| m.has(c) || *c == fam))
+    }
+
+    /// The components (or family names) that read a setting, for messages.
+    fn owners_of(&self, key: &str) -> String {
+        self.owners.get(key).map_or(String::new(), |o| o.join(", "))
     }
 
     /// Every setting, in the column order of points.csv.
@@ -83,8 +116,25 @@ impl Catalog {
         self.families[m.family]
     }
 
+    /// A checked point: only the settings its method reads are kept (so the key of a point
+    /// does not change with settings it ignores), the required ones must be there, and every
+    /// value is checked (common ones here, the family's by the family); `what` names the place.
+    /// Experiment grids and `ctxbench decode` make their points through it.
+    pub fn point(&self, mut p: Point, what: &str) -> Result<Point> {
+        p.settings.retain(|k, _| self.reads(&p.method, k));
+        let fam = self.family(&p.method);
+        for &(k, c) in std::iter::once(&("dataset", "common")).chain(fam.required()) {
+            if p.method.has(c) && !p.settings.contains_key(k) {
+                bail!("{what}: '{k}' is not set");
+            }
+        }
+        check_values(&p.settings, what)?;
+        fam.check(&p.settings, what)?;
+        Ok(p)
+    }
+
     /// Built-in defaults (a setting without one is unset unless given, e.g. `noise`).
-    fn defaults(&self) -> Settings {
+    pub fn defaults(&self) -> Settings {
         let mut s = common_defaults();
         for f in &self.families {
             f.defaults(&mut s);
@@ -113,49 +163,85 @@ impl Catalog {
         let known = || {
             let mut names = vec!["baseline"];
             for f in fams {
-                names.extend(f.components().iter().map(|c| c.name));
+                for c in f.components() {
+                    if !names.contains(&c.name) {
+                        names.push(c.name);
+                    }
+                }
             }
             names.join(", ")
         };
-        let mut family = None;
-        let mut parts: Vec<(usize, &'static str)> = Vec::new();
+        let mut parts: Vec<&str> = Vec::new();
         for p in s.split('+') {
             let p = p.trim();
-            let (fi, ci, name) = fams
+            if !fams
                 .iter()
-                .enumerate()
-                .find_map(|(fi, f)| {
-                    f.components()
-                        .iter()
-                        .position(|c| c.name == p)
-                        .map(|ci| (fi, ci, f.components()[ci].name))
-                })
-                .ok_or_else(|| {
-                    anyhow!(
-                        "unknown method '{p}' ({}, or several of one family joined with '+')",
-                        known()
-                    )
-                })?;
-            match family {
-                None => family = Some(fi),
-                Some(f) if f != fi => bail!(
-                    "method '{s}' joins components of two families ({} and {})",
-                    fams[f].name(),
-                    fams[fi].name()
-                ),
-                Some(_) => {}
+                .any(|f| f.components().iter().any(|c| c.name == p))
+            {
+                bail!(
+                    "unknown method '{p}' ({}, or several of one family joined with '+')",
+                    known()
+                );
             }
-            if parts.iter().any(|(_, n)| *n == name) {
-                bail!("method '{s}' names {name} twice");
+            if parts.contains(&p) {
+                bail!("method '{s}' names {p} twice");
             }
-            parts.push((ci, name));
+            parts.push(p);
         }
-        let family = family.expect("split yields at least one part");
-        if let Some(m) = fams[family].marker() {
-            if !parts.iter().any(|(_, n)| *n == m) {
+        // The families that have every part; of those, the ones whose marker is named.
+        let has_all = |f: &&'static dyn FamilySpec| {
+            parts
+                .iter()
+                .all(|p| f.components().iter().any(|c| c.name == *p))
+        };
+        let with_all: Vec<usize> = (0..fams.len()).filter(|&i| has_all(&fams[i])).collect();
+        let marked: Vec<usize> = with_all
+            .iter()
+            .copied()
+            .filter(|&i| fams[i].marker().is_none_or(|m| parts.contains(&m)))
+            .collect();
+        let family = match (marked.as_slice(), with_all.as_slice()) {
+            ([f], _) => *f,
+            ([], [f, ..]) => {
+                let m = fams[*f]
+                    .marker()
+                    .expect("an unmarked family is always kept");
                 bail!("method '{s}': components of the {m} family need '{m}' (write {m}+{s})");
             }
-        }
+            ([], []) => {
+                let of = |p: &str| {
+                    fams.iter()
+                        .find(|f| f.components().iter().any(|c| c.name == p))
+                        .map_or("?", |f| f.name())
+                };
+                let names: Vec<&str> = parts.iter().map(|p| of(p)).collect();
+                let two: Vec<&str> = names.iter().fold(Vec::new(), |mut v, n| {
+                    if !v.contains(n) {
+                        v.push(*n);
+                    }
+                    v
+                });
+                bail!(
+                    "method '{s}' joins components of two families ({})",
+                    two.join(" and ")
+                );
+            }
+            (several, _) => {
+                let names: Vec<&str> = several.iter().map(|&i| fams[i].name()).collect();
+                bail!("method '{s}' is ambiguous: families {}", names.join(", "));
+            }
+        };
+        let comps = fams[family].components();
+        let mut parts: Vec<(usize, &'static str)> = parts
+            .iter()
+            .map(|p| {
+                let ci = comps
+                    .iter()
+                    .position(|c| c.name == *p)
+                    .expect("has all parts");
+                (ci, comps[ci].name)
+            })
+            .collect();
         parts.sort();
         Ok(Method {
             family,
@@ -168,10 +254,10 @@ impl Catalog {
         let spec = self
             .setting(key)
             .ok_or_else(|| anyhow!("{what}: unknown setting '{key}' (known: {})", self.known()))?;
-        if !m.has(spec.component) {
+        if !self.reads(m, spec.name) {
             bail!(
                 "{what}: method {m} has no setting '{key}' (it belongs to {})",
-                spec.component
+                self.owners_of(key)
             );
         }
         Ok(())
@@ -430,6 +516,12 @@ pub const COMMON_SETTINGS: &[SettingSpec] = &[
         Type::Str,
         "common",
         "global list whose words get precision/recall/F1 (default: rare when present)",
+    ),
+    spec(
+        "gpu_batch",
+        Type::Int,
+        "common",
+        "streams decoded together per device batch on the cuda and shim backends (default 256)",
     ),
 ];
 
@@ -954,11 +1046,7 @@ impl Experiment {
                     .or_else(|e| {
                         // A --set of a setting this row's method lacks is ignored for that row
                         // only if another row has it; otherwise it is a mistake.
-                        if self
-                            .rows
-                            .iter()
-                            .any(|o| o.method.has(self.catalog.setting(k).unwrap().component))
-                        {
+                        if self.rows.iter().any(|o| self.catalog.reads(&o.method, k)) {
                             Ok(())
                         } else {
                             Err(e)
@@ -984,30 +1072,17 @@ impl Experiment {
                 for (k, v) in &over.0 {
                     s.insert(k.clone(), v.clone());
                 }
-                // Keep only what the method reads, so the key of a point does not change with
-                // settings it ignores.
-                s.retain(|k, _| {
-                    self.catalog
-                        .setting(k)
-                        .is_some_and(|sp| r.method.has(sp.component))
-                });
                 let what = format!("{file}: row '{}' (method {})", r.row, r.method);
-                let required = std::iter::once(&("dataset", "common"))
-                    .chain(self.catalog.family(&r.method).required());
-                for &(k, c) in required {
-                    if r.method.has(c) && !s.contains_key(k) {
-                        bail!("{what}: '{k}' is not set");
-                    }
-                }
-                check_values(&s, &what)?;
-                self.catalog.family(&r.method).check(&s, &what)?;
-                out.push(Point {
-                    row: r.row.clone(),
-                    section: r.section.clone(),
-                    method: r.method.clone(),
-                    settings: s,
-                    swept: sweep.iter().map(|(k, _)| k.clone()).collect(),
-                });
+                out.push(self.catalog.point(
+                    Point {
+                        row: r.row.clone(),
+                        section: r.section.clone(),
+                        method: r.method.clone(),
+                        settings: s,
+                        swept: sweep.iter().map(|(k, _)| k.clone()).collect(),
+                    },
+                    &what,
+                )?);
             }
         }
         Ok(out)
@@ -1046,6 +1121,12 @@ fn check_values(s: &Settings, what: &str) -> Result<()> {
     for k in ["threads", "max_active"] {
         if s.get(k) == Some(&Value::Int(0)) {
             bail!("{what}: '{k}' must be at least 1");
+        }
+    }
+    if let Some(n) = s.get("gpu_batch").and_then(Value::as_f64) {
+        let max = wfst_search::GPU_MAX_BATCH;
+        if !(1.0..=max as f64).contains(&n) {
+            bail!("{what}: gpu_batch {n}: between 1 and {max} streams (one grid row each)");
         }
     }
     for k in ["beam", "lattice_beam", "chunk_s"] {
@@ -1211,8 +1292,15 @@ sweep = { discount = [-2, -3] }
         assert_eq!(c.to_string(), "ctc-wfst+word-boosting");
         assert_eq!(catalog().family(&c).name(), "ctc-wfst");
         assert_eq!(catalog().family(&m).name(), "wfst");
-        let e = catalog().method("word-boosting").unwrap_err().to_string();
-        assert!(e.contains("write ctc-wfst+word-boosting"), "{e}");
+        // A component two families share goes to the one whose marker is named, or to the
+        // unmarked default family.
+        let w = catalog().method("word-boosting").unwrap();
+        assert_eq!(catalog().family(&w).name(), "wfst");
+        assert!(catalog().reads(&w, "word_boost") && catalog().reads(&w, "blank_penalty"));
+        assert!(catalog().reads(&c, "word_boost") && catalog().reads(&c, "blank_penalty"));
+        assert!(!catalog().reads(&w, "phrase_boost") && !catalog().reads(&m, "word_boost"));
+        let e = catalog().method("phrase-boosting").unwrap_err().to_string();
+        assert!(e.contains("write ctc-wfst+phrase-boosting"), "{e}");
         let e = catalog()
             .method("ctc-wfst+lattice-biasing")
             .unwrap_err()

@@ -108,6 +108,14 @@ fn round4(x: f64) -> f64 {
     (x * 1e4).round() / 1e4
 }
 
+/// Writes a points frame as CSV at `path` (atomically): points.csv's format, anywhere.
+pub fn write_csv(path: &Path, df: &mut DataFrame) -> Result<()> {
+    let mut csv = Vec::new();
+    CsvWriter::new(&mut csv).finish(df)?;
+    ctx_core::io::write_atomic(path, |w| w.write_all(&csv))?;
+    Ok(())
+}
+
 /// Builds the points frame: labels, every setting (typed columns), the measures and the key.
 pub fn frame(
     cat: &Catalog,
@@ -185,9 +193,7 @@ pub fn frame(
 /// Writes `points.csv` and `points.parquet` into `dir`, each atomically.
 pub fn write_frame(dir: &Path, df: &mut DataFrame) -> Result<()> {
     std::fs::create_dir_all(dir)?;
-    let mut csv = Vec::new();
-    CsvWriter::new(&mut csv).finish(df)?;
-    ctx_core::io::write_atomic(&dir.join("points.csv"), |w| w.write_all(&csv))?;
+    write_csv(&dir.join("points.csv"), df)?;
     let mut pq = Vec::new();
     ParquetWriter::new(&mut pq).finish(df)?;
     ctx_core::io::write_atomic(&dir.join("points.parquet"), |w| w.write_all(&pq))?;

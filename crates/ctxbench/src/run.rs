@@ -94,13 +94,43 @@ impl Plan {
     /// list and static list is checked before anything decodes.
     pub fn new(reg: &Registry, exp: Experiment, over: &Overrides) -> Result<Self> {
         let points = exp.points(over)?;
+        let file = exp.path.display().to_string();
+        let planned = PlannedPoints::new(reg, points, &file)?;
+        Ok(Self {
+            exp,
+            points: planned.points,
+            keys: planned.keys,
+            data_versions: planned.data_versions,
+            groups: planned.groups,
+        })
+    }
+}
+
+/// Points checked against their datasets, keyed and grouped: what [`Plan`] holds besides the
+/// experiment, and what `ctxbench decode` runs.
+pub struct PlannedPoints {
+    /// The points, in order.
+    pub points: Vec<Point>,
+    /// The key of each point.
+    pub keys: Vec<String>,
+    /// The dataset version of each point.
+    pub data_versions: Vec<String>,
+    /// Groups of point indices sharing one decoding, in run order.
+    pub groups: Vec<Vec<usize>>,
+}
+
+impl PlannedPoints {
+    /// Loads every dataset the points name, checks every list name, target list and static
+    /// list before anything decodes, then keys and groups the points; `file` names their source
+    /// in messages.
+    pub fn new(reg: &Registry, points: Vec<Point>, file: &str) -> Result<Self> {
         let mut versions: BTreeMap<(String, String), String> = BTreeMap::new();
         let mut keys = Vec::with_capacity(points.len());
         let mut data_versions = Vec::with_capacity(points.len());
         for p in &points {
             let name = s(p, "dataset");
             let sub = s(p, "subset");
-            let what = format!("{}: row '{}'", exp.path.display(), p.label());
+            let what = format!("{file}: row '{}'", p.label());
             let dv = match versions.entry((name.clone(), sub)) {
                 Entry::Occupied(e) => e.get().clone(),
                 Entry::Vacant(e) => {
@@ -140,7 +170,6 @@ impl Plan {
             family_of(&p.method).setup_key(p)
         });
         Ok(Self {
-            exp,
             points,
             keys,
             data_versions,
@@ -220,6 +249,7 @@ pub fn run_plan(reg: &Registry, plan: &Plan, opts: &RunOptions) -> Result<RunRep
             points: &plan.points,
             keys: &plan.keys,
             data_versions: &plan.data_versions,
+            sink: None,
         };
         let recs = family_of(&first.method)
             .run_group(&cx, g, &mut setup)

@@ -1,7 +1,8 @@
 //! `ctxbench decode --backend`: the CUDA kernels on the CPU shim give byte-identical hypotheses
 //! (baseline and lattice-biased, so the lattices agree too) to the CPU backend on the quick sets
 //! of both ATCO2 sets and Earnings-21, on HCLG and TLG; a GPU asked for where none answers is
-//! one clear error.
+//! one clear error. Graphs come from the repository's cache (`cache/graphs`, keyed by their
+//! inputs and written atomically), shared with the other CLI tests.
 
 mod common;
 use common::*;
@@ -24,8 +25,6 @@ fn decode(dataset: &str, kind: &str, limit: &str, backend: &str, dir: &std::path
         backend,
         "--gpu-batch",
         "7",
-        "--cache",
-        dir.join("graphs").to_str().unwrap(),
         "--hyp-dir",
         hyps.to_str().unwrap(),
         "--points-out",

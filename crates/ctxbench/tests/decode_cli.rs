@@ -13,7 +13,6 @@ fn rows(csv: &str) -> Vec<Vec<String>> {
 #[test]
 fn quick_decode_writes_contract_rows_and_biasing_helps_entities() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = dir.path().join("graphs");
     let mut csvs = Vec::new();
     for threads in ["1", "2"] {
         let points = dir.path().join(format!("points-{threads}.csv"));
@@ -26,8 +25,6 @@ fn quick_decode_writes_contract_rows_and_biasing_helps_entities() {
             "none,unigrams,sequences,gt",
             "--threads",
             threads,
-            "--cache",
-            cache.to_str().unwrap(),
             "--points-out",
             points.to_str().unwrap(),
             "--experiment",
@@ -122,7 +119,7 @@ fn bad_input_fails_before_decoding() {
     );
     fails_with(
         &[&base[..], &["--gboost-mode", "on-the-fly"]].concat(),
-        "needs a --gboost list",
+        "needs a --gboost-list list",
     );
     fails_with(
         &[
@@ -147,7 +144,6 @@ fn bad_input_fails_before_decoding() {
 #[test]
 fn gboosting_rare_words_is_reported_and_changes_the_output() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = dir.path().join("graphs");
     let mut got = Vec::new();
     for extra in [
         &[][..],
@@ -169,8 +165,6 @@ fn gboosting_rare_words_is_reported_and_changes_the_output() {
             "--quick",
             "--methods",
             "none",
-            "--cache",
-            cache.to_str().unwrap(),
             "--points-out",
             points.to_str().unwrap(),
             "--row",
@@ -337,7 +331,6 @@ fn word_boosting_a_ctc_decode_helps_the_boosted_entities() {
 #[test]
 fn arc_boosting_helps_entities_on_both_backends() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = dir.path().join("graphs");
     let run = |extra: &[&str], tag: &str| {
         let points = dir.path().join(format!("{tag}.csv"));
         let hyps = dir.path().join(tag);
@@ -349,8 +342,6 @@ fn arc_boosting_helps_entities_on_both_backends() {
                 "--quick",
                 "--methods",
                 "none",
-                "--cache",
-                cache.to_str().unwrap(),
                 "--points-out",
                 points.to_str().unwrap(),
                 "--hyp-dir",

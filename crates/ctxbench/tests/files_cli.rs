@@ -210,7 +210,7 @@ fn command_line_files_and_bad_inputs() {
         err.contains("1 utterance(s)") && err.contains(&ids[1]),
         "{err}"
     );
-    assert!(err.contains("decoding 3 utterances"), "{err}");
+    assert!(err.contains("decoded 3 utterances"), "{err}");
     let mut strict = args(&three, &words, &mdl);
     strict.push("--strict".into());
     fails(&strict, &[&ids[1], "strict"]);

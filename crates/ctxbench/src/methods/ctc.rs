@@ -175,6 +175,10 @@ impl Family for CtcWfst {
         setup + &key_of("", p, DECODE_KEYS, &settings)
     }
 
+    fn writes_outputs(&self) -> bool {
+        true
+    }
+
     fn run_group(
         &self,
         cx: &GroupContext<'_>,
@@ -228,9 +232,15 @@ impl Family for CtcWfst {
             ])
         };
         if let Some(n) = first.settings.get("streams").and_then(Value::as_f64) {
+            if cx.sink.is_some() {
+                bail!("streaming rows (streams = {n}) write no hypothesis or lattice files");
+            }
             return streaming(cx, group, st, &settings, n as usize, &booster);
         }
         let run = pipeline::decode_indexed(st, &settings, &booster)?;
+        if let Some(sink) = cx.sink {
+            sink.decoded(st, &run)?;
+        }
         // Lists arrive with their utterances: building them counts in RTFx.
         let context_s =
             words.as_ref().map_or(0.0, |w| w.build_s) + phrases.as_ref().map_or(0.0, |p| p.build_s);
@@ -247,6 +257,9 @@ impl Family for CtcWfst {
                 p.settings.get("targets").and_then(Value::as_str),
             )?;
             let o = pipeline::output(st, &run, None, targets.as_ref().map(|(_, t)| t))?;
+            if let Some(sink) = cx.sink {
+                sink.output(i, st, &o)?;
+            }
             let mut m: BTreeMap<String, f64> = base_measures(st, &run, &o, context_s, lattice);
             m.insert("active_tokens".into(), pipeline::active_tokens(&run));
             m.insert(

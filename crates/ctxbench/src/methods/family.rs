@@ -30,6 +30,31 @@ pub struct GroupContext<'a> {
     pub keys: &'a [String],
     /// The dataset version of each point.
     pub data_versions: &'a [String],
+    /// Where a single decode's files go (none in a sweep).
+    pub sink: Option<&'a dyn OutputSink>,
+}
+
+/// Files a single decode writes beside its figures (`ctxbench decode`: lattices, running
+/// hypotheses, each point's hypotheses and CTM). The runner passes none; a family that calls
+/// it says so in [`Family::writes_outputs`].
+pub trait OutputSink: Sync {
+    /// After a group's search, before any rescoring.
+    fn decoded(&self, st: &Setup, run: &DecodeRun) -> Result<()>;
+    /// Point `point`'s output: its 1-best (or lattice-biased 1-best) with word times.
+    fn output(&self, point: usize, st: &Setup, o: &Output) -> Result<()>;
+    /// A line for the person who asked for the decode (what a list kept, how long a context
+    /// took to build).
+    fn report(&self, line: &str);
+}
+
+impl GroupContext<'_> {
+    /// Says a line to the person behind a single decode (nothing in a sweep, whose progress
+    /// bar owns the terminal).
+    pub fn report(&self, line: impl FnOnce() -> String) {
+        if let Some(s) = self.sink {
+            s.report(&line());
+        }
+    }
 }
 
 /// A family of methods (see the module docs): what the experiment parser knows of it
@@ -42,6 +67,11 @@ pub trait Family: FamilySpec {
     fn setup_key(&self, p: &Point) -> String;
     /// What decoding a point depends on: points with one key are decoded once.
     fn decode_key(&self, p: &Point) -> String;
+    /// Whether its group runs hand their outputs to [`GroupContext::sink`] (hypotheses, CTM,
+    /// lattices, running partials).
+    fn writes_outputs(&self) -> bool {
+        false
+    }
     /// Decodes one group (points of one decode key) and scores each of its points.
     fn run_group(
         &self,
@@ -83,6 +113,7 @@ pub(crate) const DECODE_KEYS: &[&str] = &[
     "chunk_s",
     "endpointing",
     "threads",
+    "gpu_batch",
 ];
 
 /// `family;k=v;...` over the common setup keys and `extra`.
@@ -140,6 +171,7 @@ pub(crate) fn decode_settings(first: &Point, st: &Setup) -> Result<DecodeSetting
             .and_then(Value::as_bool)
             .unwrap_or(true),
         threads: num(first, "threads", 2.0) as usize,
+        gpu_batch: num(first, "gpu_batch", 256.0) as usize,
         backend: s(first, "backend")
             .parse()
             .map_err(|e: String| anyhow!("{e}"))?,

@@ -21,7 +21,7 @@ pub mod ngpu;
 pub mod wfst;
 
 use crate::experiment::{Catalog, Method};
-pub use family::{Component, Family, FamilySpec, GroupContext, SetupCache};
+pub use family::{Component, Family, FamilySpec, GroupContext, OutputSink, SetupCache};
 
 /// Every family, the default (`baseline`) first. Adding a family: its module above and one
 /// entry here.

@@ -1,7 +1,8 @@
 //! The WFST family: decoding an HCLG (hybrid) or TLG (CTC) graph with the project's biasing
 //! methods as components — G-boosting (003 §3.1.3, static or on the fly), HCLG-boosting by
-//! composition (003 §3.1.4), arc boosting during the search (000 §4.2, Algorithm 1) and
-//! lattice biasing after it (003 §3.1.2). `baseline` is this family with no component.
+//! composition (003 §3.1.4), arc boosting during the search (000 §4.2, Algorithm 1), word
+//! boosting on any graph (001 §3.3's B, shared with the CTC family) and lattice biasing after
+//! the search (003 §3.1.2). `baseline` is this family with no component.
 //!
 //! A group shares one decode; each point rescores its own output (the 1-best, or a
 //! lattice-biased 1-best) and counts the shared decode plus its own rescoring in RTFx, as a run
@@ -36,6 +37,11 @@ const COMPONENTS: &[Component] = &[
     Component {
         name: "arc-boosting",
         doc: "arc-index boosting of HCLG during the search (000 §4.2, Algorithm 1), per utterance",
+    },
+    Component {
+        name: "word-boosting",
+        doc: "per-utterance word boosting as a single-state B applied on the fly (001 §3.3), on \
+              any graph",
     },
     Component {
         name: "lattice-biasing",
@@ -97,6 +103,31 @@ const SETTINGS: &[SettingSpec] = &[
         "arc-boosting discount per boosted arc",
     ),
     spec(
+        "word_boost",
+        Type::Str,
+        "word-boosting",
+        "per-utterance word list whose distinct words are boosted: sequences, unigrams, gt, \
+         test-words, other-words or list:NAME",
+    ),
+    spec(
+        "word_boost_score",
+        Type::Float,
+        "word-boosting",
+        "bonus per boosted word (positive = favoured; 001's rule: at most half the beam)",
+    ),
+    spec(
+        "blank_penalty",
+        Type::Float,
+        "wfst",
+        "CTC models: subtracted from the blank's log-probability on every frame (nats)",
+    ),
+    spec(
+        "word_insertion_penalty",
+        Type::Float,
+        "wfst",
+        "CTC models: added to the cost of every emitted word (graph units)",
+    ),
+    spec(
         "bias_list",
         Type::Str,
         "lattice-biasing",
@@ -133,6 +164,7 @@ impl FamilySpec for Wfst {
         s.insert("gboost_scope".into(), Value::Str("set".into()));
         s.insert("hclg_discount".into(), Value::Float(-2.0));
         s.insert("discount".into(), Value::Float(-2.0));
+        s.insert("word_boost_score".into(), Value::Float(3.0));
     }
 
     fn required(&self) -> &'static [(&'static str, &'static str)] {
@@ -140,17 +172,32 @@ impl FamilySpec for Wfst {
             ("gboost_list", "g-boosting"),
             ("hclg_list", "hclg-boosting"),
             ("arcs_list", "arc-boosting"),
+            ("word_boost", "word-boosting"),
             ("bias_list", "lattice-biasing"),
         ]
     }
 
     fn check(&self, s: &Settings, what: &str) -> Result<()> {
         let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_string);
-        for k in ["bias_list", "arcs_list"] {
+        for k in ["bias_list", "arcs_list", "word_boost"] {
             if let Some(v) = str_of(k) {
                 if crate::pipeline::ListKind::parse(&v).is_none() {
                     bail!("{what}: {k} '{v}' (sequences, unigrams, gt, list:NAME)");
                 }
+            }
+        }
+        // One word booster per stream: its delta needs the graph's output labels, which a
+        // stack of an arc set or a word automaton with it cannot share.
+        if s.contains_key("word_boost") {
+            if s.contains_key("arcs_list") {
+                bail!("{what}: word boosting and arc boosting cannot be combined (a word booster runs alone on a stream)");
+            }
+            if s.get("gboost_mode")
+                .and_then(Value::as_str)
+                .is_some_and(|m| m.starts_with("on-the-fly"))
+                && s.contains_key("gboost_list")
+            {
+                bail!("{what}: word boosting and on-the-fly G-boosting cannot be combined (one word booster per stream)");
             }
         }
         let mode = str_of("gboost_mode");
@@ -190,7 +237,7 @@ impl Family for Wfst {
                 }
             }
         }
-        for k in ["bias_list", "arcs_list", "gboost_list"] {
+        for k in ["bias_list", "arcs_list", "word_boost", "gboost_list"] {
             if k == "gboost_list" && !per_utt {
                 continue;
             }
@@ -234,9 +281,17 @@ impl Family for Wfst {
                 "gboost_discount",
                 "arcs_list",
                 "arcs_discount",
+                "word_boost",
+                "word_boost_score",
+                "blank_penalty",
+                "word_insertion_penalty",
             ],
         );
         setup + &decode
+    }
+
+    fn writes_outputs(&self) -> bool {
+        true
     }
 
     fn run_group(
@@ -254,18 +309,27 @@ impl Family for Wfst {
             &setup_options(first, cx.cache)?,
             setup,
         )?;
-        let settings = decode_settings(first, st)?;
+        let mut settings = decode_settings(first, st)?;
+        settings.blank_penalty = num(first, "blank_penalty", 0.0) as f32;
+        settings.word_insertion_penalty = num(first, "word_insertion_penalty", 0.0) as f32;
         let otf = otf_boosters(cx.reg, first, st, settings.threads)?;
         let arcs = arc_boosters(first, st, settings.threads)?;
+        let words = word_boosters(first, st, settings.config.beam)?;
+        report_lists(cx, first, st, otf.as_ref(), words.as_ref(), arcs.as_ref());
         let run = pipeline::decode_indexed(st, &settings, &|i| {
             Booster::stack([
                 otf.as_ref().map(|o| o.boosters[i].clone()),
+                words.as_ref().map(|w| w.boosters[i].clone()),
                 arcs.as_ref().map(|a| a.boosters[i].clone()),
             ])
         })?;
+        if let Some(sink) = cx.sink {
+            sink.decoded(st, &run)?;
+        }
         // Lists that arrive per utterance are compiled while decoding: their time counts.
-        let context_s =
-            otf.as_ref().map_or(0.0, |o| o.context_s()) + arcs.as_ref().map_or(0.0, |a| a.build_s);
+        let context_s = otf.as_ref().map_or(0.0, |o| o.context_s())
+            + words.as_ref().map_or(0.0, |w| w.build_s)
+            + arcs.as_ref().map_or(0.0, |a| a.build_s);
         let lattice = (
             pipeline::lattice_density(&run),
             pipeline::oracle_wer(st, &run),
@@ -290,6 +354,9 @@ impl Family for Wfst {
                 bias.as_ref().map(|(k, d)| (k, *d)),
                 targets.as_ref().map(|(_, t)| t),
             )?;
+            if let Some(sink) = cx.sink {
+                sink.output(i, st, &o)?;
+            }
             let mut m = base_measures(st, &run, &o, context_s + o.rescore_s, lattice);
             let mut put = |k: &str, v: Option<f64>| {
                 if let Some(v) = v {
@@ -297,7 +364,10 @@ impl Family for Wfst {
                 }
             };
             let built = otf.as_ref().map(|o| o.build_s).into_iter();
-            let built: Vec<f64> = built.chain(arcs.as_ref().map(|a| a.build_s)).collect();
+            let built: Vec<f64> = built
+                .chain(words.as_ref().map(|w| w.build_s))
+                .chain(arcs.as_ref().map(|a| a.build_s))
+                .collect();
             put("context_s", (!built.is_empty()).then(|| built.iter().sum()));
             put(
                 "boosted_arcs",
@@ -313,6 +383,12 @@ impl Family for Wfst {
                 (None, None, Some(h)) => (Some(h.kept), Some(h.dropped)),
                 _ => (None, None),
             };
+            let n = st.dataset.utterances.len() as f64;
+            put(
+                "boosted_words",
+                words.as_ref().map(|w| w.applied as f64 / n),
+            );
+            put("boost_oov", words.as_ref().map(|w| w.oov as f64 / n));
             put("phrases_kept", kept.map(|x| x as f64));
             put("phrases_dropped", dropped.map(|x| x as f64));
             out.push(record(cx, i, m, &run.device));
@@ -363,6 +439,72 @@ fn otf_boosters(
         per_utterance: s(p, "gboost_scope") == "utterance",
     };
     pipeline::otf_boosters(reg, &s(p, "dataset"), st, subset_of(p), &req, threads)
+}
+
+/// What each list a group decodes with kept, for a single decode's reader.
+fn report_lists(
+    cx: &GroupContext<'_>,
+    p: &Point,
+    st: &Setup,
+    otf: Option<&pipeline::OtfBoosters>,
+    words: Option<&pipeline::ContextBoosters>,
+    arcs: Option<&pipeline::ArcBoosters>,
+) {
+    if let Some(r) = &st.gboost {
+        cx.report(|| {
+            format!(
+                "G-boosting with list '{}' (discount {}): {} phrases, {} boosted, {} dropped (OOV); {} n-grams discounted, {} added",
+                s(p, "gboost_list"), s(p, "gboost_discount"), r.phrases, r.kept, r.dropped, r.discounted, r.added
+            )
+        });
+    }
+    if let Some(r) = &st.hclg_phrases {
+        cx.report(|| {
+            format!(
+                "HCLG-boosting with list '{}' (discount {}): {} phrases kept, {} dropped (OOV)",
+                s(p, "hclg_list"),
+                s(p, "hclg_discount"),
+                r.kept,
+                r.dropped
+            )
+        });
+    }
+    if let Some(o) = otf {
+        let r = &o.report;
+        cx.report(|| {
+            format!(
+                "G-boosting {} with list '{}' per {} (discount {}): {} phrases, {} boosted, {} dropped (OOV); boosters built in {:.2} s",
+                s(p, "gboost_mode"), s(p, "gboost_list"), s(p, "gboost_scope"), s(p, "gboost_discount"),
+                r.phrases, r.kept, r.dropped, o.build_s
+            )
+        });
+    }
+    if let Some(w) = words {
+        cx.report(|| {
+            format!(
+                "word boosting with list '{}' (+{} per word): {} words applied, {} not in words.txt, tables built in {:.3} s",
+                s(p, "word_boost"), s(p, "word_boost_score"), w.applied, w.oov, w.build_s
+            )
+        });
+    }
+    if let Some(b) = arcs {
+        cx.report(|| {
+            format!(
+                "arc boosting with list '{}' (discount {}): {} phrases kept, {} dropped (OOV); {} arcs over the utterances' lists, found in {:.2} s",
+                s(p, "arcs_list"), s(p, "arcs_discount"), b.report.kept, b.report.dropped, b.arcs, b.build_s
+            )
+        });
+    }
+}
+
+/// The per-utterance word boosters of a point with word boosting; `None` for other points.
+fn word_boosters(p: &Point, st: &Setup, beam: f32) -> Result<Option<pipeline::ContextBoosters>> {
+    let Some(l) = p.settings.get("word_boost") else {
+        return Ok(None);
+    };
+    let kind = ListKind::parse(&l.to_string()).ok_or_else(|| anyhow!("bad word_boost '{l}'"))?;
+    let score = num(p, "word_boost_score", 3.0) as f32;
+    pipeline::ContextBoosters::words(st, &kind, score, beam).map(Some)
 }
 
 /// The per-utterance arc boosters of a point with arc-boosting; `None` for other points.
