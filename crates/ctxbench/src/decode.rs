@@ -12,7 +12,7 @@
 use crate::data::registry;
 use crate::experiment::{Overrides, Point, Value};
 use crate::methods::{catalog, family_of, GroupContext, OutputSink, SetupCache};
-use crate::pipeline::{self, static_list, DecodeRun, ListKind, Output, Setup};
+use crate::pipeline::{self, DecodeRun, ListKind, Output, Setup};
 use crate::results::{self, PointRecord};
 use crate::run::PlannedPoints;
 use anyhow::{anyhow, bail, Context, Result};
@@ -20,7 +20,6 @@ use clap::Args;
 use ctx_data::dataset::Subset;
 use ctx_data::graphs::DEFAULT_BPE_SIZE;
 use ctx_data::registry::Registry;
-use ctx_graph::compile::GraphKind;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -394,15 +393,10 @@ pub struct DecodeRequest {
 }
 
 impl DecodeRequest {
-    /// Parses and checks the flags (lists against the dataset too) before any graph is built.
+    /// Parses the flags into points, each checked as an experiment row is (the family's value
+    /// checks); their lists are checked against the dataset when the points are planned
+    /// ([`DecodeRequest::run`]), before any graph is built.
     pub fn from_args(a: &DecodeArgs) -> Result<Self> {
-        if !(1..=wfst_search::GPU_MAX_BATCH).contains(&a.gpu_batch) {
-            bail!(
-                "--gpu-batch {}: between 1 and {} streams (one grid row each)",
-                a.gpu_batch,
-                wfst_search::GPU_MAX_BATCH
-            );
-        }
         // A GPU asked for is checked before any data is loaded; `auto` says what it chose.
         let backend = match a.backend {
             ctx_cuda::Backend::Cuda => {
@@ -432,12 +426,6 @@ impl DecodeRequest {
             reg.get(&dataset)?,
             ctx_data::registry::DatasetSpec::Files(_)
         );
-        if GraphKind::parse(&a.kind).is_none() {
-            bail!(
-                "unknown graph kind '{}' (hclg, tlg-normal, tlg-compact)",
-                a.kind
-            );
-        }
         let method_names = if a.methods.is_empty() {
             None
         } else {
@@ -452,7 +440,7 @@ impl DecodeRequest {
             "--hclg-discount",
             "--hclg-bias-discount",
         )?;
-        let (arcs, arcs_flag) = renamed(&a.arcs_list, &a.arc_boost, "--arcs-list", "--arc-boost")?;
+        let (arcs, _) = renamed(&a.arcs_list, &a.arc_boost, "--arcs-list", "--arc-boost")?;
         let (arcs_discount, _) = renamed(
             &a.arcs_discount,
             &a.arc_boost_discount,
@@ -466,45 +454,15 @@ impl DecodeRequest {
             words: a.word_boost.clone(),
         };
         let subset = if a.quick { Subset::Quick } else { Subset::Full };
-        let otf = match a.gboost_mode.as_str() {
-            "static" => false,
-            "on-the-fly" | "on-the-fly-lm" => true,
-            m => bail!("--gboost-mode '{m}' (static, on-the-fly or on-the-fly-lm)"),
-        };
-        let per_utt = match a.gboost_scope.as_str() {
-            "set" => false,
-            "utterance" => true,
-            m => bail!("--gboost-scope '{m}' (set or utterance)"),
-        };
-        if per_utt && !otf {
-            bail!("--gboost-scope utterance needs an on-the-fly --gboost-mode (a static graph has one list)");
-        }
-        if otf && gboost.is_none() {
-            bail!("--gboost-mode {} needs a {gboost_flag} list", a.gboost_mode);
-        }
-        if per_utt {
-            let list = gboost.as_deref().unwrap_or("");
-            if ListKind::parse(list).is_none() {
-                bail!("{gboost_flag} '{list}' with --gboost-scope utterance: a list kind (sequences, unigrams, gt, list:NAME)");
-            }
-        }
-        let arc_kind = match &arcs {
-            Some(l) => Some(ListKind::parse(l).ok_or_else(|| {
-                anyhow!("{arcs_flag} '{l}': not a list kind (sequences, unigrams, gt, list:NAME)")
-            })?),
-            None => None,
-        };
-        let word_kind = match &a.word_boost {
-            Some(l) => Some(ListKind::parse(l).ok_or_else(|| {
-                anyhow!("--word-boost '{l}': not a list kind (sequences, unigrams, gt, test-words, other-words, list:NAME)")
-            })?),
-            None => None,
-        };
-        if arc_kind.is_some() && word_kind.is_some() {
-            bail!("{arcs_flag} and --word-boost cannot be combined (a word booster runs alone on a stream)");
-        }
-        if otf && word_kind.is_some() {
-            bail!("--word-boost and on-the-fly G-boosting cannot be combined (one word booster per stream)");
+        // A G-boosting mode or scope without a list would be dropped with the component it
+        // belongs to; say so instead. Values and combinations are the family's to check.
+        let gboost_mode_given = a.gboost_mode != "static" || a.gboost_scope != "set";
+        if gboost_mode_given && gboost.is_none() {
+            bail!(
+                "--gboost-mode {} --gboost-scope {} needs a {gboost_flag} list",
+                a.gboost_mode,
+                a.gboost_scope
+            );
         }
         // The method: --method's components (default: the WFST family's baseline) and those
         // the biasing flags add; lattice biasing per output.
@@ -574,33 +532,9 @@ impl DecodeRequest {
             }
             row_labels.insert(k.to_string(), v.to_string());
         }
-        // Lists are checked on the dataset before the (possibly long) graph build.
+        // Every list is checked on the dataset by the family (PlannedPoints) before any graph
+        // is built; here the dataset says only which precision/recall/F1 list it defaults to.
         let ds = ctx_data::dataset::Dataset::load(&reg, &dataset, subset)?;
-        for (m, k) in &methods {
-            if let Some(ListKind::Global(n)) = k {
-                if !ds.global_lists.contains_key(n) {
-                    bail!("method '{m}': dataset {dataset} has no global list '{n}'");
-                }
-            }
-        }
-        if let Some(t) = &a.targets {
-            if !ds.global_lists.contains_key(t) {
-                bail!("--targets: dataset {dataset} has no global list '{t}'");
-            }
-        }
-        if let Some(g) = gboost.as_ref().filter(|_| !per_utt) {
-            static_list(&ds, g)?;
-        }
-        if let Some(g) = &hclg {
-            static_list(&ds, g)?;
-        }
-        for (flag, kind) in [(arcs_flag, &arc_kind), ("--word-boost", &word_kind)] {
-            if let Some(ListKind::Global(n)) = kind {
-                if !ds.global_lists.contains_key(n) {
-                    bail!("{flag}: dataset {dataset} has no global list '{n}'");
-                }
-            }
-        }
         // The precision/recall/F1 targets the scoring would pick, written into the settings so
         // the CSV says which list they were.
         let targets = a.targets.clone().or_else(|| {
@@ -608,7 +542,7 @@ impl DecodeRequest {
                 .contains_key(ctx_data::dataset::RARE_LIST)
                 .then(|| ctx_data::dataset::RARE_LIST.to_string())
         });
-        if let Some(w) = word_kind.as_ref().map(|_| a.word_boost_score) {
+        if let Some(w) = a.word_boost.as_ref().map(|_| a.word_boost_score) {
             if w.abs() > a.beam / 2.0 {
                 eprintln!(
                     "warning: a word boost of {w} exceeds half the beam ({}): boosted words may crowd the beam out (001 §3.3)",

@@ -81,10 +81,7 @@ fn bad_input_fails_before_decoding() {
         "unknown method 'trigrams'",
     );
     fails_with(&["decode", "--dataset", "atco2-sim-9h"], "atco2-sim-9h");
-    fails_with(
-        &[&base[..], &["--kind", "hmm"]].concat(),
-        "unknown graph kind",
-    );
+    fails_with(&[&base[..], &["--kind", "hmm"]].concat(), "graph 'hmm'");
     fails_with(
         &[&base[..], &["--gboost", "radar"]].concat(),
         "has no list 'radar'",
@@ -107,7 +104,7 @@ fn bad_input_fails_before_decoding() {
             &["--gboost", "sequences", "--gboost-mode", "lazy"],
         ]
         .concat(),
-        "--gboost-mode 'lazy'",
+        "gboost_mode 'lazy'",
     );
     fails_with(
         &[
@@ -115,7 +112,7 @@ fn bad_input_fails_before_decoding() {
             &["--gboost", "sequences", "--gboost-scope", "utterance"],
         ]
         .concat(),
-        "needs an on-the-fly --gboost-mode",
+        "needs gboost_mode 'on-the-fly'",
     );
     fails_with(
         &[&base[..], &["--gboost-mode", "on-the-fly"]].concat(),
@@ -134,7 +131,7 @@ fn bad_input_fails_before_decoding() {
             ],
         ]
         .concat(),
-        "a list kind",
+        "gboost_list 'radar' per utterance",
     );
 }
 
@@ -374,6 +371,11 @@ fn arc_boosting_helps_entities_on_both_backends() {
     assert_eq!(row1, "Biased GT (partial hypotheses)");
     assert_eq!(method1, "arc-boosting");
     assert!(err1.contains("arcs over the utterances' lists"), "{err1}");
+    // The old spelling still works and says what replaces it.
+    assert!(
+        err1.contains("--arc-boost is deprecated; use --arcs-list"),
+        "{err1}"
+    );
     assert!(boosted < plain - 1.0, "NE-WER {plain} -> {boosted}");
     assert_ne!(hyp0, hyp1);
     // The same decode on the kernels' shim, a few utterances: the same words.
@@ -384,23 +386,20 @@ fn arc_boosting_helps_entities_on_both_backends() {
     let base = ["decode", "--dataset", "atco2-sim-1h", "--quick"];
     fails_with(
         &[&base[..], &["--arc-boost", "list:nope"]].concat(),
-        "--arc-boost: dataset atco2-sim-1h has no global list 'nope'",
+        "arcs_list 'list:nope': dataset atco2-sim-1h has no global list 'nope'",
     );
     fails_with(
         &[&base[..], &["--arc-boost", "trigrams"]].concat(),
-        "--arc-boost 'trigrams': not a list kind",
+        "arcs_list 'trigrams'",
     );
-    fails_with(
-        &[&base[..], &["--gpu-batch", "0"]].concat(),
-        "--gpu-batch 0",
-    );
+    fails_with(&[&base[..], &["--gpu-batch", "0"]].concat(), "gpu_batch 0");
     fails_with(
         &[&base[..], &["--gpu-batch", "70000"]].concat(),
         "between 1 and 65535",
     );
     fails_with(
         &[&base[..], &["--arc-boost", "gt", "--word-boost", "gt"]].concat(),
-        "--arc-boost and --word-boost cannot be combined",
+        "word boosting and arc boosting cannot be combined",
     );
     // A stack (on-the-fly G-boosting + arcs) runs on the CPU backend; the device refuses it,
     // naming the utterance.

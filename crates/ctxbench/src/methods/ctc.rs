@@ -7,7 +7,7 @@
 use super::family::{
     accuracy_measures, base_measures, check_targets, decode_settings, excess_repeats, key_of,
     load_setup, num, record, s, subset_of, Component, Family, FamilySpec, GroupContext, SetupCache,
-    DECODE_KEYS, SETUP_KEYS,
+    DECODE_KEYS, SETUP_KEYS, WORD_BOOST, WORD_BOOST_SCORE,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
 use crate::pipeline::{self, ContextBoosters, ListKind, Setup, SetupOptions};
@@ -64,19 +64,8 @@ const SETTINGS: &[SettingSpec] = &[
         "ctc-wfst",
         "streaming: at most this many chunks per server batch",
     ),
-    spec(
-        "word_boost",
-        Type::Str,
-        "word-boosting",
-        "per-utterance word list whose distinct words are boosted: sequences, unigrams, gt, \
-         test-words, other-words or list:NAME",
-    ),
-    spec(
-        "word_boost_score",
-        Type::Float,
-        "word-boosting",
-        "bonus per boosted word (positive = favoured; 001's rule: at most half the beam)",
-    ),
+    WORD_BOOST,
+    WORD_BOOST_SCORE,
     spec(
         "phrase_boost",
         Type::Str,

@@ -2,8 +2,8 @@
 //! run reads, and the helpers the families build their points from (settings, setup loading,
 //! decoder settings, measures, records).
 
+use crate::experiment::{spec, Point, SettingSpec, Type, Value};
 pub use crate::experiment::{Component, FamilySpec};
-use crate::experiment::{Point, Value};
 use crate::pipeline::{self, DecodeRun, DecodeSettings, Output, Setup, SetupOptions};
 use crate::results::PointRecord;
 use crate::version::CODE_VERSION;
@@ -33,6 +33,23 @@ pub struct GroupContext<'a> {
     /// Where a single decode's files go (none in a sweep).
     pub sink: Option<&'a dyn OutputSink>,
 }
+
+/// Word boosting's list, a setting the WFST and CTC families share (001 §3.3's B on any graph).
+pub(crate) const WORD_BOOST: SettingSpec = spec(
+    "word_boost",
+    Type::Str,
+    "word-boosting",
+    "per-utterance word list whose distinct words are boosted: sequences, unigrams, gt, \
+     test-words, other-words or list:NAME",
+);
+
+/// Word boosting's bonus per word, shared like [`WORD_BOOST`].
+pub(crate) const WORD_BOOST_SCORE: SettingSpec = spec(
+    "word_boost_score",
+    Type::Float,
+    "word-boosting",
+    "bonus per boosted word (positive = favoured; 001's rule: at most half the beam)",
+);
 
 /// Files a single decode writes beside its figures (`ctxbench decode`: lattices, running
 /// hypotheses, each point's hypotheses and CTM). The runner passes none; a family that calls

@@ -10,7 +10,8 @@
 
 use super::family::{
     base_measures, check_targets, decode_settings, key_of, load_setup, num, record, s, subset_of,
-    Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS, SETUP_KEYS,
+    Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS, SETUP_KEYS, WORD_BOOST,
+    WORD_BOOST_SCORE,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
 use crate::pipeline::{self, ListKind, Setup, SetupOptions, StaticBoost};
@@ -102,19 +103,8 @@ const SETTINGS: &[SettingSpec] = &[
         "arc-boosting",
         "arc-boosting discount per boosted arc",
     ),
-    spec(
-        "word_boost",
-        Type::Str,
-        "word-boosting",
-        "per-utterance word list whose distinct words are boosted: sequences, unigrams, gt, \
-         test-words, other-words or list:NAME",
-    ),
-    spec(
-        "word_boost_score",
-        Type::Float,
-        "word-boosting",
-        "bonus per boosted word (positive = favoured; 001's rule: at most half the beam)",
-    ),
+    WORD_BOOST,
+    WORD_BOOST_SCORE,
     spec(
         "blank_penalty",
         Type::Float,
