@@ -386,7 +386,7 @@ fn arc_boosting_helps_entities_on_both_backends() {
     let base = ["decode", "--dataset", "atco2-sim-1h", "--quick"];
     fails_with(
         &[&base[..], &["--arc-boost", "list:nope"]].concat(),
-        "arcs_list 'list:nope': dataset atco2-sim-1h has no global list 'nope'",
+        "arcs_list 'list:nope': dataset atco2-sim-1h-quick has no global list 'nope'",
     );
     fails_with(
         &[&base[..], &["--arc-boost", "trigrams"]].concat(),
