@@ -609,7 +609,13 @@ impl DecodeRequest {
         put("blank_penalty", f(a.blank_penalty));
         put("word_insertion_penalty", f(a.word_insertion_penalty));
         put("discount", f(a.discount));
+        // A --set the method does not read would be dropped from its point: refuse it, as an
+        // experiment refuses a --set no row reads.
+        let widest = method_of(true).unwrap_or_else(|_| base.clone());
         for (k, v) in Overrides::parse(&a.set, catalog())?.0 {
+            if !catalog().reads(&widest, &k) {
+                bail!("--set {k}={v}: method {base} has no setting '{k}'");
+            }
             st.insert(k, v);
         }
         let mut points = Vec::new();

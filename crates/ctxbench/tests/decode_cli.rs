@@ -81,6 +81,24 @@ fn bad_input_fails_before_decoding() {
         "unknown method 'trigrams'",
     );
     fails_with(&["decode", "--dataset", "atco2-sim-9h"], "atco2-sim-9h");
+    // The flags that reach every family: a method or setting that does not exist, a setting
+    // the method does not read, and a renamed flag given in both spellings.
+    fails_with(
+        &[&base[..], &["--method", "nope"]].concat(),
+        "unknown method 'nope'",
+    );
+    fails_with(
+        &[&base[..], &["--set", "bem=3"]].concat(),
+        "unknown setting 'bem'",
+    );
+    fails_with(
+        &[&base[..], &["--set", "kb_list=gt"]].concat(),
+        "has no setting 'kb_list'",
+    );
+    fails_with(
+        &[&base[..], &["--gboost", "gt", "--gboost-list", "gt"]].concat(),
+        "are both given",
+    );
     fails_with(&[&base[..], &["--kind", "hmm"]].concat(), "graph 'hmm'");
     fails_with(
         &[&base[..], &["--gboost", "radar"]].concat(),
