@@ -41,7 +41,8 @@ pub struct ThroughputArgs {
     /// Concurrent streams, one measurement each.
     #[arg(long, value_delimiter = ',', default_value = "1,16,128")]
     pub streams: Vec<usize>,
-    /// CPU threads (CPU backend).
+    /// CPU threads: the CPU backend's decoding threads; on a device, the host threads that
+    /// commit each step's frames (lattice, traces, endpoints) per stream.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Record lattices (as the lattice decoder of 002 does).
@@ -102,15 +103,21 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
         Opened::Device(d) => Some(GpuDecoder::new(dec.clone(), d)?),
     };
     let (backend, device) = match &gpu {
-        Some(g) if g.is_gpu() => ("cuda", g.device_name()),
-        Some(g) => ("shim", g.device_name()),
+        Some(g) if g.is_gpu() => (
+            "cuda",
+            format!("{} + {} host thread(s)", g.device_name(), a.threads),
+        ),
+        Some(g) => (
+            "shim",
+            format!("{} + {} host thread(s)", g.device_name(), a.threads),
+        ),
         None => ("cpu", format!("{} thread(s)", a.threads)),
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(a.threads.max(1))
         .build()?;
-    println!("| backend | device | streams | audio s | decode s | RTFx | frames/s | arcs/s | launches/step | readbacks/step |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| backend | device | streams | audio s | decode s | RTFx | frames/s | arcs/s | launches/step | readbacks/step | step ms | host ms |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut lines = Vec::new();
     for &n in &a.streams {
         let pick: Vec<usize> = (0..n).map(|i| i % utts.len()).collect();
@@ -126,7 +133,7 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
                     .collect();
                 let refs: Vec<&ScoreMatrix> = pick.iter().map(|&i| &mats[i]).collect();
                 let longest = refs.iter().map(|m| m.rows()).max().unwrap_or(1);
-                let res = g.decode_utterances(&mut streams, &refs, longest, None);
+                let res = pool.install(|| g.decode_utterances(&mut streams, &refs, longest, None));
                 res.into_iter()
                     .map(|r| r.map(|r| r.words().len()))
                     .sum::<wfst_search::Result<usize>>()?
@@ -144,7 +151,9 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
         let secs = t.elapsed().as_secs_f64();
         let _ = words;
         // Device work counters (the CPU backend relaxes the same arcs, uncounted).
-        let (arcs_s, launches, readbacks) = match (&gpu, before) {
+        // Per batched frame step: the device's share (launches, waits, copies back) and the
+        // host's (committing each stream's frame): where a step's time goes.
+        let (arcs_s, launches, readbacks, step_ms, host_ms) = match (&gpu, before) {
             (Some(g), Some(b)) => {
                 let a = g.stats();
                 let steps = (a.steps - b.steps).max(1) as f64;
@@ -152,22 +161,24 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
                     format!("{:.0}", (a.arcs - b.arcs) as f64 / secs),
                     format!("{:.1}", (a.launches - b.launches) as f64 / steps),
                     format!("{:.1}", (a.readbacks - b.readbacks) as f64 / steps),
+                    format!("{:.3}", 1e3 * (a.step_s - b.step_s) / steps),
+                    format!("{:.3}", 1e3 * (a.host_s - b.host_s) / steps),
                 )
             }
-            _ => (String::new(), String::new(), String::new()),
+            _ => Default::default(),
         };
         println!(
-            "| {backend} | {device} | {n} | {audio:.1} | {secs:.3} | {:.1} | {:.0} | {arcs_s} | {launches} | {readbacks} |",
+            "| {backend} | {device} | {n} | {audio:.1} | {secs:.3} | {:.1} | {:.0} | {arcs_s} | {launches} | {readbacks} | {step_ms} | {host_ms} |",
             audio / secs,
             frames as f64 / secs
         );
         lines.push(format!(
-            "{},{},{},\"{}\",{},{},{:.3},{:.4},{:.2},{:.0},{arcs_s},{launches},{readbacks}",
+            "{},{},{},\"{}\",{},{},{:.3},{:.4},{:.2},{:.0},{arcs_s},{launches},{readbacks},{step_ms},{host_ms}",
             a.dataset,
             kind.name(),
             backend,
             device,
-            if gpu.is_some() { 0 } else { a.threads },
+            a.threads,
             n,
             audio,
             secs,
@@ -180,7 +191,8 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
         let mut text = String::new();
         if new {
             text.push_str(
-                "dataset,graph,backend,device,threads,streams,audio_s,decode_s,rtfx,frames_per_s\n",
+                "dataset,graph,backend,device,threads,streams,audio_s,decode_s,rtfx,frames_per_s,\
+                 arcs_per_s,launches_per_step,readbacks_per_step,step_ms,host_ms\n",
             );
         } else {
             text = std::fs::read_to_string(p)?;

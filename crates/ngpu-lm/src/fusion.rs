@@ -81,6 +81,27 @@ pub enum Contexts<'a> {
 }
 
 impl<'a> Contexts<'a> {
+    /// The contexts of utterances `range` only, renumbered from 0: what a decode of that slice
+    /// of the utterances takes (a per-utterance list shorter than the range is cut where it
+    /// ends, and then refused by the decode's check).
+    ///
+    /// ```
+    /// use ngpu_lm::fusion::Contexts;
+    /// assert!(matches!(Contexts::None.slice(3..5), Contexts::None));
+    /// ```
+    pub fn slice(&self, range: std::ops::Range<usize>) -> Contexts<'a> {
+        let cut = |ts: &'a [&'a NgramLm]| {
+            let end = range.end.min(ts.len());
+            &ts[range.start.min(end)..end]
+        };
+        match *self {
+            Contexts::None => Contexts::None,
+            Contexts::Shared(t) => Contexts::Shared(t),
+            Contexts::PerUtterance(ts) => Contexts::PerUtterance(cut(ts)),
+            Contexts::SharedAndPerUtterance(t, ts) => Contexts::SharedAndPerUtterance(t, cut(ts)),
+        }
+    }
+
     /// The trees of utterance `i`.
     pub fn get(&self, i: usize) -> UttContext<'a> {
         match *self {

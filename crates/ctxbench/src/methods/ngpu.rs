@@ -357,7 +357,14 @@ impl Family for E2e {
                         // Score matrices in slices of utterances: all of Earnings-21 at once
                         // would take 14 GB.
                         let mut out = Vec::with_capacity(utts.len());
-                        for part in utts.chunks(CTC_SLICE.max(fusion.batch)) {
+                        let slice = CTC_SLICE.max(fusion.batch);
+                        for (k, part) in utts.chunks(slice).enumerate() {
+                            // The slice's own contexts: utterance i of the slice is
+                            // utterance k·slice + i of the set.
+                            let fusion = Fusion {
+                                contexts: fusion.contexts.slice(k * slice..k * slice + part.len()),
+                                ..fusion
+                            };
                             let mats = part
                                 .par_iter()
                                 .map(|u| Ok(sim.simulate(&u.id, &u.words, u.duration_s)?.0))

@@ -29,6 +29,7 @@ use crate::search::{Partial, Stream};
 use ctx_core::scores::ScoreMatrix;
 use ctx_cuda::{DevPtr, Device};
 use frame::{upload_new, Caps, GraphBufs, LaneBufs};
+use rayon::prelude::*;
 
 /// What the device did so far: the work (frames, relaxed arcs) and its cost in launches and
 /// synchronising copies — the figures to read before profiling.
@@ -46,6 +47,12 @@ pub struct GpuStats {
     pub launches: u64,
     /// Copies of counts or results back to the host (each a synchronisation on a GPU).
     pub readbacks: u64,
+    /// Wall seconds in the frame steps (launches, waits on the device, the copies back and
+    /// their unpacking per lane).
+    pub step_s: f64,
+    /// Wall seconds in the host's share after each step (every stream's `commit_frame` and
+    /// endpoint check, run on the calling rayon pool's threads, one stream per task).
+    pub host_s: f64,
 }
 
 /// The most streams one batch may hold: a lane is a row of the kernels' grid, and a CUDA grid
@@ -252,6 +259,7 @@ impl<'g> GpuDecoder<'g> {
                     active[i] = true;
                 }
             }
+            let t0 = std::time::Instant::now();
             let frames = match self.run_frame(streams, &active, t) {
                 Ok(f) => f,
                 Err(e) => {
@@ -264,37 +272,53 @@ impl<'g> GpuDecoder<'g> {
                     return out;
                 }
             };
-            for (i, f) in frames.into_iter().enumerate() {
-                let Some(f) = f else { continue };
-                let s = &mut streams[i];
-                match f {
-                    Err(e) => out[i] = Err(e),
-                    Ok(f) => {
-                        s.bp = f.bps;
-                        s.commit_frame(&self.dec, f.toks, f.links, f.num_emitting, f.cutoff);
-                        self.epoch += 1;
-                        s.gpu_epoch = self.epoch;
-                        self.lane_epoch[i] = self.epoch;
-                        if let Some(ep) = endpoint {
-                            let (trailing, has_words) = s.trailing_facts();
-                            let g = self.dec.graph();
-                            if ep.detected(s.segment_rows(), trailing, has_words, || {
-                                s.relative_final_cost(g)
-                            }) {
-                                match self.dec.finish(s) {
-                                    Ok(mut seg) => {
-                                        seg.endpoint = true;
-                                        if let Ok(v) = &mut out[i] {
-                                            v.push(seg);
-                                        }
-                                    }
-                                    Err(e) => out[i] = Err(e),
+            self.stats.step_s += t0.elapsed().as_secs_f64();
+            let t1 = std::time::Instant::now();
+            // The host's share, every stream on its own (the streams are independent; the
+            // epochs are numbered by lane, so the outcome does not depend on the threads).
+            let base = self.epoch;
+            let dec = &self.dec;
+            streams
+                .par_iter_mut()
+                .zip(frames.into_par_iter())
+                .zip(out.par_iter_mut())
+                .enumerate()
+                .for_each(|(i, ((s, f), o))| {
+                    let Some(f) = f else { return };
+                    let f = match f {
+                        Err(e) => {
+                            *o = Err(e);
+                            return;
+                        }
+                        Ok(f) => f,
+                    };
+                    s.bp = f.bps;
+                    s.commit_frame(dec, f.toks, f.links, f.num_emitting, f.cutoff);
+                    s.gpu_epoch = base + i as u64 + 1;
+                    let Some(ep) = endpoint else { return };
+                    let (trailing, has_words) = s.trailing_facts();
+                    let g = dec.graph();
+                    if ep.detected(s.segment_rows(), trailing, has_words, || {
+                        s.relative_final_cost(g)
+                    }) {
+                        match dec.finish(s) {
+                            Ok(mut seg) => {
+                                seg.endpoint = true;
+                                if let Ok(v) = o {
+                                    v.push(seg);
                                 }
                             }
+                            Err(e) => *o = Err(e),
                         }
                     }
+                });
+            for (i, s) in streams.iter().enumerate() {
+                if s.gpu_epoch == base + i as u64 + 1 {
+                    self.lane_epoch[i] = s.gpu_epoch;
                 }
             }
+            self.epoch = base + n as u64;
+            self.stats.host_s += t1.elapsed().as_secs_f64();
         }
         out
     }

@@ -12,6 +12,7 @@ use crate::error::{DecodeError, Result};
 use crate::search::{Bp, LTok, Link, Stream, NONE};
 use ctx_cuda::device::{as_bytes, as_bytes_mut};
 use ctx_cuda::{DevPtr, Device, Pod};
+use rayon::prelude::*;
 
 /// A frame as the device computed it, ready for [`Stream::commit_frame`].
 pub(crate) struct FrameOut {
@@ -337,49 +338,53 @@ impl GpuDecoder<'_> {
         let lg: Vec<f32> = k.read(l.o_lgraph, nk)?;
         let lc: Vec<f32> = k.read(l.o_lac, nk)?;
         debug_assert!(ld.iter().all(|&d| d != NONE));
-        let mut out: Vec<Option<Result<FrameOut>>> = (0..streams.len()).map(|_| None).collect();
-        for i in 0..streams.len() {
-            if let Some(e) = errors[i].take() {
-                out[i] = Some(Err(e));
-                continue;
-            }
-            if act[i] == 0 {
-                continue;
-            }
-            let t = tok_off[i] as usize..(tok_off[i] + n_tok[i]) as usize;
-            let toks = st[t.clone()]
-                .iter()
-                .zip(&co[t.clone()])
-                .map(|(&state, &cost)| LTok {
-                    state,
-                    lm: 0,
-                    cost,
-                    extra: 0.0,
-                })
-                .collect();
-            let bps = bs[t.clone()]
-                .iter()
-                .zip(&ba[t])
-                .map(|(&src, &arc)| Bp { src, arc })
-                .collect();
-            let o = link_off[i] as usize;
-            let links = (o..o + n_link[i] as usize)
-                .map(|j| Link {
-                    src: ls[j],
-                    dst: ld[j],
-                    arc: la[j],
-                    graph: lg[j],
-                    ac: lc[j],
-                })
-                .collect();
-            out[i] = Some(Ok(FrameOut {
-                toks,
-                bps,
-                links,
-                num_emitting: n_link_e[i] as usize,
-                cutoff: cutoffs[i],
-            }));
-        }
+        // Each lane's slice of the packed arrays, lanes unpacked side by side.
+        let out: Vec<Option<Result<FrameOut>>> = errors
+            .into_par_iter()
+            .enumerate()
+            .take(streams.len())
+            .map(|(i, e)| {
+                if let Some(e) = e {
+                    return Some(Err(e));
+                }
+                if act[i] == 0 {
+                    return None;
+                }
+                let t = tok_off[i] as usize..(tok_off[i] + n_tok[i]) as usize;
+                let toks = st[t.clone()]
+                    .iter()
+                    .zip(&co[t.clone()])
+                    .map(|(&state, &cost)| LTok {
+                        state,
+                        lm: 0,
+                        cost,
+                        extra: 0.0,
+                    })
+                    .collect();
+                let bps = bs[t.clone()]
+                    .iter()
+                    .zip(&ba[t])
+                    .map(|(&src, &arc)| Bp { src, arc })
+                    .collect();
+                let o = link_off[i] as usize;
+                let links = (o..o + n_link[i] as usize)
+                    .map(|j| Link {
+                        src: ls[j],
+                        dst: ld[j],
+                        arc: la[j],
+                        graph: lg[j],
+                        ac: lc[j],
+                    })
+                    .collect();
+                Some(Ok(FrameOut {
+                    toks,
+                    bps,
+                    links,
+                    num_emitting: n_link_e[i] as usize,
+                    cutoff: cutoffs[i],
+                }))
+            })
+            .collect();
         k.items("reset_frame", max_tok)?;
         let st = &mut self.stats;
         st.frames += act.iter().filter(|&&a| a == 1).count() as u64;
