@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # 002 Table 2 (chen18-table2): decoder-only speed, lattices on, CPU 1 and 2 threads measured
 # here, GPU rows from the committed GPU runs (results/gpu/*/throughput.csv, made by
-# scripts/gpu_run.sh on a GPU machine). Without one the table says so instead of leaving the
-# rows out. Writes results/chen18-table2/points.csv and table.md.
+# scripts/gpu_run.sh on a GPU machine, with that machine's own CPU rows). Without one the
+# table says so instead of leaving the rows out. A row's speed-up is over one core of the
+# machine that measured it (its run's CPU row at 1 thread and 128 streams): the GPU machine's
+# cores are not this one's. Writes results/chen18-table2/points.csv and table.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/ctxbench}
@@ -15,15 +17,17 @@ trap 'rm -rf "$tmp"' EXIT
 gpu_rows=0
 for f in results/gpu/*/throughput.csv; do
     [ -f "$f" ] || continue
-    grep ',cuda,' "$f" | sed "s|\$|,$(dirname "$f" | xargs basename)|" >> "$tmp/gpu.csv" || true
+    # Every row of the run, CPU and GPU; the run's name last (older runs have no step/host
+    # columns: the run is always the last field).
+    tail -n +2 "$f" | sed "s|\$|,$(dirname "$f" | xargs basename)|" >> "$tmp/gpu.csv" || true
 done
-[ -f "$tmp/gpu.csv" ] && gpu_rows=$(wc -l < "$tmp/gpu.csv")
+[ -f "$tmp/gpu.csv" ] && gpu_rows=$(grep -c ',cuda,' "$tmp/gpu.csv" || true)
 # One core's RTFx (CPU, 1 thread, 128 streams) is the speed-up's unit, as in 002 and 001.
 base=$(awk -F, '$3 == "cpu" && $5 == 1 && $6 == 128 { print $9 }' "$tmp/points.csv")
 {
     head -1 "$tmp/points.csv" | sed 's/$/,run/'
     tail -n +2 "$tmp/points.csv" | sed "s/\$/,$(date -u +%Y-%m-%d)-this-machine/"
-    [ "$gpu_rows" -gt 0 ] && cat "$tmp/gpu.csv"
+    if [ -f "$tmp/gpu.csv" ]; then cat "$tmp/gpu.csv"; fi
 } > "$out/points.csv.tmp"
 mv "$out/points.csv.tmp" "$out/points.csv"
 {
@@ -31,16 +35,18 @@ mv "$out/points.csv.tmp" "$out/points.csv"
     echo
     echo "Decoder only (scores precomputed), lattices recorded, quick ATCO2-1h set cycled to N"
     echo "streams, each decoded offline as one segment. Speed-up: RTFx over one CPU core's at 128"
-    echo "streams ($base). 002 reports 9.7x (lattice decoder, one sequence) and 34x (8 sequences,"
+    echo "streams: $base here, each GPU run's own CPU row for its rows). 002 reports 9.7x (lattice decoder, one sequence) and 34x (8 sequences,"
     echo "MPS) over its CPU baseline; 001 47-67x per GPU over one core."
     echo
     echo "Command: \`scripts/chen18_table2.sh\` (CPU rows here; GPU rows from results/gpu/)."
     echo
     echo "| backend | device | threads | streams | RTFx | frames/s | speed-up | arcs/s | measured |"
     echo "|---|---|---|---|---|---|---|---|---|"
-    tail -n +2 "$out/points.csv" | awk -F, -v base="$base" '{
-        gsub(/"/, "", $4);
-        printf "| %s | %s | %s | %s | %.0f | %.0f | %.1fx | %s | %s |\n", $3, $4, $5, $6, $9, $10, $9 / base, $11, $14 }'
+    tail -n +2 "$out/points.csv" | awk -F, '
+        { row[NR] = $0; if ($3 == "cpu" && $5 == 1 && $6 == 128) base[$NF] = $9 }
+        END { for (i = 1; i <= NR; i++) { $0 = row[i]; gsub(/"/, "", $4);
+            b = base[$NF]; up = b > 0 ? sprintf("%.1fx", $9 / b) : "-";
+            printf "| %s | %s | %s | %s | %.0f | %.0f | %s | %s | %s |\n", $3, $4, $5, $6, $9, $10, up, $11, $NF } }'
     if [ "$gpu_rows" -eq 0 ]; then
         echo "| cuda | - | - | 1, 16, 128, 512, 2048 | awaiting a GPU run | | | | see results/gpu/README.md |"
     fi

@@ -6,7 +6,8 @@
 #   parity      quick-set decodes, cpu vs cuda, cuda twice (parity.txt, decode.log)
 #   throughput  002 Table 2 (HCLG) and 001 Tables 2-3 (compact TLG) decoder throughput
 #   lm          NGPU-LM batched queries (when the bundle holds the Earnings-22 LM)
-#   hclg        000 on the device: Table 1 (quick), speed ratio, load simulation
+#   hclg        000 on the device: Table 1 (quick), speed ratio
+#   load        000's load simulation on the device
 #   fusion      004 greedy fusion with the LM's queries on the device (bataev-device)
 #   ctc-stream  001 Table 4: the CTC decoder's streaming channels on the device
 #   profile     Nsight Compute on the frame step at 512 streams (ncu-decoder.csv)
@@ -161,7 +162,12 @@ phase_hclg() {
     # boosted phrases per stream, the load simulation (clients at real-time pace).
     run_exp 200 "$OUT/hclg-boost.log" nigmatulina23-table1 --quick --set backend=cuda --set threads=16
     run_exp 150 "$OUT/hclg-boost.log" nigmatulina23-speed --set backend=cuda --set threads=16
-    run_exp 200 "$OUT/hclg-boost.log" nigmatulina23-load --set backend=cuda --set threads=16
+}
+
+phase_load() {
+    # 000's load simulation on the device (9 client counts, every utterance decoded once per
+    # count; its own call: ~8 min).
+    run_exp 500 "$OUT/hclg-boost.log" nigmatulina23-load --set backend=cuda --set threads=16
 }
 
 phase_fusion() {
@@ -198,11 +204,11 @@ phase_sanitize() {
 }
 
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(tests parity throughput lm hclg fusion ctc-stream profile sanitize)
+[ ${#phases[@]} -eq 0 ] && phases=(tests parity throughput lm hclg load fusion ctc-stream profile sanitize)
 for p in "${phases[@]}"; do
     f="phase_${p//-/_}"
     if ! declare -F "$f" > /dev/null; then
-        echo "unknown phase '$p' (tests parity throughput lm hclg fusion ctc-stream profile sanitize)" >&2
+        echo "unknown phase '$p' (tests parity throughput lm hclg load fusion ctc-stream profile sanitize)" >&2
         exit 2
     fi
     t0=$(date +%s)
