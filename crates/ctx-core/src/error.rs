@@ -9,13 +9,14 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum CoreError {
     /// The operating system refused to open, read or write a file.
-    #[error("{}: {source}", path.display())]
+    /// (The I/O error's text is in the message, and it is not also given as the error's
+    /// source: a chain printed with `{:#}` would repeat it.)
+    #[error("{}: {err}", path.display())]
     Io {
         /// The file the operation was about.
         path: PathBuf,
         /// The underlying I/O error.
-        #[source]
-        source: std::io::Error,
+        err: std::io::Error,
     },
     /// A line of a text format could not be parsed.
     #[error("{}:{line}: {msg}", path.display())]
@@ -56,7 +57,7 @@ impl CoreError {
     pub fn io(path: &Path, source: std::io::Error) -> Self {
         CoreError::Io {
             path: path.to_path_buf(),
-            source,
+            err: source,
         }
     }
 
@@ -74,6 +75,16 @@ impl CoreError {
         CoreError::Format {
             path: path.to_path_buf(),
             msg: msg.into(),
+        }
+    }
+
+    /// The message without the file it names (for a caller that names the file itself).
+    pub fn without_path(&self) -> String {
+        match self {
+            CoreError::Io { err, .. } => err.to_string(),
+            CoreError::Parse { line, msg, .. } => format!("line {line}: {msg}"),
+            CoreError::Format { msg, .. } => msg.clone(),
+            other => other.to_string(),
         }
     }
 

@@ -66,6 +66,21 @@ pub fn name_without_gz(path: &Path) -> String {
     name.strip_suffix(".gz").map(str::to_owned).unwrap_or(name)
 }
 
+/// Line `i` (0-based) of a text file without the UTF-8 byte-order mark an editor may have put at
+/// the start of the file (else it becomes part of the first id).
+///
+/// ```
+/// assert_eq!(ctx_core::io::without_bom(0, "\u{feff}utt1 a b"), "utt1 a b");
+/// assert_eq!(ctx_core::io::without_bom(1, "\u{feff}x"), "\u{feff}x");
+/// ```
+pub fn without_bom(i: usize, line: &str) -> &str {
+    if i == 0 {
+        line.strip_prefix('\u{feff}').unwrap_or(line)
+    } else {
+        line
+    }
+}
+
 /// Reads a Kaldi-style keyed table: per non-blank line an id, then the rest of the line (after a
 /// tab, or failing that the first run of whitespace). Returns `(line number, id, rest)`; a repeated
 /// id is an error naming its line.
@@ -74,7 +89,7 @@ pub fn read_keyed_lines(path: &Path) -> Result<Vec<(usize, String, String)>> {
     let mut seen = std::collections::HashSet::new();
     for (i, line) in open_read(path)?.lines().enumerate() {
         let line = line.map_err(|e| CoreError::io(path, e))?;
-        let line = line.trim_end_matches(['\r', '\n']);
+        let line = without_bom(i, line.trim_end_matches(['\r', '\n']));
         if line.trim().is_empty() {
             continue;
         }

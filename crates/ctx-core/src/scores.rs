@@ -21,10 +21,11 @@ pub struct ScoreMatrix {
 impl ScoreMatrix {
     /// Wraps row-major `data`; its length must be `rows * cols`.
     pub fn new(rows: usize, cols: usize, data: Vec<f32>) -> Result<Self> {
-        if data.len() != rows * cols {
+        if rows.checked_mul(cols) != Some(data.len()) {
             return Err(CoreError::Invalid(format!(
                 "a {rows}×{cols} matrix needs {} values, got {}",
-                rows * cols,
+                rows.checked_mul(cols)
+                    .map_or_else(|| "more than 2^64".to_string(), |n| n.to_string()),
                 data.len()
             )));
         }
@@ -173,14 +174,18 @@ pub fn read_npy(path: &Path) -> Result<ScoreMatrix> {
         }
     };
     let body = &bytes[hstart + hlen..];
-    let n = rows * cols;
-    if body.len() != n * width {
+    // Checked: a shape whose size overflows (2^62 × 4) is an error, never a wrapped small
+    // number that would pass the size check.
+    let need = rows.checked_mul(cols).and_then(|n| n.checked_mul(width));
+    let Some(need) = need.filter(|&b| b == body.len()) else {
         return Err(bad(format!(
             "shape {rows}×{cols} of {descr} needs {} data bytes, the file has {}",
-            n * width,
+            need.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string()),
             body.len()
         )));
-    }
+    };
+    debug_assert_eq!(need, rows * cols * width);
+    let n = rows * cols;
     let mut data: Vec<f32> = match width {
         4 => body
             .chunks_exact(4)
@@ -257,6 +262,9 @@ pub struct ArkReader {
     path: std::path::PathBuf,
     reader: Counting,
     done: bool,
+    /// The last entry read and where its key started (named when the next key is garbage: the
+    /// usual cause is that entry's data being longer or shorter than its header says).
+    prev: Option<(String, u64)>,
 }
 
 /// A reader that counts the bytes taken from it (entry offsets for an archive index).
@@ -293,6 +301,7 @@ impl ArkReader {
                 taken: 0,
             },
             done: false,
+            prev: None,
         })
     }
 
@@ -310,8 +319,18 @@ impl ArkReader {
                 taken: 0,
             },
             done: false,
+            prev: None,
         };
-        r.read_value(utt)
+        r.read_value(utt).map_err(|e| {
+            CoreError::format(
+                path,
+                format!(
+                    "utterance {utt} at byte offset {offset} (from the scp): {} (is the offset \
+                     the start of the matrix, as `copy-feats ark,scp:` writes it?)",
+                    e.without_path()
+                ),
+            )
+        })
     }
 
     /// The next entry with the byte offset of its matrix (what a Kaldi `scp` stores).
@@ -366,7 +385,25 @@ impl ArkReader {
                 break;
             }
         }
+        let at = self.reader.taken;
         let mut key = Vec::new();
+        // A key is printable text; anything else means the reader is not at a key: the entry
+        // before ran longer or shorter than its header or brackets said.
+        let not_a_key = |s: &Self, what: &str| {
+            CoreError::format(
+                &s.path,
+                format!(
+                    "byte offset {at}: expected an utterance key, found {what}{}",
+                    match &s.prev {
+                        Some((u, p)) => format!(
+                            " (the entry before, utterance {u} at byte {p}, holds more or fewer \
+                             values than its header or brackets say?)"
+                        ),
+                        None => String::new(),
+                    }
+                ),
+            )
+        };
         loop {
             match self.next_byte()? {
                 None if key.is_empty() => return Ok(None),
@@ -377,13 +414,23 @@ impl ArkReader {
                 Some(b' ') | Some(b'\t') => break,
                 Some(b'\n') => {
                     let k = String::from_utf8_lossy(&key).into_owned();
+                    if k.chars().any(|c| c.is_control()) || k.parse::<f64>().is_ok() {
+                        return Err(not_a_key(self, &format!("{k:?}")));
+                    }
                     return Err(self.err(&k, "no matrix after the key"));
+                }
+                Some(b) if b < 0x20 || b == 0x7f => {
+                    return Err(not_a_key(self, &format!("the control byte 0x{b:02x}")));
                 }
                 Some(b) => key.push(b),
             }
         }
         let utt =
-            String::from_utf8(key).map_err(|_| CoreError::format(&self.path, "non-UTF-8 key"))?;
+            String::from_utf8(key).map_err(|_| not_a_key(self, "bytes that are not UTF-8"))?;
+        if utt.parse::<f64>().is_ok() || utt == "]" || utt == "[" {
+            return Err(not_a_key(self, &format!("{utt:?}")));
+        }
+        self.prev = Some((utt.clone(), at));
         while self.peek()? == Some(b' ') {
             self.reader.consume(1);
         }
@@ -438,10 +485,34 @@ impl ArkReader {
             *d = v as usize;
         }
         let (rows, cols) = (dims[0], dims[1]);
-        let n = rows * cols;
         let width = if double { 8 } else { 4 };
-        let mut raw = vec![0u8; n * width];
-        self.read_exact(&mut raw, utt)?;
+        // The declared size is checked before anything is allocated, and the data is read as
+        // it comes (a header claiming 2^31 × 2^31 values meets the end of the file, not an
+        // allocation of that size).
+        let need = rows
+            .checked_mul(cols)
+            .and_then(|n| n.checked_mul(width))
+            .filter(|&b| b <= isize::MAX as usize)
+            .ok_or_else(|| {
+                self.err(
+                    utt,
+                    format!("matrix header declares {rows}×{cols} values: more than memory holds"),
+                )
+            })?;
+        let mut raw = Vec::with_capacity(need.min(1 << 24));
+        let got = (&mut self.reader)
+            .take(need as u64)
+            .read_to_end(&mut raw)
+            .map_err(|e| CoreError::io(&self.path, e))?;
+        if got != need {
+            return Err(self.err(
+                utt,
+                format!(
+                    "truncated binary matrix: its header declares {rows}×{cols} values \
+                     ({need} bytes), the file holds {got} more"
+                ),
+            ));
+        }
         let data: Vec<f32> = if double {
             raw.chunks_exact(8)
                 .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")) as f32)

@@ -645,6 +645,19 @@ fn load_files(
     };
     let (lists, list_scope) = if let Some(p) = &f.bias_utt {
         let t = BiasTable::read(&reg.resolve(p), false)?;
+        // A list for an utterance `text` does not have is a typo or another set's table (as
+        // for `entities`); on the quick subset the others are simply not loaded.
+        if subset == Subset::Full {
+            let known: BTreeSet<&str> = utterances.iter().map(|u| u.id.as_str()).collect();
+            if let Some(stray) = t.lists.keys().find(|k| !known.contains(k.as_str())) {
+                return Err(DataError::Invalid(format!(
+                    "{p}: utterance {stray} is not in {}/text ({} of its {} lists name no utterance)",
+                    f.data,
+                    t.lists.keys().filter(|k| !known.contains(k.as_str())).count(),
+                    t.lists.len()
+                )));
+            }
+        }
         (t.lists, ListScope::Utterance)
     } else if let Some(p) = &f.bias_docs {
         if utterances.iter().any(|u| u.doc.is_none()) {

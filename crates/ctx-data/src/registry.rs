@@ -387,6 +387,12 @@ pub struct FilesSpec {
     /// Score columns that are silence (hybrid: silence pdfs), for endpointing.
     #[serde(default)]
     pub silence_columns: Vec<u32>,
+    /// Hybrid without a transition model: the acoustic model's output width, where it is wider
+    /// than the graph's largest input label (pdfs the graph never reads). Without it, scores
+    /// must have exactly as many columns as the graph reads: a wider matrix is far more often
+    /// an off-by-one or another model's scores than unused pdfs.
+    #[serde(default)]
+    pub score_columns: Option<usize>,
     /// Per-utterance entities (`utt<TAB>[CLASS] words|...`, as `ctxbench score --entities`).
     #[serde(default)]
     pub entities: Option<String>,

@@ -96,7 +96,7 @@ impl GraphCache {
             .join(format!(".tmp-{}-{}", key.hex(), std::process::id()));
         let io = |p: &Path| {
             let p = p.to_path_buf();
-            move |source| GraphError::Io { path: p, source }
+            move |err| GraphError::Io { path: p, err }
         };
         std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
         write_graph_dir(&tmp, graph)?;

@@ -203,9 +203,9 @@ impl DecodingGraph {
         let mut bytes = Vec::new();
         std::fs::File::open(path)
             .and_then(|mut f| f.read_to_end(&mut bytes))
-            .map_err(|source| GraphError::Io {
+            .map_err(|err| GraphError::Io {
                 path: path.to_path_buf(),
-                source,
+                err,
             })?;
         let bad = |m: &str| GraphError::Invalid(format!("{}: {m}", path.display()));
         if bytes.len() < 28 || &bytes[..8] != MAGIC {

@@ -23,12 +23,12 @@ pub enum GraphError {
     #[error("{0}")]
     Invalid(String),
     /// An I/O error on a named file.
-    #[error("{path}: {source}")]
+    #[error("{path}: {err}")]
     Io {
         /// The file.
         path: std::path::PathBuf,
-        /// The error.
-        source: std::io::Error,
+        /// The error (in the message, not a source: `{:#}` would print it twice).
+        err: std::io::Error,
     },
 }
 

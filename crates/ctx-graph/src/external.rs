@@ -35,7 +35,7 @@ fn header_string(b: &[u8], at: usize) -> Option<(String, usize)> {
 pub fn read_fst(path: &Path) -> Result<StdFst> {
     let b = std::fs::read(path).map_err(|e| GraphError::Io {
         path: path.to_path_buf(),
-        source: e,
+        err: e,
     })?;
     let bad = |m: String| GraphError::Invalid(format!("{}: {m}", path.display()));
     if b.len() < 8 || i32::from_le_bytes(b[0..4].try_into().expect("4 bytes")) != FST_MAGIC {
@@ -176,7 +176,7 @@ fn export_readme(graph: &Graph, fst_name: &str) -> String {
 pub fn export_graph(dir: &Path, graph: &Graph) -> Result<std::path::PathBuf> {
     std::fs::create_dir_all(dir).map_err(|e| GraphError::Io {
         path: dir.to_path_buf(),
-        source: e,
+        err: e,
     })?;
     let name = match graph.kind {
         GraphKind::Hclg => "HCLG.fst",
@@ -190,7 +190,7 @@ pub fn export_graph(dir: &Path, graph: &Graph) -> Result<std::path::PathBuf> {
         .map_err(|e| GraphError::fst(&format!("write {}", path.display()), e))?;
     std::fs::rename(&tmp, &path).map_err(|e| GraphError::Io {
         path: path.clone(),
-        source: e,
+        err: e,
     })?;
     graph.symbols.words.write(&dir.join("words.txt"))?;
     if let GraphKind::Tlg(_) = graph.kind {

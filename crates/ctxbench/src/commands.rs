@@ -73,6 +73,9 @@ pub struct RunArgs {
     /// Check the experiments (keys, types, datasets, lists) and list their points; decode nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Run grids of more than 10,000 points (refused otherwise: most are a sweep typo).
+    #[arg(long)]
+    pub allow_large: bool,
     /// Shared options.
     #[command(flatten)]
     pub common: Common,
@@ -160,6 +163,17 @@ pub fn run_run(a: &RunArgs) -> Result<()> {
     let reg = registry(&a.common.registry)?;
     let over = a.common.overrides()?;
     let shard = a.shard.as_deref().map(run::parse_shard).transpose()?;
+    for e in &exps {
+        let n = e.grid_size(&over);
+        if n > experiment::MAX_POINTS && !a.allow_large {
+            bail!(
+                "{}: the grid has {n} points (rows × sweep values), more than {}: a typo in a sweep? \
+                 --allow-large runs it",
+                e.path.display(),
+                experiment::MAX_POINTS
+            );
+        }
+    }
     // Every experiment is expanded and checked before anything decodes.
     let plans = exps
         .into_iter()
@@ -204,7 +218,20 @@ pub fn run_run(a: &RunArgs) -> Result<()> {
             );
         }
     }
-    write_index(&opts.out, &a.experiments_dir)?;
+    // The index of every experiment's results is a convenience: the run's exit code reflects
+    // the run (a working folder without experiments/, or a broken file there, is a warning).
+    if !a.experiments_dir.is_dir() {
+        eprintln!(
+            "note: no {} folder here: {}/README.md (the results index) not updated",
+            a.experiments_dir.display(),
+            opts.out.display()
+        );
+    } else if let Err(e) = write_index(&opts.out, &a.experiments_dir) {
+        eprintln!(
+            "warning: {}/README.md (the results index) not updated: {e:#}",
+            opts.out.display()
+        );
+    }
     Ok(())
 }
 

@@ -242,6 +242,10 @@ pub struct FilesArgs {
     /// Score columns that are silence (hybrid), for endpointing; comma-separated.
     #[arg(long, value_delimiter = ',', requires = "scores")]
     pub silence_columns: Vec<u32>,
+    /// Hybrid without --transition-model: the model's output width when it is wider than the
+    /// graph's largest input label (else scores must have exactly that many columns).
+    #[arg(long, requires = "scores")]
+    pub score_columns: Option<usize>,
     /// Per-utterance entities (`utt<TAB>[CLASS] words|...`).
     #[arg(long, requires = "scores")]
     pub entities: Option<PathBuf>,
@@ -288,6 +292,7 @@ impl FilesArgs {
             frame_shift_s: self.frame_shift,
             acoustic_scale: None,
             silence_columns: self.silence_columns.clone(),
+            score_columns: self.score_columns,
             entities: s(&self.entities),
             entity_classes: Vec::new(),
             ne_insertions_inside: false,

@@ -795,6 +795,9 @@ impl Point {
     }
 }
 
+/// The most points an experiment's grid may expand to without `--allow-large`.
+pub const MAX_POINTS: usize = 10_000;
+
 /// `--set key=value` overrides from the command line.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides(pub Vec<(String, Value)>);
@@ -1002,7 +1005,11 @@ impl Experiment {
             plots: raw.plot,
             ratios: raw.regress_ratio,
         };
-        // Required settings and ratio selectors are checked on the expanded grid.
+        // Required settings and ratio selectors are checked on the expanded grid (a grid above
+        // MAX_POINTS is refused by `run` unless --allow-large; it is not expanded here).
+        if exp.grid_size(&Overrides::default()) > MAX_POINTS {
+            return Ok(exp);
+        }
         let points = exp.points(&Overrides::default())?;
         for r in &exp.ratios {
             for sel in [&r.num, &r.den] {
@@ -1018,24 +1025,46 @@ impl Experiment {
         Ok(exp)
     }
 
+    /// The sweep of row `r`: the experiment's and the row's (a row sweep of a key the
+    /// experiment also sweeps replaces it), less the keys `--set` fixes.
+    fn row_sweep(&self, r: &RowSpec, over: &Overrides) -> Vec<(String, Vec<Value>)> {
+        let mut sweep: Vec<(String, Vec<Value>)> = self
+            .sweep
+            .iter()
+            .chain(&r.sweep)
+            .filter(|(k, _)| !over.0.iter().any(|(o, _)| o == k))
+            .cloned()
+            .collect();
+        let mut seen = std::collections::BTreeSet::new();
+        sweep.reverse();
+        sweep.retain(|(k, _)| seen.insert(k.clone()));
+        sweep.reverse();
+        sweep
+    }
+
+    /// How many points [`Self::points`] would expand to, counted without expanding (a sweep
+    /// typo can ask for millions).
+    pub fn grid_size(&self, over: &Overrides) -> usize {
+        self.rows
+            .iter()
+            .map(|r| {
+                self.row_sweep(r, over)
+                    .iter()
+                    .fold(1usize, |n, (_, v)| n.saturating_mul(v.len()))
+            })
+            .fold(0usize, usize::saturating_add)
+    }
+
     /// Expands the grid: every row crossed with the experiment's and the row's sweeps, in file
-    /// order (rows outer, sweep values inner, first swept key slowest).
+    /// order (rows outer, sweep values inner, first swept key slowest). Two rows that expand
+    /// to the same point (row, section, method and settings) are an error: the point would be
+    /// run and written twice.
     pub fn points(&self, over: &Overrides) -> Result<Vec<Point>> {
         let file = self.path.display();
-        let mut out = Vec::new();
+        let mut out: Vec<Point> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for r in &self.rows {
-            let mut sweep: Vec<(String, Vec<Value>)> = self
-                .sweep
-                .iter()
-                .chain(&r.sweep)
-                .filter(|(k, _)| !over.0.iter().any(|(o, _)| o == k))
-                .cloned()
-                .collect();
-            // A row sweep of a key the experiment also sweeps replaces it.
-            let mut seen = std::collections::BTreeSet::new();
-            sweep.reverse();
-            sweep.retain(|(k, _)| seen.insert(k.clone()));
-            sweep.reverse();
+            let sweep = self.row_sweep(r, over);
             for (k, _) in &over.0 {
                 self.catalog
                     .check_method(
@@ -1073,6 +1102,16 @@ impl Experiment {
                     s.insert(k.clone(), v.clone());
                 }
                 let what = format!("{file}: row '{}' (method {})", r.row, r.method);
+                if !seen.insert(format!("{}\0{}\0{}\0{:?}", r.row, r.section, r.method, s)) {
+                    bail!(
+                        "{what}: the same point twice (settings {}): two [[rows]] entries with one label \
+                         and the same settings, or a value repeated in a sweep",
+                        c.iter()
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
                 out.push(self.catalog.point(
                     Point {
                         row: r.row.clone(),

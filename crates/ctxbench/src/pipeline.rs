@@ -749,12 +749,19 @@ impl Setup {
             width = Some(tm.num_pdfs());
             Some(tm.pdf_of_transition_ids())
         } else if let Some(p) = &f.pdf_map {
+            width = f.score_columns;
             Some(ctx_core::transition::read_pdf_map(&path(p))?)
         } else if let Some(p) = &f.label_map {
             Some(ctx_core::transition::read_pdf_map(&path(p))?)
         } else {
+            if f.model == ModelKind::Hybrid {
+                width = f.score_columns;
+            }
             None
         };
+        if f.transition_model.is_some() && f.score_columns.is_some() {
+            bail!("dataset {name}: score_columns is the transition model's pdf count; give one of them");
+        }
         let kind = match f.model {
             ModelKind::Hybrid => GraphKind::Hclg,
             ModelKind::Ctc => GraphKind::Tlg(ctx_graph::ctc::CtcTopology::Normal),
@@ -790,6 +797,28 @@ impl Setup {
             }
             has
         });
+        // Scores for utterances `text` does not have: decoded by nobody, so said (a stray file
+        // or an archive of another set shows up here).
+        let known: std::collections::HashSet<&str> =
+            dataset.utterances.iter().map(|u| u.id.as_str()).collect();
+        let stray: Vec<&String> = table
+            .ids()
+            .iter()
+            .filter(|i| !known.contains(i.as_str()))
+            .collect();
+        if !stray.is_empty() {
+            let msg = format!(
+                "{} score entr(y/ies) of {} name no utterance of {}/text (first: {})",
+                stray.len(),
+                f.scores,
+                f.data,
+                stray[0]
+            );
+            if f.strict {
+                bail!("{msg}; strict = true refuses them");
+            }
+            eprintln!("warning: {msg}; they are not decoded");
+        }
         if !missing_scores.is_empty() {
             let msg = format!(
                 "{} utterance(s) of {}/text have no scores in {} (first: {})",
@@ -870,14 +899,25 @@ impl Setup {
                     )
                 })?;
                 let need = self.graph.num_columns as usize;
-                if m.cols() < need || width.is_some_and(|w| w != m.cols()) {
+                // Hybrid: exactly the graph's width unless a model width is declared; CTC
+                // graphs may leave the last tokens unread (tokens.txt checks those).
+                let exact = width.is_some() || self.ctc_blank.is_none();
+                if m.cols() < need
+                    || width.is_some_and(|w| w != m.cols())
+                    || (exact && width.is_none() && m.cols() != need)
+                {
                     bail!(
-                        "{}: utterance {}: the scores have {} columns, but the graph reads {} ({}); scores and graph are from different models?",
+                        "{}: utterance {}: the scores have {} columns, but the graph reads {} ({}); scores and graph are from different models?{}",
                         table.path().display(),
                         u.id,
                         m.cols(),
                         width.unwrap_or(need),
-                        if width.is_some() { "pdfs of the transition model" } else { "its largest input label" }
+                        if width.is_some() { "the model's declared width" } else { "its highest score column + 1, through the label map if one is given" },
+                        if m.cols() > need && width.is_none() {
+                            " (a model with pdfs the graph never reads: declare its width with --score-columns or score_columns)"
+                        } else {
+                            ""
+                        }
                     );
                 }
                 if m.rows() == 0 {
@@ -885,6 +925,22 @@ impl Setup {
                         "{}: utterance {} has no frames",
                         table.path().display(),
                         u.id
+                    );
+                }
+                // The frames must cover about the utterance's duration (utt2dur, segments or
+                // the WAV): RTFx divides by it, and a mismatch means another utterance's
+                // scores or a wrong frame shift. 25% and 0.1 s of slack for edge frames and
+                // subsampling.
+                let audio = m.rows() as f64 * self.frame_s;
+                if (audio - u.duration_s).abs() > 0.25 * audio.max(u.duration_s) + 0.1 {
+                    bail!(
+                        "{}: utterance {}: {} frames of {} s are {:.2} s of audio, but its duration is {:.2} s: a wrong frame shift (--frame-shift / frame_shift_s), or another utterance's scores?",
+                        table.path().display(),
+                        u.id,
+                        m.rows(),
+                        self.frame_s,
+                        audio,
+                        u.duration_s
                     );
                 }
                 (m, Vec::new())

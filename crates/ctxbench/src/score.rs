@@ -227,6 +227,7 @@ pub fn run_score(args: &ScoreArgs) -> Result<ScoreReport> {
                 );
             }
             let mut refs = Vec::with_capacity(docs.len());
+            let mut no_norm = Vec::new();
             for (_, p) in docs {
                 let doc = EarningsDoc::load(&p)?;
                 warnings.extend(doc.warnings.iter().cloned());
@@ -236,7 +237,22 @@ pub fn run_score(args: &ScoreArgs) -> Result<ScoreReport> {
                         p.display()
                     ));
                 }
+                if doc.normalizations.is_empty() && !doc.entity_classes.is_empty() {
+                    no_norm.push(p.display().to_string());
+                }
                 refs.push(ScoringRef::from_earnings(&doc, norm));
+            }
+            // fstalign's normalizations (numbers, abbreviations: several accepted spellings)
+            // change WER; a set that has entity sidecars but no normalizations is most likely
+            // missing its normalizations/ folder.
+            if !no_norm.is_empty() {
+                warnings.push(format!(
+                    "{} file(s) have a wer_tag sidecar but no <id>.norm.json (beside them or in \
+                     normalizations/), e.g. {}: their numbers and abbreviations are scored as \
+                     written, not with fstalign's accepted alternatives",
+                    no_norm.len(),
+                    no_norm[0]
+                ));
             }
             refs
         }
@@ -285,6 +301,23 @@ pub fn run_score(args: &ScoreArgs) -> Result<ScoreReport> {
     let hyps = load_hyps(&args.hyp, norm)
         .with_context(|| format!("reading hypotheses {}", args.hyp.display()))?;
     let ref_ids: HashSet<&str> = refs.iter().map(|r| r.id.as_str()).collect();
+    // Nothing to score is an error, not a WER of 0 or 100.
+    if refs.iter().all(|r| r.words_as_written().is_empty()) {
+        bail!(
+            "{}: the reference has no words ({} utterance(s))",
+            args.reference.display(),
+            refs.len()
+        );
+    }
+    if !hyps.is_empty() && !hyps.keys().any(|k| ref_ids.contains(k.as_str())) {
+        bail!(
+            "{}: no hypothesis utterance id is in the reference {} (e.g. {} against {}): ids of another set?",
+            args.hyp.display(),
+            args.reference.display(),
+            hyps.keys().next().expect("not empty"),
+            refs.first().map_or("-", |r| r.id.as_str())
+        );
+    }
     let missing_hyps: Vec<String> = refs
         .iter()
         .filter(|r| !hyps.contains_key(&r.id))

@@ -7,9 +7,8 @@
 //! be gzip-compressed (`.gz`).
 
 use crate::error::{CoreError, Result};
-use crate::io::{find_maybe_gz, name_without_gz, open_read, read_text};
+use crate::io::{find_maybe_gz, name_without_gz, read_text};
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 /// One row of an `.nlp` file.
@@ -66,10 +65,15 @@ impl NlpFile {
     /// Reads an `.nlp` file. The header names the columns; only `token` is required. A row with the
     /// wrong number of fields or a malformed tag list is an error naming the line.
     pub fn read(path: &Path) -> Result<Self> {
-        let mut lines = open_read(path)?.lines();
+        // Any line end: LF, CRLF, or a lone CR (files saved with old Mac line ends).
+        let text = read_text(path)?;
+        let mut lines = text
+            .split('\n')
+            .flat_map(|l| l.strip_suffix('\r').unwrap_or(l).split('\r'))
+            .map(str::to_string);
         let header = match lines.next() {
-            Some(l) => l.map_err(|e| CoreError::io(path, e))?,
-            None => return Err(CoreError::format(path, "empty .nlp file (no header)")),
+            Some(l) if !l.is_empty() => l,
+            _ => return Err(CoreError::format(path, "empty .nlp file (no header)")),
         };
         let cols: Vec<&str> = header.trim_end().split('|').collect();
         let col = |name: &str| cols.iter().position(|c| *c == name);
@@ -86,7 +90,6 @@ impl NlpFile {
         let mut out = NlpFile::default();
         for (i, line) in lines.enumerate() {
             let lineno = i + 2;
-            let line = line.map_err(|e| CoreError::io(path, e))?;
             let line = line.trim_end_matches(['\r', '\n']);
             if line.is_empty() {
                 continue;
@@ -116,6 +119,12 @@ impl NlpFile {
                 label,
                 wer_tags,
             });
+        }
+        if out.tokens.is_empty() {
+            return Err(CoreError::format(
+                path,
+                "no tokens after the header (a reference with no words scores nothing)",
+            ));
         }
         Ok(out)
     }

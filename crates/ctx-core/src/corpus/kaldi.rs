@@ -39,6 +39,7 @@ pub fn read_text_table(path: &Path) -> Result<Vec<(String, Vec<String>)>> {
     let mut seen = HashSet::new();
     for (i, line) in open_read(path)?.lines().enumerate() {
         let line = line.map_err(|e| CoreError::io(path, e))?;
+        let line = crate::io::without_bom(i, &line);
         let mut f = line.split_whitespace();
         let Some(id) = f.next() else { continue };
         if !seen.insert(id.to_owned()) {
@@ -57,6 +58,7 @@ fn read_pairs(path: &Path, min_fields: usize) -> Result<Vec<(usize, Vec<String>)
     let mut out = Vec::new();
     for (i, line) in open_read(path)?.lines().enumerate() {
         let line = line.map_err(|e| CoreError::io(path, e))?;
+        let line = crate::io::without_bom(i, &line);
         let f: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
         if f.is_empty() {
             continue;
@@ -99,7 +101,28 @@ impl KaldiDataDir {
         let mut durations: HashMap<String, f64> = HashMap::new();
         let mut recordings: HashMap<String, String> = HashMap::new();
         if let Some(p) = file("segments") {
-            for (_, f) in read_pairs(&p, 4)? {
+            // With a wav.scp beside it, every segment's recording must be one of its entries
+            // (a segment of an unknown recording is a broken data folder, not a fact to keep).
+            let wavs: Option<std::collections::HashSet<String>> = match file("wav.scp") {
+                Some(w) => Some(
+                    read_pairs(&w, 2)?
+                        .into_iter()
+                        .map(|(_, f)| f[0].clone())
+                        .collect(),
+                ),
+                None => None,
+            };
+            for (line, f) in read_pairs(&p, 4)? {
+                if wavs.as_ref().is_some_and(|w| !w.contains(&f[1])) {
+                    return Err(CoreError::parse(
+                        &p,
+                        line,
+                        format!(
+                            "segment {} is of recording {}, which wav.scp does not list",
+                            f[0], f[1]
+                        ),
+                    ));
+                }
                 recordings.insert(f[0].clone(), f[1].clone());
             }
         }

@@ -273,6 +273,18 @@ pub(crate) fn record(
     device: &str,
 ) -> PointRecord {
     let p = &cx.points[i];
+    // A biasing method whose lists lost every phrase to the vocabulary decoded unbiased: said
+    // where the figures are made, for every family alike.
+    let m = |k: &str| measures.get(k).copied().unwrap_or(0.0);
+    if m("phrases_kept") == 0.0 && m("phrases_dropped") > 0.0 {
+        eprintln!(
+            "warning: {}: all {} phrases of its biasing lists have a word outside the vocabulary: \
+             it decoded unbiased (phrases kept/dropped 0/{})",
+            p.label(),
+            m("phrases_dropped"),
+            m("phrases_dropped")
+        );
+    }
     PointRecord {
         key: cx.keys[i].clone(),
         label: p.label(),

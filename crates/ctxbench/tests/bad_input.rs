@@ -1,0 +1,702 @@
+//! Malformed and edge-case inputs, one table: each case mutates a good input (an exported quick
+//! set: graph, scores, data folder; an experiment file; a reference), runs the CLI, and states
+//! the outcome — refused with exit 1 and a message naming the file, utterance, line or offset,
+//! or accepted with a warning that counts what was left out. Never a panic (exit 101), never
+//! silence. A new input kind joins by adding rows to `cases()`.
+
+mod common;
+
+use common::ctxbench;
+use ctx_core::scores::{write_ark, write_npy, ScoreMatrix};
+use std::path::{Path, PathBuf};
+
+/// What a case must produce.
+enum Expect {
+    /// Exit 1, every needle in stderr.
+    Fails(Vec<String>),
+    /// Exit 0, every needle in stderr.
+    Warns(Vec<String>),
+    /// Exit 0, none of the needles in stderr.
+    Clean(Vec<String>),
+}
+
+/// The good inputs every case starts from.
+struct Base {
+    dir: PathBuf,
+    graph: PathBuf,
+    words: PathBuf,
+    data: PathBuf,
+    frame_shift: String,
+    silence: String,
+    /// The utterances' ids and score matrices, in the archive's order.
+    scores: Vec<(String, ScoreMatrix)>,
+}
+
+impl Base {
+    fn make() -> (tempfile::TempDir, Base) {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("x");
+        let o = ctxbench(&[
+            "export",
+            "--dataset",
+            "atco2-sim-1h",
+            "--quick",
+            "--limit",
+            "4",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let reg = std::fs::read_to_string(out.join("datasets.toml")).unwrap();
+        let field = |k: &str| {
+            reg.lines()
+                .find_map(|l| l.strip_prefix(&format!("{k} = ")))
+                .unwrap_or_else(|| panic!("no {k} in {reg}"))
+                .trim()
+                .to_string()
+        };
+        let silence = field("silence_columns")
+            .trim_matches(|c| c == '[' || c == ']')
+            .replace(' ', "");
+        let scores_file = out.join(field("scores").trim_matches('"'));
+        let table = ctx_core::score_table::ScoreTable::open(&scores_file).unwrap();
+        let scores = table
+            .ids()
+            .iter()
+            .map(|u| (u.clone(), table.get(u).unwrap().unwrap()))
+            .collect();
+        let base = Base {
+            dir: tmp.path().to_path_buf(),
+            graph: out.join(field("graph").trim_matches('"')),
+            words: out.join("graph/words.txt"),
+            data: out.join("data"),
+            frame_shift: field("frame_shift_s"),
+            silence,
+            scores,
+        };
+        (tmp, base)
+    }
+
+    /// A case's own folder.
+    fn case_dir(&self, name: &str) -> PathBuf {
+        let d = self.dir.join("cases").join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// A copy of the data folder, for a case that edits it.
+    fn data_copy(&self, d: &Path) -> PathBuf {
+        let to = d.join("data");
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(&self.data).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+        to
+    }
+
+    /// `decode` of `scores` with `data`, plus `extra` flags.
+    fn decode(&self, scores: &Path, data: &Path, extra: &[&str]) -> Vec<String> {
+        let mut a: Vec<String> = [
+            "decode",
+            "--scores",
+            scores.to_str().unwrap(),
+            "--graph",
+            self.graph.to_str().unwrap(),
+            "--words",
+            self.words.to_str().unwrap(),
+            "--data",
+            data.to_str().unwrap(),
+            "--frame-shift",
+            &self.frame_shift,
+            "--silence-columns",
+            &self.silence,
+            "--methods",
+            "none",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    }
+
+    /// The good scores with `edit` applied, written as a binary archive in `d`.
+    fn ark(&self, d: &Path, edit: impl FnOnce(&mut Vec<(String, ScoreMatrix)>)) -> PathBuf {
+        let mut e = self.scores.clone();
+        edit(&mut e);
+        let p = d.join("scores.ark");
+        write_ark(&p, e.iter().map(|(u, m)| (u.as_str(), m)), true).unwrap();
+        p
+    }
+
+    fn id(&self, i: usize) -> String {
+        self.scores[i].0.clone()
+    }
+}
+
+fn strs(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// The header of a binary Kaldi float matrix entry: key, `\0B`, `FM `, rows, cols.
+fn ark_header(key: &str, rows: i32, cols: i32) -> Vec<u8> {
+    let mut b = format!("{key} \0BFM ").into_bytes();
+    for d in [rows, cols] {
+        b.push(4);
+        b.extend(d.to_le_bytes());
+    }
+    b
+}
+
+/// An `.npy` file with a raw header dictionary and body.
+fn npy(path: &Path, dict: &str, body: &[u8]) {
+    let mut h = dict.to_string();
+    while !(10 + h.len() + 1).is_multiple_of(64) {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend((h.len() as u16).to_le_bytes());
+    b.extend(h.as_bytes());
+    b.extend(body);
+    std::fs::write(path, b).unwrap();
+}
+
+/// A folder of `.npy` score files, the good ones, with utterance 0's replaced by `bad`.
+fn npy_folder(base: &Base, d: &Path, bad: impl FnOnce(&Path)) -> PathBuf {
+    let f = d.join("npy");
+    std::fs::create_dir_all(&f).unwrap();
+    for (u, m) in &base.scores[1..] {
+        write_npy(&f.join(format!("{u}.npy")), m).unwrap();
+    }
+    bad(&f.join(format!("{}.npy", base.id(0))));
+    f
+}
+
+type Case = (&'static str, Box<dyn Fn(&Base) -> (Vec<String>, Expect)>);
+
+fn cases() -> Vec<Case> {
+    vec![
+        // --- score matrices ---
+        (
+            "ark matrix header of 2^31 × 2^31 values",
+            Box::new(|b| {
+                let d = b.case_dir("huge-ark");
+                let p = d.join("huge.ark");
+                let mut bytes = std::fs::read(b.ark(&d, |e| e.truncate(1))).unwrap();
+                bytes.extend(ark_header(&b.id(1), i32::MAX, i32::MAX));
+                std::fs::write(&p, bytes).unwrap();
+                (
+                    b.decode(&p, &b.data, &[]),
+                    Expect::Fails(vec![
+                        "huge.ark".into(),
+                        b.id(1),
+                        "2147483647×2147483647".into(),
+                        "more than memory holds".into(),
+                    ]),
+                )
+            }),
+        ),
+        (
+            "ark matrix header of 10^5 × 10^5 values, 40 bytes of them there",
+            Box::new(|b| {
+                let d = b.case_dir("big-ark");
+                let p = d.join("big.ark");
+                let mut bytes = std::fs::read(b.ark(&d, |e| e.truncate(1))).unwrap();
+                bytes.extend(ark_header(&b.id(1), 100_000, 100_000));
+                bytes.extend([0u8; 40]);
+                std::fs::write(&p, bytes).unwrap();
+                (
+                    b.decode(&p, &b.data, &[]),
+                    Expect::Fails(vec![
+                        "big.ark".into(),
+                        b.id(1),
+                        "truncated".into(),
+                        "holds 40 more".into(),
+                    ]),
+                )
+            }),
+        ),
+        (
+            ".npy whose shape overflows (2^62 × 4, Fortran order, no body)",
+            Box::new(|b| {
+                let d = b.case_dir("npy-overflow");
+                let f = npy_folder(b, &d, |p| {
+                    npy(
+                        p,
+                        "{'descr': '<f4', 'fortran_order': True, 'shape': (4611686018427387904, 4), }",
+                        &[],
+                    )
+                });
+                (
+                    b.decode(&f, &b.data, &[]),
+                    Expect::Fails(vec![format!("{}.npy", b.id(0)), "more than 2^64".into()]),
+                )
+            }),
+        ),
+        (
+            ".npy whose size wraps to 160 bytes ((2^62 + 1) × 40)",
+            Box::new(|b| {
+                let d = b.case_dir("npy-wrap");
+                let f = npy_folder(b, &d, |p| {
+                    npy(
+                        p,
+                        "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387905, 40), }",
+                        &[0u8; 160],
+                    )
+                });
+                (
+                    b.decode(&f, &b.data, &[]),
+                    Expect::Fails(vec![format!("{}.npy", b.id(0)), "the file has 160".into()]),
+                )
+            }),
+        ),
+        (
+            "scores one column wider than the graph reads",
+            Box::new(|b| {
+                let d = b.case_dir("wide");
+                let p = b.ark(&d, |e| {
+                    let (u, m) = &e[2];
+                    let mut data = Vec::new();
+                    for t in 0..m.rows() {
+                        data.push(-30.0);
+                        data.extend_from_slice(m.row(t));
+                    }
+                    e[2] = (
+                        u.clone(),
+                        ScoreMatrix::new(m.rows(), m.cols() + 1, data).unwrap(),
+                    );
+                });
+                (
+                    b.decode(&p, &b.data, &[]),
+                    Expect::Fails(vec![b.id(2), "41 columns".into(), "--score-columns".into()]),
+                )
+            }),
+        ),
+        (
+            "scores wider than the graph, the model's width declared",
+            Box::new(|b| {
+                let d = b.case_dir("wide-declared");
+                let p = b.ark(&d, |e| {
+                    for (_, m) in e.iter_mut() {
+                        let mut data = Vec::new();
+                        for t in 0..m.rows() {
+                            data.extend_from_slice(m.row(t));
+                            data.push(-30.0);
+                        }
+                        *m = ScoreMatrix::new(m.rows(), m.cols() + 1, data).unwrap();
+                    }
+                });
+                (
+                    b.decode(&p, &b.data, &["--score-columns", "41"]),
+                    Expect::Clean(strs(&["warning"])),
+                )
+            }),
+        ),
+        (
+            "an archive entry for an utterance not in text",
+            Box::new(|b| {
+                let d = b.case_dir("stray");
+                let p = b.ark(&d, |e| {
+                    let m = e[0].1.clone();
+                    e.push(("not-an-utterance".into(), m));
+                });
+                (
+                    b.decode(&p, &b.data, &[]),
+                    Expect::Warns(strs(&["1 score entr", "not-an-utterance", "not decoded"])),
+                )
+            }),
+        ),
+        (
+            "an archive entry for an utterance not in text, --strict",
+            Box::new(|b| {
+                let d = b.case_dir("stray-strict");
+                let p = b.ark(&d, |e| {
+                    let m = e[0].1.clone();
+                    e.push(("not-an-utterance".into(), m));
+                });
+                (
+                    b.decode(&p, &b.data, &["--strict"]),
+                    Expect::Fails(strs(&["not-an-utterance", "strict"])),
+                )
+            }),
+        ),
+        (
+            "one frame for an utterance of seconds",
+            Box::new(|b| {
+                let d = b.case_dir("one-frame");
+                let p = b.ark(&d, |e| {
+                    let m = &e[1].1;
+                    e[1].1 = ScoreMatrix::new(1, m.cols(), m.row(0).to_vec()).unwrap();
+                });
+                (
+                    b.decode(&p, &b.data, &[]),
+                    Expect::Fails(vec![b.id(1), "1 frames".into(), "frame shift".into()]),
+                )
+            }),
+        ),
+        (
+            "utt2dur durations × 1000",
+            Box::new(|b| {
+                let d = b.case_dir("dur1000");
+                let data = b.data_copy(&d);
+                let t = std::fs::read_to_string(data.join("utt2dur")).unwrap();
+                let t: String = t
+                    .lines()
+                    .map(|l| {
+                        let (u, s) = l.split_once(' ').unwrap();
+                        format!("{u} {}\n", s.parse::<f64>().unwrap() * 1000.0)
+                    })
+                    .collect();
+                std::fs::write(data.join("utt2dur"), t).unwrap();
+                let p = b.ark(&d, |_| {});
+                (
+                    b.decode(&p, &data, &[]),
+                    Expect::Fails(vec![b.id(0), "its duration is".into()]),
+                )
+            }),
+        ),
+        (
+            "an scp whose offset is not a matrix's",
+            Box::new(|b| {
+                let d = b.case_dir("scp");
+                let p = b.ark(&d, |_| {});
+                let scp = d.join("s.scp");
+                let idx = ctx_core::score_table::ScoreTable::open(&p).unwrap();
+                let mut s = String::new();
+                for (k, u) in idx.ids().iter().enumerate() {
+                    // The real offsets come from an index; utterance 2's is off by 7 bytes.
+                    let off = offsets(&p)[k] + if k == 2 { 7 } else { 0 };
+                    s.push_str(&format!("{u} {}:{off}\n", p.display()));
+                }
+                std::fs::write(&scp, s).unwrap();
+                (
+                    b.decode(&scp, &b.data, &[]),
+                    Expect::Fails(vec![b.id(2), "byte offset".into(), "scp".into()]),
+                )
+            }),
+        ),
+        (
+            "a binary entry whose header says one row more than it holds",
+            Box::new(|b| {
+                let d = b.case_dir("rows-off");
+                let p = b.ark(&d, |_| {});
+                let mut bytes = std::fs::read(&p).unwrap();
+                // Utterance 1's rows field: the header starts at its key.
+                let key = format!("{} \0BFM ", b.id(1));
+                let at = bytes
+                    .windows(key.len())
+                    .position(|w| w == key.as_bytes())
+                    .unwrap()
+                    + key.len()
+                    + 1;
+                let rows = i32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+                bytes[at..at + 4].copy_from_slice(&(rows + 1).to_le_bytes());
+                std::fs::write(&p, bytes).unwrap();
+                (
+                    b.decode(&p, &b.data, &[]),
+                    Expect::Fails(vec![
+                        "expected an utterance key".into(),
+                        format!("the entry before, utterance {}", b.id(1)),
+                    ]),
+                )
+            }),
+        ),
+        (
+            "a missing score file: the OS error said once",
+            Box::new(|b| {
+                let d = b.case_dir("missing");
+                (
+                    b.decode(&d.join("nothing.ark"), &b.data, &[]),
+                    Expect::Fails(strs(&[
+                        "nothing.ark",
+                        "No such file or directory (os error 2)",
+                    ])),
+                )
+            }),
+        ),
+        // --- data folders and lists ---
+        (
+            "segments naming a recording wav.scp does not list",
+            Box::new(|b| {
+                let d = b.case_dir("segments");
+                let data = b.data_copy(&d);
+                let t = std::fs::read_to_string(data.join("utt2dur")).unwrap();
+                let mut seg = String::new();
+                for (k, l) in t.lines().enumerate() {
+                    let (u, s) = l.split_once(' ').unwrap();
+                    let rec = if k == 3 { "rec-lost" } else { "rec-a" };
+                    seg.push_str(&format!("{u} {rec} 0.0 {s}\n"));
+                }
+                std::fs::write(data.join("segments"), seg).unwrap();
+                std::fs::write(data.join("wav.scp"), "rec-a /dev/null\n").unwrap();
+                let p = b.ark(&d, |_| {});
+                (
+                    b.decode(&p, &data, &[]),
+                    Expect::Fails(vec!["segments:4".into(), b.id(3), "rec-lost".into()]),
+                )
+            }),
+        ),
+        (
+            "a byte-order mark before the first id of text",
+            Box::new(|b| {
+                let d = b.case_dir("bom");
+                let data = b.data_copy(&d);
+                let t = std::fs::read_to_string(data.join("text")).unwrap();
+                std::fs::write(data.join("text"), format!("\u{feff}{t}")).unwrap();
+                let p = b.ark(&d, |_| {});
+                (
+                    b.decode(&p, &data, &[]),
+                    Expect::Clean(strs(&["have no scores", "warning"])),
+                )
+            }),
+        ),
+        (
+            "--bias-utt naming an utterance text does not have",
+            Box::new(|b| {
+                let d = b.case_dir("bias-utt");
+                let l = d.join("lists.tsv");
+                std::fs::write(&l, format!("{}\tcontact radar\nutt-typo\tclimb\n", b.id(0)))
+                    .unwrap();
+                let p = b.ark(&d, |_| {});
+                (
+                    b.decode(&p, &b.data, &["--bias-utt", l.to_str().unwrap()]),
+                    Expect::Fails(strs(&["lists.tsv", "utt-typo", "is not in"])),
+                )
+            }),
+        ),
+        (
+            "a biasing list of only out-of-vocabulary phrases",
+            Box::new(|b| {
+                let d = b.case_dir("oov-list");
+                let l = d.join("list.txt");
+                std::fs::write(&l, "zqxv wubble\nflorp\n").unwrap();
+                let p = b.ark(&d, |_| {});
+                let mut a = b.decode(&p, &b.data, &["--bias-list", l.to_str().unwrap()]);
+                let m = a.iter().position(|x| x == "none").unwrap();
+                a[m] = "none,list:global".into();
+                (
+                    a,
+                    Expect::Warns(strs(&[
+                        "phrases of its biasing lists have a word outside the vocabulary",
+                        "decoded unbiased",
+                    ])),
+                )
+            }),
+        ),
+        // --- experiment files ---
+        (
+            "an experiment with the same [[rows]] entry twice",
+            Box::new(|b| {
+                let d = b.case_dir("dup-rows");
+                let e = d.join("dup.toml");
+                std::fs::write(
+                    &e,
+                    "title = \"t\"\ndescription = \"d\"\n[settings]\ndataset = \"atco2-sim-1h\"\n\
+                     [table]\nmeasures = [\"wer\"]\n[[rows]]\nrow = \"A\"\n[[rows]]\nrow = \"A\"\n",
+                )
+                .unwrap();
+                (
+                    strs(&["run", "--dry-run", e.to_str().unwrap()]),
+                    Expect::Fails(strs(&["row 'A'", "the same point twice"])),
+                )
+            }),
+        ),
+        (
+            "a sweep of a million points",
+            Box::new(|b| {
+                let d = b.case_dir("sweep");
+                let e = d.join("big.toml");
+                let vals: Vec<String> = (0..1000)
+                    .map(|i| format!("{}", 5.0 + i as f64 * 0.01))
+                    .collect();
+                std::fs::write(
+                    &e,
+                    format!(
+                        "title = \"t\"\ndescription = \"d\"\n[settings]\ndataset = \"atco2-sim-1h\"\n\
+                         [sweep]\nbeam = [{v}]\nlattice_beam = [{v}]\n[table]\nmeasures = [\"wer\"]\n\
+                         [[rows]]\nrow = \"A\"\n",
+                        v = vals.join(", ")
+                    ),
+                )
+                .unwrap();
+                (
+                    strs(&["run", "--dry-run", e.to_str().unwrap()]),
+                    Expect::Fails(strs(&["big.toml", "1000000 points", "--allow-large"])),
+                )
+            }),
+        ),
+        // --- scoring ---
+        (
+            "score: an .nlp reference with CR-only line ends scores like LF",
+            Box::new(|b| {
+                let d = b.case_dir("nlp-cr");
+                let (r, h) = nlp_pair(&d, "\r");
+                (
+                    strs(&[
+                        "score",
+                        "--ref",
+                        r.to_str().unwrap(),
+                        "--hyp",
+                        h.to_str().unwrap(),
+                    ]),
+                    Expect::Clean(strs(&["no tokens", "scored as deletions"])),
+                )
+            }),
+        ),
+        (
+            "score: an .nlp reference of only its header",
+            Box::new(|b| {
+                let d = b.case_dir("nlp-header");
+                let (r, h) = nlp_pair(&d, "\n");
+                std::fs::write(r.join("d1.nlp"), format!("{NLP_HEADER}\n")).unwrap();
+                (
+                    strs(&[
+                        "score",
+                        "--ref",
+                        r.to_str().unwrap(),
+                        "--hyp",
+                        h.to_str().unwrap(),
+                    ]),
+                    Expect::Fails(strs(&["d1.nlp", "no tokens after the header"])),
+                )
+            }),
+        ),
+        (
+            "score: .nlp with wer_tags but no normalizations",
+            Box::new(|b| {
+                let d = b.case_dir("nlp-nonorm");
+                let (r, h) = nlp_pair(&d, "\n");
+                std::fs::write(
+                    r.join("d1.wer_tag.json"),
+                    r#"{"2": {"entity_type": "ORG"}}"#,
+                )
+                .unwrap();
+                (
+                    strs(&[
+                        "score",
+                        "--ref",
+                        r.to_str().unwrap(),
+                        "--hyp",
+                        h.to_str().unwrap(),
+                    ]),
+                    Expect::Warns(strs(&["1 file(s)", "no <id>.norm.json"])),
+                )
+            }),
+        ),
+        (
+            "score: an empty reference",
+            Box::new(|b| {
+                let d = b.case_dir("empty-ref");
+                std::fs::write(d.join("ref"), "").unwrap();
+                std::fs::write(d.join("hyp"), "u1 a b\n").unwrap();
+                (
+                    strs(&[
+                        "score",
+                        "--ref",
+                        d.join("ref").to_str().unwrap(),
+                        "--hyp",
+                        d.join("hyp").to_str().unwrap(),
+                    ]),
+                    Expect::Fails(strs(&["ref", "has no words"])),
+                )
+            }),
+        ),
+        (
+            "score: no hypothesis id in the reference",
+            Box::new(|b| {
+                let d = b.case_dir("disjoint");
+                std::fs::write(d.join("ref"), "u1 a b\nu2 c\n").unwrap();
+                std::fs::write(d.join("hyp"), "x1 a b\nx2 c\n").unwrap();
+                (
+                    strs(&[
+                        "score",
+                        "--ref",
+                        d.join("ref").to_str().unwrap(),
+                        "--hyp",
+                        d.join("hyp").to_str().unwrap(),
+                    ]),
+                    Expect::Fails(strs(&["no hypothesis utterance id", "x1"])),
+                )
+            }),
+        ),
+    ]
+}
+
+const NLP_HEADER: &str = "token|speaker|ts|endTs|punctuation|case|tags|wer_tags";
+
+/// A one-document `.nlp` reference and hypothesis with line ends `eol`.
+fn nlp_pair(d: &Path, eol: &str) -> (PathBuf, PathBuf) {
+    let (r, h) = (d.join("ref"), d.join("hyp"));
+    std::fs::create_dir_all(&r).unwrap();
+    std::fs::create_dir_all(&h).unwrap();
+    let rows = [
+        "Good|0||||UC|[]|[]",
+        "morning|0||||LC|[]|[]",
+        "Acme|0||||UC|[]|['2']",
+    ];
+    let text = |rows: &[&str]| format!("{NLP_HEADER}{eol}{}{eol}", rows.join(eol));
+    std::fs::write(r.join("d1.nlp"), text(&rows)).unwrap();
+    std::fs::write(h.join("d1.nlp"), text(&rows)).unwrap();
+    (r, h)
+}
+
+/// The byte offset of each entry's matrix in an archive.
+fn offsets(p: &Path) -> Vec<u64> {
+    let mut r = ctx_core::scores::ArkReader::open(p).unwrap();
+    let mut v = Vec::new();
+    while let Some((_, at, _)) = r.next_with_offset().unwrap() {
+        v.push(at);
+    }
+    v
+}
+
+#[test]
+fn every_bad_input_is_refused_or_warned_about_never_a_panic() {
+    let (_tmp, base) = Base::make();
+    let mut failures = Vec::new();
+    for (name, case) in cases() {
+        let (args, expect) = case(&base);
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let t = std::time::Instant::now();
+        let o = ctxbench(&a);
+        let secs = t.elapsed().as_secs_f64();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        let code = o.status.code();
+        let problem = match &expect {
+            _ if err.contains("panicked") || code == Some(101) => Some("panicked".to_string()),
+            Expect::Fails(n) => (code != Some(1))
+                .then(|| format!("exit {code:?}, expected 1"))
+                .or_else(|| {
+                    n.iter()
+                        .find(|x| !err.contains(x.as_str()))
+                        .map(|x| format!("no '{x}'"))
+                }),
+            Expect::Warns(n) => (code != Some(0))
+                .then(|| format!("exit {code:?}, expected 0"))
+                .or_else(|| {
+                    n.iter()
+                        .find(|x| !err.contains(x.as_str()))
+                        .map(|x| format!("no '{x}'"))
+                }),
+            Expect::Clean(n) => (code != Some(0))
+                .then(|| format!("exit {code:?}, expected 0"))
+                .or_else(|| {
+                    n.iter()
+                        .find(|x| err.contains(x.as_str()))
+                        .map(|x| format!("'{x}' said"))
+                }),
+        };
+        // An OS error's text is said once, not repeated through the error chain.
+        let problem = problem.or_else(|| {
+            (err.matches("(os error").count() > 1).then(|| "an OS error said twice".to_string())
+        });
+        // A case that takes long is a hang in the making (the quick set decodes in < 1 s).
+        let problem = problem.or_else(|| (secs > 60.0).then(|| format!("took {secs:.0} s")));
+        if let Some(p) = problem {
+            failures.push(format!("{name}: {p}\n  stderr: {err}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
