@@ -72,6 +72,36 @@ impl ScoreMatrix {
         }
     }
 
+    /// The largest acoustic cost magnitude a path through these scores can accumulate at
+    /// `scale`: Σ over frames of the frame's largest |scale × score|. Path costs are f32: past
+    /// ~2^20 their spacing exceeds the graph's costs, paths tie, and the lattice explodes.
+    pub fn cost_span(&self, scale: f32) -> f64 {
+        (0..self.rows)
+            .map(|t| {
+                self.row(t)
+                    .iter()
+                    .fold(0f64, |m, &v| m.max((v as f64 * scale as f64).abs()))
+            })
+            .sum()
+    }
+
+    /// Subtracts each frame's largest score from that frame (a constant per frame: every path
+    /// pays it, so no path's rank, lattice or posterior changes, only absolute costs).
+    ///
+    /// ```
+    /// use ctx_core::scores::ScoreMatrix;
+    /// let mut m = ScoreMatrix::new(2, 2, vec![1e6, 1e6 - 2.0, -3.0, -1.0]).unwrap();
+    /// m.shift_rows_to_max_zero();
+    /// assert_eq!(m.data(), &[0.0, -2.0, -2.0, 0.0]);
+    /// ```
+    pub fn shift_rows_to_max_zero(&mut self) {
+        for t in 0..self.rows {
+            let r = self.row_mut(t);
+            let mx = r.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            r.iter_mut().for_each(|v| *v -= mx);
+        }
+    }
+
     /// All values, row-major.
     pub fn data(&self) -> &[f32] {
         &self.data

@@ -927,6 +927,19 @@ impl Setup {
                         u.id
                     );
                 }
+                // Scores so large that path costs lose f32 precision (all paths tie and the
+                // lattice explodes: flat scores of 1e6 took minutes per utterance) are shifted
+                // per frame to a maximum of 0, which changes no path's rank.
+                let mut m = m;
+                if m.cost_span(self.acoustic_scale) > (1u64 << 20) as f64 {
+                    eprintln!(
+                        "warning: {}: utterance {}: scores up to {:.3e} in magnitude: each frame shifted by its maximum (f32 path costs would lose the graph's precision)",
+                        table.path().display(),
+                        u.id,
+                        m.data().iter().fold(0f32, |a, v| a.max(v.abs()))
+                    );
+                    m.shift_rows_to_max_zero();
+                }
                 // The frames must cover about the utterance's duration (utt2dur, segments or
                 // the WAV): RTFx divides by it, and a mismatch means another utterance's
                 // scores or a wrong frame shift. 25% and 0.1 s of slack for edge frames and

@@ -295,6 +295,21 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "flat scores of 1e6 (path costs past f32's precision): bounded, said",
+            Box::new(|b| {
+                let d = b.case_dir("flat");
+                let p = b.ark(&d, |e| {
+                    let m = &e[0].1;
+                    e[0].1 = ScoreMatrix::new(m.rows(), m.cols(), vec![1e6; m.rows() * m.cols()])
+                        .unwrap();
+                });
+                (
+                    b.decode(&p, &b.data, &[]),
+                    Expect::Warns(vec![b.id(0), "shifted by its maximum".into()]),
+                )
+            }),
+        ),
+        (
             "an archive entry for an utterance not in text",
             Box::new(|b| {
                 let d = b.case_dir("stray");

@@ -4,8 +4,10 @@
 //! The reference is a chain of blocks, each a set of alternative word sequences (a plain word is a
 //! block with one alternative of one word). The dynamic programme runs block by block over rows of
 //! `hyp.len() + 1` costs; every block boundary is a cut of the reference graph, so only one row per
-//! boundary is needed. To align whole earnings calls (10k × 10k words) in a few MB, the forward pass
-//! keeps a checkpoint row every √B blocks and the backtrace recomputes one chunk at a time.
+//! boundary is needed. To align whole earnings calls (10k × 10k words) in little memory, the forward
+//! pass keeps a checkpoint row every √B blocks and the backtrace recomputes one chunk at a time.
+//! Rows are stored at full width (the band only limits the work): memory is ~8·n·√B bytes, 14 MB
+//! for the longest Earnings-21 call, 372 MB for one 120k-word line (docs/guide.md).
 //!
 //! Costs: substitution, deletion and insertion 1, match 0. Ties are broken deterministically:
 //! among alternatives the earliest (the span as written) wins; along the backtrace a diagonal step
