@@ -11,7 +11,7 @@ use ctxbench::decode::{run_decode, DecodeArgs};
 use ctxbench::export::{run_export, ExportArgs};
 use ctxbench::graph::{run_graph, GraphCommand};
 use ctxbench::lm::{run_lm, LmCommand};
-use ctxbench::score::{run_score, Format, ScoreArgs};
+use ctxbench::score::{run_score, run_score_fbai, Format, ScoreArgs};
 use ctxbench::throughput::{run_throughput, ThroughputArgs};
 
 #[derive(Parser)]
@@ -69,6 +69,9 @@ fn main() {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
+        Command::Score(args) if args.format == Some(Format::Fbai) => {
+            print!("{}", run_score_fbai(&args)?.render());
+        }
         Command::Score(args) => {
             let report = run_score(&args)?;
             for w in &report.warnings {

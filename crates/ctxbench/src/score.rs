@@ -22,6 +22,9 @@ pub enum Format {
     /// Directories of Earnings `.nlp` files matched by file name (sidecars found beside them or in
     /// sibling `wer_tags/` and `normalizations/` folders).
     Nlp,
+    /// The LibriSpeech biasing benchmark of Le et al. 2021 as it comes (`ref/*.tsv`, hypothesis
+    /// `.tsv`), scored by its `score.py`'s definitions: WER, U-WER, B-WER.
+    Fbai,
 }
 
 /// Text normalisation choice on the command line.
@@ -74,6 +77,10 @@ pub struct ScoreArgs {
     /// Refuse hypotheses that miss reference utterances or name unknown ones, instead of warning.
     #[arg(long)]
     pub strict: bool,
+    /// `--format fbai`: skip reference utterances without a hypothesis (score.py's --lenient;
+    /// without it they are an error, as there).
+    #[arg(long)]
+    pub lenient: bool,
     /// Write the figures as JSON here.
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
@@ -99,6 +106,7 @@ impl ScoreArgs {
             normalize: None,
             ne_insertions: None,
             strict: false,
+            lenient: false,
             json: None,
             per_utt: false,
             alignment: None,
@@ -165,7 +173,44 @@ fn load_hyps(path: &Path, norm: TextNorm) -> Result<BTreeMap<String, Vec<String>
 }
 
 /// Loads references and hypotheses as `args` says, aligns and scores every utterance.
+/// Runs `ctxbench score --format fbai`: the three lines `score.py` prints, and its figures.
+pub fn run_score_fbai(args: &ScoreArgs) -> Result<ctx_core::metrics::fbai::FbaiTotals> {
+    use ctx_core::metrics::fbai;
+    if args.entities.is_some() || args.targets.is_some() || args.alignment.is_some() {
+        bail!("--format fbai takes --ref, --hyp, --lenient and --json only (its biased words are the reference's third column)");
+    }
+    let refs = fbai::read_refs(&args.reference)?;
+    let hyps = fbai::read_hyps(&args.hyp)?;
+    let known: HashSet<&str> = refs.iter().map(|r| r.id.as_str()).collect();
+    if !hyps.keys().any(|k| known.contains(k.as_str())) {
+        bail!(
+            "{}: no hypothesis utterance id is in the reference {}",
+            args.hyp.display(),
+            args.reference.display()
+        );
+    }
+    let (t, missing) = fbai::score_set(&refs, &hyps, args.lenient)
+        .with_context(|| format!("scoring {}", args.hyp.display()))?;
+    if !missing.is_empty() {
+        eprintln!(
+            "warning: {} reference utterance(s) have no hypothesis (first: {}): skipped (--lenient)",
+            missing.len(),
+            missing[0]
+        );
+    }
+    if let Some(p) = &args.json {
+        write_atomic(p, |w| {
+            serde_json::to_writer_pretty(&mut *w, &t).map_err(std::io::Error::other)
+        })?;
+    }
+    Ok(t)
+}
+
+/// Runs `ctxbench score` (Kaldi and `.nlp` formats; `fbai` is [`run_score_fbai`]).
 pub fn run_score(args: &ScoreArgs) -> Result<ScoreReport> {
+    if args.format == Some(Format::Fbai) {
+        bail!("--format fbai is scored by run_score_fbai");
+    }
     let format = args.format.unwrap_or(if args.reference.is_dir() {
         Format::Nlp
     } else {
@@ -256,6 +301,7 @@ pub fn run_score(args: &ScoreArgs) -> Result<ScoreReport> {
             }
             refs
         }
+        Format::Fbai => unreachable!("refused above"),
         Format::Kaldi => {
             if args.reference.is_dir() {
                 bail!("{}: a Kaldi reference is a `text` file, not a directory (use --format nlp for .nlp folders)", args.reference.display());
@@ -486,7 +532,7 @@ impl ScoreReport {
         let mut s = String::new();
         let what = match self.format {
             Format::Nlp => "documents",
-            Format::Kaldi => "utterances",
+            Format::Kaldi | Format::Fbai => "utterances",
         };
         let classes = self
             .ne_classes

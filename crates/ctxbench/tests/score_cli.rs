@@ -333,3 +333,53 @@ fn vendor_hypothesis_nlp_files_are_read_and_scored() {
     );
     assert_eq!(t.ref_words, kept + dropped);
 }
+
+/// `--format fbai` prints exactly what the LibriSpeech biasing benchmark's `score.py` printed on
+/// the committed subset (tests/data/fbai: three systems on two sets, and a crafted file whose
+/// inserted rare words count toward B-WER, scored with --lenient); without --lenient a missing
+/// hypothesis is an error naming the utterance, as in the script.
+#[test]
+fn fbai_format_reproduces_score_py_exactly() {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fbai");
+    let mut n = 0;
+    for e in std::fs::read_dir(d.join("hyp")).unwrap() {
+        let h = e.unwrap().path();
+        let name = h.file_name().unwrap().to_str().unwrap().to_string();
+        let set = name.split('.').next().unwrap();
+        let r = d.join(format!("ref/{set}.tsv"));
+        let lenient = name.contains("lenient");
+        let mut a = vec![
+            "score",
+            "--format",
+            "fbai",
+            "--ref",
+            r.to_str().unwrap(),
+            "--hyp",
+            h.to_str().unwrap(),
+        ];
+        if lenient {
+            a.push("--lenient");
+        }
+        let o = ctxbench(&a);
+        assert!(
+            o.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let want = std::fs::read_to_string(d.join(format!("results/{name}.result"))).unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stdout), want, "{name}");
+        if lenient {
+            // The inserted rare words: B-WER insertions (4 of the 5 align as insertions).
+            assert!(want.lines().nth(2).unwrap().contains("ins=4"), "{want}");
+            let o = ctxbench(&a[..a.len() - 1]);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(1), "{err}");
+            assert!(
+                err.contains("missing in hyps") && err.contains("--lenient"),
+                "{err}"
+            );
+        }
+        n += 1;
+    }
+    assert_eq!(n, 7);
+}

@@ -7,6 +7,7 @@
 //! [`score`] (the counts and rates).
 
 pub mod align;
+pub mod fbai;
 pub mod normalize;
 pub mod reference;
 pub mod score;
