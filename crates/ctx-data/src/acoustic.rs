@@ -25,6 +25,61 @@ use crate::registry::{AcousticSpec, CtcAcousticSpec};
 use crate::rng::Rng;
 use ctx_core::scores::ScoreMatrix;
 
+/// How often each word occurs in a simulated model's training text (the dataset's LM text): a
+/// real model errs on the words it saw rarely, so a simulator's per-word confusion grows as this
+/// count falls. Built from the training text only — never entity tags or biasing lists.
+#[derive(Debug, Clone, Default)]
+pub struct TrainingCounts {
+    counts: std::collections::HashMap<String, u64>,
+}
+
+impl TrainingCounts {
+    /// Counts the words of a training text.
+    pub fn from_words<'a>(words: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut counts = std::collections::HashMap::new();
+        for w in words {
+            *counts.entry(w.to_string()).or_insert(0u64) += 1;
+        }
+        Self { counts }
+    }
+
+    /// The count of `w` (0: never seen).
+    pub fn count(&self, w: &str) -> u64 {
+        self.counts.get(w).copied().unwrap_or(0)
+    }
+
+    /// Whether any word was counted.
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+
+    /// The extra confusion probability of `w`: `rare · half / (half + count)`.
+    ///
+    /// ```
+    /// use ctx_data::acoustic::TrainingCounts;
+    /// let c = TrainingCounts::from_words("a a a b".split(' '));
+    /// assert_eq!(c.extra("zz", 0.4, 1.0), 0.4);
+    /// assert_eq!(c.extra("a", 0.4, 1.0), 0.1);
+    /// assert_eq!(c.extra("b", 0.0, 1.0), 0.0);
+    /// ```
+    pub fn extra(&self, w: &str, rare: f64, half: f64) -> f64 {
+        if rare <= 0.0 {
+            return 0.0;
+        }
+        rare * half / (half + self.count(w) as f64)
+    }
+}
+
+/// The error when `rare_confusion` is set but the simulator was given no training text.
+fn no_counts(utt: &str) -> SimError {
+    SimError::Utterance {
+        utt: utt.to_string(),
+        message: "rare_confusion is set but the simulator has no training text to count words in \
+                  (the dataset's LM text)"
+            .into(),
+    }
+}
+
 /// Errors of the simulators.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
@@ -135,6 +190,8 @@ pub struct HybridSim {
     dist: Vec<Vec<f64>>,
     /// Nearest other unit of each unit (confusion target).
     nearest: Vec<usize>,
+    /// Word counts of the model's training text (rare words are confused more).
+    counts: TrainingCounts,
 }
 
 impl HybridSim {
@@ -162,7 +219,15 @@ impl HybridSim {
             units,
             dist,
             nearest,
+            counts: TrainingCounts::default(),
         }
+    }
+
+    /// The model's training text (the dataset's LM text), whose word counts make rare words
+    /// harder when `rare_confusion` > 0.
+    pub fn with_training_text<'a>(mut self, words: impl IntoIterator<Item = &'a str>) -> Self {
+        self.counts = TrainingCounts::from_words(words);
+        self
     }
 
     /// Number of pdfs (score columns): units × states per phone; pdf of state k of unit u
@@ -182,7 +247,12 @@ impl HybridSim {
         let mut rng = Rng::for_key(self.knobs.seed, utt);
         let sigma = self.knobs.noise * (self.knobs.noise_spread * rng.normal()).exp();
         let unit_index = |p: &str| self.units.iter().position(|u| u == p);
+        if self.knobs.rare_confusion > 0.0 && self.counts.is_empty() {
+            return Err(no_counts(utt));
+        }
         let mut phones: Vec<usize> = vec![0];
+        // Per phone, the extra confusion probability of its word (0 for silence).
+        let mut rare: Vec<f64> = vec![0.0];
         for w in words {
             // A token without letters or digits (e.g. a transcript's `*`) has no spoken form:
             // it contributes no phones (the surrounding silence covers it).
@@ -193,20 +263,28 @@ impl HybridSim {
                 utt: utt.to_string(),
                 message: e.to_string(),
             })?;
+            let extra = self
+                .counts
+                .extra(w, self.knobs.rare_confusion, self.knobs.rare_count);
             for p in &prons[0] {
                 phones.push(unit_index(p).ok_or_else(|| SimError::Utterance {
                     utt: utt.to_string(),
                     message: format!("phone {p} of '{w}' is not a CMU phone"),
                 })?);
+                rare.push(extra);
             }
         }
         phones.push(0);
+        rare.push(0.0);
         // Confusions: a phone's frames look like its nearest phone.
         let p_conf = (self.knobs.confusion * sigma / self.knobs.noise.max(1e-9)).min(1.0);
+        // A rare word's phones are confused more (its pronunciation drifts toward a near one);
+        // the same one draw per phone, so with rare_confusion 0 nothing changes.
         let acoustic: Vec<usize> = phones
             .iter()
-            .map(|&p| {
-                if p != 0 && rng.chance(p_conf) {
+            .zip(&rare)
+            .map(|(&p, &extra)| {
+                if p != 0 && rng.chance((p_conf + extra).min(1.0)) {
                     self.nearest[p]
                 } else {
                     p
@@ -318,6 +396,8 @@ pub struct CtcSim {
     near: Vec<Vec<(usize, f64)>>,
     /// The words the model knows, by first letter (word confusions pick among them).
     vocab: std::collections::HashMap<char, Vec<Vec<char>>>,
+    /// Word counts of the model's training text (rare words are confused more).
+    counts: TrainingCounts,
 }
 
 impl CtcSim {
@@ -347,13 +427,16 @@ impl CtcSim {
             frame_s: 0.04,
             near,
             vocab: Default::default(),
+            counts: TrainingCounts::default(),
         }
     }
 
-    /// The words the simulated model may confuse a word with (the vocabulary of its training
-    /// text; never a biasing list). Without one there are no word confusions.
+    /// The words the simulated model may confuse a word with: the words of its training text,
+    /// as they run (never a biasing list), whose counts also make rare words harder when
+    /// `rare_confusion` > 0. Without one there are no word confusions.
     pub fn with_vocabulary<'a>(mut self, words: impl IntoIterator<Item = &'a str>) -> Self {
         let mut set: Vec<&str> = words.into_iter().collect();
+        self.counts = TrainingCounts::from_words(set.iter().copied());
         set.sort_unstable();
         set.dedup();
         for w in set {
@@ -393,10 +476,19 @@ impl CtcSim {
     ) -> Result<(f64, Vec<u32>), SimError> {
         let sigma = self.knobs.noise * (self.knobs.noise_spread * rng.normal()).exp();
         let p_conf = (self.knobs.confusion * sigma / self.knobs.noise.max(1e-9)).min(1.0);
+        if self.knobs.rare_confusion > 0.0 && self.counts.is_empty() {
+            return Err(no_counts(utt));
+        }
         let mut tokens: Vec<u32> = Vec::new();
         for w in words {
-            // A confusion event: the model hears a similar known word.
-            let heard = match rng.chance(p_conf).then(|| self.nearest_word(w)).flatten() {
+            // A confusion event, likelier for a word rare in the training text: the model
+            // hears a similar known word.
+            let p = (p_conf
+                + self
+                    .counts
+                    .extra(w, self.knobs.rare_confusion, self.knobs.rare_count))
+            .min(1.0);
+            let heard = match rng.chance(p).then(|| self.nearest_word(w)).flatten() {
                 Some(v) => v,
                 None => w.clone(),
             };

@@ -48,6 +48,16 @@ pub struct AcousticSpec {
     /// Probability of a phone-confusion event per phone at the base noise level.
     #[serde(default = "default_confusion")]
     pub confusion: f64,
+    /// Extra confusion probability of a word the model never saw in its training text (the
+    /// dataset's LM text): a word seen `c` times gets `rare_confusion · rare_count /
+    /// (rare_count + c)` on top of the noise-driven probability (hybrid: per phone of the word;
+    /// end-to-end: per word). Entity-blind: only training counts decide. 0: every word equally
+    /// hard.
+    #[serde(default)]
+    pub rare_confusion: f64,
+    /// The training count at which that extra probability is halved.
+    #[serde(default = "default_rare_count")]
+    pub rare_count: f64,
     /// Seed of the simulator.
     #[serde(default = "default_seed")]
     pub seed: u64,
@@ -65,6 +75,9 @@ fn default_confusion() -> f64 {
 fn default_seed() -> u64 {
     1
 }
+fn default_rare_count() -> f64 {
+    1.0
+}
 
 impl Default for AcousticSpec {
     fn default() -> Self {
@@ -72,6 +85,8 @@ impl Default for AcousticSpec {
             noise: default_noise(),
             noise_spread: default_noise_spread(),
             confusion: default_confusion(),
+            rare_confusion: 0.0,
+            rare_count: default_rare_count(),
             seed: default_seed(),
         }
     }
@@ -96,6 +111,16 @@ pub struct CtcAcousticSpec {
     /// The acoustic scale a decoder uses with these log-probabilities.
     #[serde(default = "default_ctc_scale")]
     pub acoustic_scale: f64,
+    /// Extra confusion probability of a word the model never saw in its training text (the
+    /// dataset's LM text): a word seen `c` times gets `rare_confusion · rare_count /
+    /// (rare_count + c)` on top of the noise-driven probability (hybrid: per phone of the word;
+    /// end-to-end: per word). Entity-blind: only training counts decide. 0: every word equally
+    /// hard.
+    #[serde(default)]
+    pub rare_confusion: f64,
+    /// The training count at which that extra probability is halved.
+    #[serde(default = "default_rare_count")]
+    pub rare_count: f64,
     /// Seed of the simulator.
     #[serde(default = "default_seed")]
     pub seed: u64,

@@ -20,6 +20,8 @@ fn knobs(noise: f64) -> AcousticSpec {
         noise,
         noise_spread: 0.0,
         confusion: 0.0,
+        rare_confusion: 0.0,
+        rare_count: 1.0,
         seed: 3,
     }
 }
@@ -31,6 +33,8 @@ fn ctc_knobs(noise: f64) -> CtcAcousticSpec {
         confusion: 0.05,
         margin: 6.0,
         acoustic_scale: 1.0,
+        rare_confusion: 0.0,
+        rare_count: 1.0,
         seed: 7,
     }
 }

@@ -179,7 +179,8 @@ pub fn run_data(cmd: &DataCommand) -> Result<()> {
                 .expect("Dataset::load refuses lm-text entries");
             let utts = &ds.utterances[..limit.unwrap_or(usize::MAX).min(ds.utterances.len())];
             let pron = ctx_data::dataset::shipped_pronouncer(&reg)?;
-            let hybrid = HybridSim::new(knobs.clone(), *states_per_phone);
+            let hybrid = HybridSim::new(knobs.clone(), *states_per_phone)
+                .with_training_text(ds.lm_text.iter().flat_map(|l| l.split_whitespace()));
             let ctc = match model {
                 SimModel::Ctc => Some(
                     CtcSim::new(

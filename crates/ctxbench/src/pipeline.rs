@@ -673,7 +673,8 @@ impl Setup {
         let (acoustic, frame_s, silence) = match kind {
             GraphKind::Hclg => {
                 let s = HmmTopology::default().states_per_phone;
-                let sim = HybridSim::new(knobs, s as usize);
+                let sim = HybridSim::new(knobs, s as usize)
+                    .with_training_text(dataset.lm_text.iter().flat_map(|l| l.split_whitespace()));
                 let frame_s = sim.frame_s;
                 // SIL is unit 1: pdfs 0..s, input labels 1..=s.
                 let silence = (1..=s).collect();

@@ -259,6 +259,8 @@ fn knobs() -> CtcAcousticSpec {
         confusion: 0.2,
         margin: 6.0,
         acoustic_scale: 1.0,
+        rare_confusion: 0.0,
+        rare_count: 1.0,
         seed: 3,
     }
 }
