@@ -72,8 +72,8 @@ fn end_to_end_models_mishear_unseen_words_more_than_frequent_ones() {
         };
         let counts: Vec<(usize, usize)> = vec![
             (
-                e2e_misheard(&ctc_heard, &bpe, "zulu"),
-                e2e_misheard(&ctc_heard, &bpe, "alpha"),
+                e2e_misheard(ctc_heard, &bpe, "zulu"),
+                e2e_misheard(ctc_heard, &bpe, "alpha"),
             ),
             (
                 e2e_misheard(

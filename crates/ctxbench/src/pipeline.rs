@@ -79,6 +79,9 @@ pub struct Setup {
     /// The blank's score column when the model is CTC: decoding then goes through
     /// [`ctc_wfst::CtcDecoder`] (normalisation check, blank penalty, word insertion penalty).
     pub ctc_blank: Option<u32>,
+    /// Word counts of the dataset's LM text (the simulated model's training text), counted on
+    /// first use: error rates by training count.
+    pub train_counts: std::sync::OnceLock<ctx_data::acoustic::TrainingCounts>,
 }
 
 /// On-the-fly G-boosting (003 §3.1.3, "online"): the graph stays the unboosted HCLG, and each
@@ -707,6 +710,7 @@ impl Setup {
         let ctc_blank =
             matches!(acoustic, Acoustic::Ctc(_)).then_some(ctx_graph::ctc::BLANK_LABEL - 1);
         Ok(Self {
+            train_counts: Default::default(),
             dataset,
             graph,
             csr,
@@ -863,6 +867,7 @@ impl Setup {
             ModelKind::Ctc => (0.04, 1.0),
         };
         Ok(Self {
+            train_counts: Default::default(),
             dataset,
             graph,
             csr,
@@ -883,6 +888,19 @@ impl Setup {
                 },
             )),
             ctc_blank: blank,
+        })
+    }
+
+    /// Word counts of the model's training text (the dataset's LM text; empty for a `files`
+    /// dataset).
+    pub fn training_counts(&self) -> &ctx_data::acoustic::TrainingCounts {
+        self.train_counts.get_or_init(|| {
+            ctx_data::acoustic::TrainingCounts::from_words(
+                self.dataset
+                    .lm_text
+                    .iter()
+                    .flat_map(|l| l.split_whitespace()),
+            )
         })
     }
 

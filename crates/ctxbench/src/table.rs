@@ -60,7 +60,8 @@ pub fn format_measure(m: &str, v: f64) -> String {
         "rtfx" if v >= 100.0 => format!("{v:.0}"),
         "peak_mem_mb" | "utterances" | "graph_states" | "graph_arcs" | "phrases_kept"
         | "phrases_dropped" | "boosted_arcs" | "keywords_in_lm" | "wl_ngrams" | "wl_nodes"
-        | "phrases_duplicate" => {
+        | "phrases_duplicate" | "words_c0" | "words_c1_2" | "words_c3_10" | "words_c11_100"
+        | "words_c101" => {
             format!("{v:.0}")
         }
         "lattice_density" => format!("{v:.2}"),

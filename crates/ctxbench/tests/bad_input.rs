@@ -575,13 +575,7 @@ fn cases() -> Vec<Case> {
                 let d = b.case_dir("nlp-cr");
                 let (r, h) = nlp_pair(&d, "\r");
                 (
-                    strs(&[
-                        "score",
-                        "--ref",
-                        r.to_str().unwrap(),
-                        "--hyp",
-                        h.to_str().unwrap(),
-                    ]),
+                    score_args(&r, &h),
                     Expect::Clean(strs(&["no tokens", "scored as deletions"])),
                 )
             }),
@@ -593,13 +587,7 @@ fn cases() -> Vec<Case> {
                 let (r, h) = nlp_pair(&d, "\n");
                 std::fs::write(r.join("d1.nlp"), format!("{NLP_HEADER}\n")).unwrap();
                 (
-                    strs(&[
-                        "score",
-                        "--ref",
-                        r.to_str().unwrap(),
-                        "--hyp",
-                        h.to_str().unwrap(),
-                    ]),
+                    score_args(&r, &h),
                     Expect::Fails(strs(&["d1.nlp", "no tokens after the header"])),
                 )
             }),
@@ -615,13 +603,7 @@ fn cases() -> Vec<Case> {
                 )
                 .unwrap();
                 (
-                    strs(&[
-                        "score",
-                        "--ref",
-                        r.to_str().unwrap(),
-                        "--hyp",
-                        h.to_str().unwrap(),
-                    ]),
+                    score_args(&r, &h),
                     Expect::Warns(strs(&["1 file(s)", "no <id>.norm.json"])),
                 )
             }),
@@ -633,13 +615,7 @@ fn cases() -> Vec<Case> {
                 std::fs::write(d.join("ref"), "").unwrap();
                 std::fs::write(d.join("hyp"), "u1 a b\n").unwrap();
                 (
-                    strs(&[
-                        "score",
-                        "--ref",
-                        d.join("ref").to_str().unwrap(),
-                        "--hyp",
-                        d.join("hyp").to_str().unwrap(),
-                    ]),
+                    score_args(&d.join("ref"), &d.join("hyp")),
                     Expect::Fails(strs(&["ref", "has no words"])),
                 )
             }),
@@ -651,18 +627,23 @@ fn cases() -> Vec<Case> {
                 std::fs::write(d.join("ref"), "u1 a b\nu2 c\n").unwrap();
                 std::fs::write(d.join("hyp"), "x1 a b\nx2 c\n").unwrap();
                 (
-                    strs(&[
-                        "score",
-                        "--ref",
-                        d.join("ref").to_str().unwrap(),
-                        "--hyp",
-                        d.join("hyp").to_str().unwrap(),
-                    ]),
+                    score_args(&d.join("ref"), &d.join("hyp")),
                     Expect::Fails(strs(&["no hypothesis utterance id", "x1"])),
                 )
             }),
         ),
     ]
+}
+
+/// `score --ref R --hyp H`.
+fn score_args(r: &Path, h: &Path) -> Vec<String> {
+    strs(&[
+        "score",
+        "--ref",
+        r.to_str().unwrap(),
+        "--hyp",
+        h.to_str().unwrap(),
+    ])
 }
 
 const NLP_HEADER: &str = "token|speaker|ts|endTs|punctuation|case|tags|wer_tags";

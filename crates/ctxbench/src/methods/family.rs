@@ -256,6 +256,63 @@ pub(crate) fn base_measures(
     put("graph_mb", Some(graph_bytes(&st.csr) as f64 / 1e6));
     put("lattice_density", Some(lattice.0));
     put("oracle_wer", lattice.1);
+    m.extend(rarity_measures(
+        st.training_counts(),
+        &st.dataset.utterances,
+        &o.hyps,
+    ));
+    m
+}
+
+/// The training-count buckets of [`rarity_measures`]: (name, lowest count, highest count).
+pub(crate) const COUNT_BUCKETS: [(&str, u64, u64); 5] = [
+    ("0", 0, 0),
+    ("1_2", 1, 2),
+    ("3_10", 3, 10),
+    ("11_100", 11, 100),
+    ("101", 101, u64::MAX),
+];
+
+/// Reference words and their error rate (substitutions and deletions, percent) by how often
+/// the word occurs in the model's training text: `words_c<bucket>` and `err_c<bucket>` for the
+/// buckets 0, 1–2, 3–10, 11–100, > 100 (issue 40: the curve that says whether a simulated model
+/// errs on rare words as real ones do). Nothing without training text (`files` datasets).
+pub(crate) fn rarity_measures(
+    counts: &ctx_data::acoustic::TrainingCounts,
+    utts: &[Utterance],
+    hyps: &[Vec<String>],
+) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    if counts.is_empty() {
+        return m;
+    }
+    let mut words = [0u64; 5];
+    let mut errs = [0u64; 5];
+    let bucket = |w: &str| {
+        let c = counts.count(w);
+        COUNT_BUCKETS
+            .iter()
+            .position(|&(_, lo, hi)| (lo..=hi).contains(&c))
+            .expect("the buckets cover every count")
+    };
+    for (u, h) in utts.iter().zip(hyps) {
+        for s in ctx_core::metrics::align_words(&u.words, h) {
+            if let Some(r) = s.reference {
+                let b = bucket(&u.words[r.segment]);
+                words[b] += 1;
+                errs[b] += (s.op != ctx_core::metrics::EditOp::Match) as u64;
+            }
+        }
+    }
+    for (k, (name, _, _)) in COUNT_BUCKETS.iter().enumerate() {
+        m.insert(format!("words_c{name}"), words[k] as f64);
+        if words[k] > 0 {
+            m.insert(
+                format!("err_c{name}"),
+                100.0 * errs[k] as f64 / words[k] as f64,
+            );
+        }
+    }
     m
 }
 

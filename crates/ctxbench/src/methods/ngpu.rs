@@ -434,6 +434,10 @@ impl Family for E2e {
             })
             .collect();
         let audio_s: f64 = utts.iter().map(|u| u.duration_s).sum();
+        let counts = ctx_data::acoustic::TrainingCounts::from_words(
+            st.dataset.lm_text.iter().flat_map(|l| l.split_whitespace()),
+        );
+        let rarity = super::family::rarity_measures(&counts, utts, &hyps);
         let mut out = Vec::new();
         for &i in group {
             let p = &cx.points[i];
@@ -443,6 +447,7 @@ impl Family for E2e {
             )?;
             let t = pipeline::score_dataset(&st.dataset, &hyps, targets.as_ref().map(|(_, t)| t))?;
             let mut m: BTreeMap<String, f64> = accuracy_measures(&t);
+            m.extend(rarity.clone());
             m.insert("audio_s".into(), audio_s);
             m.insert("decode_s".into(), decode_s);
             m.insert("rtfx".into(), audio_s / decode_s.max(1e-9));
