@@ -1204,23 +1204,25 @@ pub fn decode(
     };
     for group in utts.chunks(batch) {
         let t = Instant::now();
-        let mats: Vec<ScoreMatrix> = pool.install(|| {
-            group
-                .par_iter()
-                .map(|u| setup.scores(u))
-                .collect::<Result<_>>()
-        })?;
+        // Results gathered in order, then the first error in dataset order (a parallel
+        // `collect::<Result<_>>` would report whichever failure a thread met first).
+        let mats: Vec<Result<ScoreMatrix>> =
+            pool.install(|| group.par_iter().map(|u| setup.scores(u)).collect());
+        let mats: Vec<ScoreMatrix> = mats.into_iter().collect::<Result<_>>()?;
         sim_s += t.elapsed().as_secs_f64();
         let t = Instant::now();
         let mats: Vec<ScoreMatrix> = match &ctc {
             None => mats,
-            Some(_) => pool.install(|| {
-                group
-                    .par_iter()
-                    .zip(mats)
-                    .map(|(u, m)| prepare(u, m))
-                    .collect::<Result<_>>()
-            })?,
+            Some(_) => {
+                let v: Vec<Result<ScoreMatrix>> = pool.install(|| {
+                    group
+                        .par_iter()
+                        .zip(mats)
+                        .map(|(u, m)| prepare(u, m))
+                        .collect()
+                });
+                v.into_iter().collect::<Result<_>>()?
+            }
         };
         check_s += t.elapsed().as_secs_f64();
         let t = Instant::now();

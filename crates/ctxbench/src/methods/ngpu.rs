@@ -365,10 +365,12 @@ impl Family for E2e {
                                 contexts: fusion.contexts.slice(k * slice..k * slice + part.len()),
                                 ..fusion
                             };
-                            let mats = part
+                            // In order, then the first error in set order.
+                            let mats: Vec<Result<ScoreMatrix>> = part
                                 .par_iter()
                                 .map(|u| Ok(sim.simulate(&u.id, &u.words, u.duration_s)?.0))
-                                .collect::<Result<Vec<ScoreMatrix>>>()?;
+                                .collect();
+                            let mats = mats.into_iter().collect::<Result<Vec<_>>>()?;
                             let refs: Vec<&ScoreMatrix> = mats.iter().collect();
                             out.extend(if beam {
                                 ngpu_lm::beam::beam_ctc(&refs, &fusion, beam_size)?
