@@ -36,17 +36,7 @@ impl Base {
     fn make() -> (tempfile::TempDir, Base) {
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("x");
-        let o = ctxbench(&[
-            "export",
-            "--dataset",
-            "atco2-sim-1h",
-            "--quick",
-            "--limit",
-            "4",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        common::export_quick(&out, 4, &[]);
         let reg = std::fs::read_to_string(out.join("datasets.toml")).unwrap();
         let field = |k: &str| {
             reg.lines()

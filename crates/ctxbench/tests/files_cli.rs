@@ -118,17 +118,7 @@ fn command_line_files_and_bad_inputs() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let out = d.join("x");
-    ok(&[
-        "export",
-        "--dataset",
-        "atco2-sim-1h",
-        "--quick",
-        "--limit",
-        "4",
-        "--transition-ids",
-        "--out",
-        s(&out),
-    ]);
+    export_quick(&out, 4, &["--transition-ids"]);
     let (graph, words, data, mdl) = (
         out.join("graph/HCLG.fst"),
         out.join("graph/words.txt"),

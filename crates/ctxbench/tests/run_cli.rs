@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{ctxbench, fails_with};
+use common::{ctxbench, export_quick, fails_with};
 use std::path::{Path, PathBuf};
 
 /// A small experiment in `dir/experiments/<name>.toml`: two outputs of one decode at `beams`.
@@ -490,17 +490,7 @@ bias_list = "sequences"
 fn experiments_run_on_a_files_registry_like_the_builtin_dataset() {
     let d = tempfile::tempdir().unwrap();
     let export = d.path().join("export");
-    let o = ctxbench(&[
-        "export",
-        "--dataset",
-        "atco2-sim-1h",
-        "--quick",
-        "--limit",
-        "12",
-        "--out",
-        s(&export),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    export_quick(&export, 12, &[]);
     let builtin = small(d.path(), "builtin", "11", "");
     let text = std::fs::read_to_string(&builtin)
         .unwrap()

@@ -25,3 +25,22 @@ pub fn fails_with(a: &[&str], needle: &str) {
     assert_eq!(out.status.code(), Some(1), "{a:?}: {err}");
     assert!(err.contains(needle), "{a:?}: expected '{needle}' in: {err}");
 }
+
+/// `ctxbench export` of the first `limit` utterances of quick ATCO2-1h into `out` (graph,
+/// scores, data folder, registry entry), `extra` flags added; panics with stderr on failure.
+pub fn export_quick(out: &Path, limit: usize, extra: &[&str]) {
+    let limit = limit.to_string();
+    let mut a = vec![
+        "export",
+        "--dataset",
+        "atco2-sim-1h",
+        "--quick",
+        "--limit",
+        &limit,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    a.extend_from_slice(extra);
+    let o = ctxbench(&a);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
