@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Time and peak memory of `ctxbench score` aligning one long utterance against itself (the
+# figures of docs/guide.md's scoring section): one line of N seeded random words, N = 30k, 60k,
+# 120k. Usage: scripts/align_memory.sh [BIN]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${1:-target/release/ctxbench}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python3 - "$tmp" <<'PY'
+import random, sys
+random.seed(1)
+w = [f"w{random.randint(0, 5000)}" for _ in range(120000)]
+for n in (30000, 60000, 120000):
+    open(f"{sys.argv[1]}/al{n}", "w").write("u1 " + " ".join(w[:n]) + "\n")
+PY
+for n in 30000 60000 120000; do
+    /usr/bin/time -f "$n words: %e s, peak %M KB" "$BIN" score --ref "$tmp/al$n" --hyp "$tmp/al$n" > /dev/null
+done
