@@ -368,6 +368,62 @@ fn edit_distance(a: &[char], b: &[char]) -> usize {
     prev[b.len()]
 }
 
+/// What a simulated end-to-end model hears of an utterance, by piece position.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Heard {
+    /// The utterance's noise level σ_u.
+    pub sigma: f64,
+    /// The piece heard at each position; 0 where a confusion left out a reference piece.
+    pub tokens: Vec<u32>,
+    /// At a position a confusion changed, the reference's piece (0: none, or the same as
+    /// heard): it scores `confusion_gap` below the heard piece, so context can restore it.
+    pub reference: Vec<u32>,
+}
+
+/// Pairs the pieces heard for a confused word with the reference's pieces by edit distance
+/// (ties: substitution, then a heard piece alone, then a reference piece alone), so that each
+/// reference piece competes where the model heard its counterpart. 0 marks the missing side.
+///
+/// ```text
+/// heard [a, b, c], reference [a, x] → (a,a) (b,x) (c,0)
+/// ```
+pub(crate) fn align_pieces(heard: &[u32], reference: &[u32]) -> Vec<(u32, u32)> {
+    let (n, m) = (heard.len(), reference.len());
+    let mut d = vec![vec![0usize; m + 1]; n + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, x) in d[0].iter_mut().enumerate() {
+        *x = j;
+    }
+    for i in 1..=n {
+        for j in 1..=m {
+            let sub = d[i - 1][j - 1] + (heard[i - 1] != reference[j - 1]) as usize;
+            d[i][j] = sub.min(d[i - 1][j] + 1).min(d[i][j - 1] + 1);
+        }
+    }
+    let (mut i, mut j) = (n, m);
+    let mut out = Vec::with_capacity(n.max(m));
+    while i > 0 || j > 0 {
+        if i > 0
+            && j > 0
+            && d[i][j] == d[i - 1][j - 1] + (heard[i - 1] != reference[j - 1]) as usize
+        {
+            out.push((heard[i - 1], reference[j - 1]));
+            i -= 1;
+            j -= 1;
+        } else if i > 0 && d[i][j] == d[i - 1][j] + 1 {
+            out.push((heard[i - 1], 0));
+            i -= 1;
+        } else {
+            out.push((0, reference[j - 1]));
+            j -= 1;
+        }
+    }
+    out.reverse();
+    out
+}
+
 /// The CTC simulator over a BPE model's pieces (column 0 = blank, column i = piece id i).
 ///
 /// Per frame, logits `g` (then log-softmax), with `L = ln V` over the `V` columns, `M` the
@@ -382,8 +438,11 @@ fn edit_distance(a: &[char], b: &[char]) -> usize {
 /// deletions of pieces, more for close spellings, which a lexicon in the search mostly repairs)
 /// and from word confusion events (with probability `confusion`·σ_u/noise per word the model
 /// hears the known word nearest in spelling, [`CtcSim::with_vocabulary`]: a real word, so only
-/// context can repair it). With `M = 6` blank is the argmax on most frames and posteriors are
-/// peaky, as in a real CTC model.
+/// context can repair it; a word rare in the training text is confused more, `rare_confusion`).
+/// A confused word's own pieces stay close competitors: paired with the heard pieces by edit
+/// distance, each scores `confusion_gap` below its counterpart (`L + M − gap + σ_u·z`), as a real
+/// model keeps the right word in its n-best, so an LM or a boosting list can restore it. With
+/// `M = 6` blank is the argmax on most frames and posteriors are peaky, as in a real CTC model.
 #[derive(Debug, Clone)]
 pub struct CtcSim {
     knobs: CtcAcousticSpec,
@@ -465,42 +524,62 @@ impl CtcSim {
         best.map(|(_, v)| v.iter().collect())
     }
 
-    /// What the model hears of an utterance: its noise level σ_u (first draw of `rng`) and the
-    /// piece ids of the reference words, each word replaced by the known word nearest in spelling
-    /// with probability `confusion`·σ_u/noise. Shared by every simulated end-to-end model.
+    /// What the model hears of an utterance: its noise level σ_u (first draw of `rng`) and, per
+    /// piece position, the piece heard — each reference word replaced by the known word nearest
+    /// in spelling with probability `confusion`·σ_u/noise plus its rarity extra — and where a
+    /// confusion changed the pieces, the reference piece kept as a close competitor
+    /// ([`Heard`]). Shared by every simulated end-to-end model.
     pub(crate) fn heard_tokens(
         &self,
         rng: &mut Rng,
         utt: &str,
         words: &[String],
-    ) -> Result<(f64, Vec<u32>), SimError> {
+    ) -> Result<Heard, SimError> {
         let sigma = self.knobs.noise * (self.knobs.noise_spread * rng.normal()).exp();
         let p_conf = (self.knobs.confusion * sigma / self.knobs.noise.max(1e-9)).min(1.0);
         if self.knobs.rare_confusion > 0.0 && self.counts.is_empty() {
             return Err(no_counts(utt));
         }
-        let mut tokens: Vec<u32> = Vec::new();
+        let encode = |word: &str| -> Result<Vec<u32>, SimError> {
+            self.bpe
+                .encode_word(word)
+                .iter()
+                .map(|p| {
+                    self.bpe.id(p).ok_or_else(|| SimError::Utterance {
+                        utt: utt.to_string(),
+                        message: format!("piece '{p}' of '{word}' is not in the BPE model"),
+                    })
+                })
+                .collect()
+        };
+        let mut heard = Heard {
+            sigma,
+            tokens: Vec::new(),
+            reference: Vec::new(),
+        };
         for w in words {
             // A confusion event, likelier for a word rare in the training text: the model
-            // hears a similar known word.
+            // hears a similar known word, the reference's pieces a little below it.
             let p = (p_conf
                 + self
                     .counts
                     .extra(w, self.knobs.rare_confusion, self.knobs.rare_count))
             .min(1.0);
-            let heard = match rng.chance(p).then(|| self.nearest_word(w)).flatten() {
-                Some(v) => v,
-                None => w.clone(),
-            };
-            for p in self.bpe.encode_word(&heard) {
-                let id = self.bpe.id(&p).ok_or_else(|| SimError::Utterance {
-                    utt: utt.to_string(),
-                    message: format!("piece '{p}' of '{heard}' is not in the BPE model"),
-                })?;
-                tokens.push(id);
+            let truth = encode(w)?;
+            match rng.chance(p).then(|| self.nearest_word(w)).flatten() {
+                Some(v) => {
+                    for (h, r) in align_pieces(&encode(&v)?, &truth) {
+                        heard.tokens.push(h);
+                        heard.reference.push(if h == r { 0 } else { r });
+                    }
+                }
+                None => {
+                    heard.reference.extend(std::iter::repeat_n(0, truth.len()));
+                    heard.tokens.extend(truth);
+                }
             }
         }
-        Ok((sigma, tokens))
+        Ok(heard)
     }
 
     /// The knobs.
@@ -531,24 +610,26 @@ impl CtcSim {
         duration_s: f64,
     ) -> Result<(ScoreMatrix, Vec<u32>), SimError> {
         let mut rng = Rng::for_key(self.knobs.seed, utt);
-        let (sigma, tokens) = self.heard_tokens(&mut rng, utt, words)?;
+        let heard = self.heard_tokens(&mut rng, utt, words)?;
+        let (sigma, tokens) = (heard.sigma, &heard.tokens);
         let spans: Vec<usize> = tokens
             .iter()
             .map(|_| 1 + rng.chance(0.3) as usize)
             .collect();
         let need = spans.iter().sum::<usize>() + tokens.len() + 1;
         let frames = ((duration_s / self.frame_s).round() as usize).max(need);
-        // Tokens spread evenly; blanks elsewhere.
+        // Tokens spread evenly; blanks elsewhere. A position whose heard piece is 0 (a
+        // confusion left a reference piece out) stays blank, its reference piece below.
         let mut truth = vec![0u32; frames];
+        let mut reference = vec![0u32; frames];
         let slot = frames as f64 / (tokens.len() + 1) as f64;
         let mut prev_end = 0;
         for (i, (&tok, &n)) in tokens.iter().zip(&spans).enumerate() {
             let start = (((i + 1) as f64 * slot) as usize)
                 .max(prev_end + 1)
                 .min(frames - n);
-            for f in truth.iter_mut().skip(start).take(n) {
-                *f = tok;
-            }
+            truth[start..start + n].fill(tok);
+            reference[start..start + n].fill(heard.reference[i]);
             prev_end = start + n;
         }
         let v = self.num_tokens();
@@ -572,6 +653,9 @@ impl CtcSim {
                 for &(j, d) in &self.near[tok as usize - 1] {
                     row[j + 1] = g(&mut rng, top - 1.0 - m_ * d);
                 }
+            }
+            if let Some(r) = Some(reference[t] as usize).filter(|&r| r != 0) {
+                row[r] = row[r].max(g(&mut rng, top - self.knobs.confusion_gap));
             }
             let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
             let lse = max + row.iter().map(|x| (x - max).exp()).sum::<f32>().ln();

@@ -6,8 +6,13 @@
 //! `acoustic_aed`), calibrated once per dataset and kind.
 //!
 //! **What the model hears**: the reference pieces with word confusions
-//! ([`CtcSim`]'s rule: with probability `confusion`·σ_u/noise a word is heard as the known word
-//! nearest in spelling), `R` pieces in all.
+//! ([`CtcSim`]'s rule: with probability `confusion`·σ_u/noise, plus the word's rarity extra, a
+//! word is heard as the known word nearest in spelling), `R` piece positions in all. Where a
+//! confusion changed a piece, the reference piece (paired by edit distance) competes at
+//! `confusion_gap` below the heard one: `L + M − gap − 2·late + σ_u z` at a transducer position,
+//! `L + M − gap + σ_u z` at an AED step. A position whose heard side is empty (the reference
+//! word had more pieces) has only blank and its reference piece (transducer); the AED, one
+//! piece per step, drops such positions.
 //!
 //! **Transducer** (80 ms frames, as FastConformer's 8× subsampling): piece `r` is aligned to frame
 //! `a_r` (spread evenly, several pieces may share a frame) and is *due* on frames
@@ -141,7 +146,8 @@ impl TransducerSim {
     ) -> Result<TransducerUtt<'_>, SimError> {
         let knobs = self.base.knobs();
         let mut rng = Rng::for_key(knobs.seed ^ 0x7472_616e_7364, utt);
-        let (sigma, tokens) = self.base.heard_tokens(&mut rng, utt, words)?;
+        let heard = self.base.heard_tokens(&mut rng, utt, words)?;
+        let tokens = heard.tokens;
         let frames = ((duration_s / self.frame_s).round() as usize).max(1);
         let slot = frames as f64 / (tokens.len() + 1) as f64;
         let mut start = Vec::with_capacity(tokens.len());
@@ -156,9 +162,10 @@ impl TransducerSim {
             sim: self,
             frames,
             tokens,
+            reference: heard.reference,
             start,
             end,
-            sigma,
+            sigma: heard.sigma,
             seed: rng.next_u64(),
         })
     }
@@ -169,7 +176,10 @@ impl TransducerSim {
 pub struct TransducerUtt<'a> {
     sim: &'a TransducerSim,
     frames: usize,
+    /// Heard piece per position (0: a confusion left the reference piece out).
     tokens: Vec<u32>,
+    /// Reference piece per position where a confusion changed it (0: none).
+    reference: Vec<u32>,
     start: Vec<u32>,
     end: Vec<u32>,
     sigma: f64,
@@ -178,8 +188,8 @@ pub struct TransducerUtt<'a> {
 
 impl TransducerUtt<'_> {
     /// The piece ids the model heard (after word confusions).
-    pub fn heard(&self) -> &[u32] {
-        &self.tokens
+    pub fn heard(&self) -> Vec<u32> {
+        self.tokens.iter().copied().filter(|&x| x != 0).collect()
     }
 
     /// The first piece `r ≥ p` whose window has not passed at frame `t` (`R` when none).
@@ -222,9 +232,15 @@ impl Transducer for TransducerUtt<'_> {
         let mut g = |base: f64| (base + sigma * rng.normal()) as f32;
         labels.fill(0.0);
         let due_now = r < self.tokens.len() && t as u32 >= self.start[r];
-        if due_now {
+        // Due, and a piece was heard there (not a reference piece a confusion left out).
+        let speaks = due_now && self.tokens[r] != 0;
+        let late = if due_now {
+            (t as u32 + 1).saturating_sub(self.end[r]) as f64
+        } else {
+            0.0
+        };
+        if speaks {
             let x = self.tokens[r] as usize;
-            let late = (t as u32 + 1).saturating_sub(self.end[r]) as f64;
             labels[x] = g(top - 2.0 * late);
             labels[0] = g(top - 5.0);
             for &(j, d) in &self.sim.base.near()[x - 1] {
@@ -232,16 +248,21 @@ impl Transducer for TransducerUtt<'_> {
             }
         } else {
             labels[0] = g(top);
-            if r < self.tokens.len() && t as u32 + 1 == self.start[r] {
+            if r < self.tokens.len() && t as u32 + 1 == self.start[r] && self.tokens[r] != 0 {
                 let x = self.tokens[r] as usize;
                 labels[x] = g(top - 3.0);
             }
+        }
+        if due_now && self.reference[r] != 0 {
+            let y = self.reference[r] as usize;
+            let gap = self.sim.base.knobs().confusion_gap;
+            labels[y] = labels[y].max(g(top - gap - 2.0 * late));
         }
         log_softmax(labels);
         if self.sim.tdt && !durations.is_empty() {
             // The right jump: after a due piece, to the next piece's frame; after blank, to the
             // next due frame (at least one frame).
-            let d_star = if due_now {
+            let d_star = if speaks {
                 match self.start.get(r + 1) {
                     Some(&a) => a.saturating_sub(t as u32).min(4),
                     None => 1,
@@ -300,11 +321,21 @@ impl AedSim {
     pub fn simulate(&self, utt: &str, words: &[String]) -> Result<AedUtt<'_>, SimError> {
         let knobs = self.base.knobs();
         let mut rng = Rng::for_key(knobs.seed ^ 0x0061_6564, utt);
-        let (sigma, tokens) = self.base.heard_tokens(&mut rng, utt, words)?;
+        let heard = self.base.heard_tokens(&mut rng, utt, words)?;
+        // The decoder emits one piece per step: a reference piece a confusion left out has no
+        // step of its own; the others compete at their heard counterpart's step.
+        let (tokens, reference): (Vec<u32>, Vec<u32>) = heard
+            .tokens
+            .iter()
+            .zip(&heard.reference)
+            .filter(|(&h, _)| h != 0)
+            .map(|(&h, &r)| (h, r))
+            .unzip();
         Ok(AedUtt {
             sim: self,
             tokens,
-            sigma,
+            reference,
+            sigma: heard.sigma,
             seed: rng.next_u64(),
         })
     }
@@ -315,14 +346,16 @@ impl AedSim {
 pub struct AedUtt<'a> {
     sim: &'a AedSim,
     tokens: Vec<u32>,
+    /// Reference piece per step where a confusion changed it (0: none).
+    reference: Vec<u32>,
     sigma: f64,
     seed: u64,
 }
 
 impl AedUtt<'_> {
     /// The piece ids the model heard (after word confusions).
-    pub fn heard(&self) -> &[u32] {
-        &self.tokens
+    pub fn heard(&self) -> Vec<u32> {
+        self.tokens.clone()
     }
 }
 
@@ -361,6 +394,11 @@ impl Aed for AedUtt<'_> {
                 }
             }
             out[0] = g(top - 12.0);
+            if self.reference[r] != 0 {
+                let y = self.reference[r] as usize;
+                let gap = self.sim.base.knobs().confusion_gap;
+                out[y] = out[y].max(g(top - gap));
+            }
         } else {
             out[0] = g(top);
             if let Some(&y) = self.tokens.last() {

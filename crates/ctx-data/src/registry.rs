@@ -111,6 +111,12 @@ pub struct CtcAcousticSpec {
     /// The acoustic scale a decoder uses with these log-probabilities.
     #[serde(default = "default_ctc_scale")]
     pub acoustic_scale: f64,
+    /// How far (nats) below a confused word's heard pieces its reference pieces still score:
+    /// a real model that mishears a word keeps the right one among its close competitors, so
+    /// context (an LM, a boosting list) can bring it back. Shared by every dataset, like
+    /// `margin`; only a confusion event (never the noise alone) places them.
+    #[serde(default = "default_confusion_gap")]
+    pub confusion_gap: f64,
     /// Extra confusion probability of a word the model never saw in its training text (the
     /// dataset's LM text): a word seen `c` times gets `rare_confusion · rare_count /
     /// (rare_count + c)` on top of the noise-driven probability (hybrid: per phone of the word;
@@ -131,6 +137,9 @@ fn default_margin() -> f64 {
 }
 fn default_ctc_scale() -> f64 {
     1.0
+}
+fn default_confusion_gap() -> f64 {
+    1.5
 }
 
 impl CtcAcousticSpec {

@@ -33,6 +33,7 @@ fn ctc_knobs(noise: f64) -> CtcAcousticSpec {
         confusion: 0.05,
         margin: 6.0,
         acoustic_scale: 1.0,
+        confusion_gap: 1.5,
         rare_confusion: 0.0,
         rare_count: 1.0,
         seed: 7,

@@ -25,6 +25,7 @@ fn e2e_knobs(rare: f64) -> CtcAcousticSpec {
         confusion: 0.0,
         margin: 6.0,
         acoustic_scale: 1.0,
+        confusion_gap: 1.5,
         rare_confusion: rare,
         rare_count: 1.0,
         seed: 11,
@@ -77,39 +78,31 @@ fn end_to_end_models_mishear_unseen_words_more_than_frequent_ones() {
             ),
             (
                 e2e_misheard(
-                    |u, ws| rnnt.simulate(u, ws, 2.0).unwrap().heard().to_vec(),
+                    |u, ws| rnnt.simulate(u, ws, 2.0).unwrap().heard(),
                     &bpe,
                     "zulu",
                 ),
                 e2e_misheard(
-                    |u, ws| rnnt.simulate(u, ws, 2.0).unwrap().heard().to_vec(),
+                    |u, ws| rnnt.simulate(u, ws, 2.0).unwrap().heard(),
                     &bpe,
                     "alpha",
                 ),
             ),
             (
                 e2e_misheard(
-                    |u, ws| tdt.simulate(u, ws, 2.0).unwrap().heard().to_vec(),
+                    |u, ws| tdt.simulate(u, ws, 2.0).unwrap().heard(),
                     &bpe,
                     "zulu",
                 ),
                 e2e_misheard(
-                    |u, ws| tdt.simulate(u, ws, 2.0).unwrap().heard().to_vec(),
+                    |u, ws| tdt.simulate(u, ws, 2.0).unwrap().heard(),
                     &bpe,
                     "alpha",
                 ),
             ),
             (
-                e2e_misheard(
-                    |u, ws| aed.simulate(u, ws).unwrap().heard().to_vec(),
-                    &bpe,
-                    "zulu",
-                ),
-                e2e_misheard(
-                    |u, ws| aed.simulate(u, ws).unwrap().heard().to_vec(),
-                    &bpe,
-                    "alpha",
-                ),
+                e2e_misheard(|u, ws| aed.simulate(u, ws).unwrap().heard(), &bpe, "zulu"),
+                e2e_misheard(|u, ws| aed.simulate(u, ws).unwrap().heard(), &bpe, "alpha"),
             ),
         ];
         for (k, (zulu, alpha)) in counts.into_iter().enumerate() {
@@ -183,4 +176,53 @@ fn the_hybrid_model_confuses_the_phones_of_unseen_words_more() {
         .simulate("x", &w("alpha"), 1.5, &pron)
         .unwrap_err();
     assert!(e.to_string().contains("no training text"), "{e}");
+}
+
+/// A confused word keeps its reference pieces as close competitors (`confusion_gap` below
+/// the heard ones), so context can bring it back; with a huge gap they fall to the floor.
+#[test]
+fn a_confused_word_keeps_its_reference_pieces_close() {
+    let text = training_text();
+    let bpe = Bpe::train(&text, 40).unwrap();
+    let vocab = || text.iter().flat_map(|l| l.split_whitespace());
+    let zulu: Vec<usize> = bpe
+        .encode_word("zulu")
+        .iter()
+        .map(|p| bpe.id(p).unwrap() as usize)
+        .collect();
+    // Per utterance: the best log-prob each reference piece of "zulu" reaches on the frames
+    // where the model heard something else, minimised over pieces and utterances.
+    let worst_reference = |gap: f64| -> (usize, f32) {
+        let sim = CtcSim::new(
+            CtcAcousticSpec {
+                confusion_gap: gap,
+                ..e2e_knobs(1.0)
+            },
+            bpe.clone(),
+        )
+        .with_vocabulary(vocab());
+        let (mut confused, mut worst) = (0, f32::INFINITY);
+        for i in 0..50 {
+            let (m, aligned) = sim.simulate(&format!("u{i}"), &w("zulu"), 2.0).unwrap();
+            let spikes: Vec<u32> = aligned.iter().copied().filter(|&a| a != 0).collect();
+            if spikes.iter().all(|&a| zulu.contains(&(a as usize))) {
+                continue;
+            }
+            confused += 1;
+            for &z in &zulu {
+                let best = (0..m.rows())
+                    .map(|t| m.row(t)[z])
+                    .fold(f32::NEG_INFINITY, f32::max);
+                worst = worst.min(best);
+            }
+        }
+        (confused, worst)
+    };
+    let (n, close) = worst_reference(1.5);
+    assert!(n >= 45, "rare_confusion 1: zulu confused in {n} of 50");
+    // log-softmax: the heard piece near 0, the reference 1.5 below it, noise σ 0.3.
+    assert!(close > -3.5, "reference pieces within reach: worst {close}");
+    let (_, far) = worst_reference(40.0);
+    // At the floor of the row (logit 0 against ln V + margin).
+    assert!(far < -7.0, "a 40-nat gap buries them: {far}");
 }

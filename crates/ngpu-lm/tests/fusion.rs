@@ -259,6 +259,7 @@ fn knobs() -> CtcAcousticSpec {
         confusion: 0.2,
         margin: 6.0,
         acoustic_scale: 1.0,
+        confusion_gap: 1.5,
         rare_confusion: 0.0,
         rare_count: 1.0,
         seed: 3,
