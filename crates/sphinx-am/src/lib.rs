@@ -8,10 +8,13 @@
 
 mod bytes;
 pub mod error;
+pub mod features;
+pub mod frontend;
 pub mod gauden;
 pub mod mdef;
 pub mod model;
 pub mod params;
+pub mod ptm;
 mod s3;
 pub mod sendump;
 pub mod tmat;

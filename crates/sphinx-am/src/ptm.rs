@@ -1,0 +1,303 @@
+//! pocketsphinx's quantised phonetically-tied scoring (ptm_mgau.c), reproduced exactly: per
+//! codebook and stream the top 4 Gaussians (the previous frame's four re-scored first, then
+//! every other Gaussian inserted if it beats the worst, with the same early exits and ties),
+//! Gaussian log-densities in integer log base 1.0001, normalised per stream to the best
+//! codebook (`>> 10`, clamped at 96), plus the 8-bit mixture weights, log-added with the 8-bit
+//! table, summed over streams, minus the frame's best senone. Scores are negated: 0 is the best
+//! senone, larger is worse, one unit ≈ 0.1024 nats.
+
+use crate::features::FEAT_DIM;
+use crate::Model;
+
+/// Gaussians kept per codebook and stream (pocketsphinx's `-topn`).
+pub const TOPN: usize = 4;
+/// pocketsphinx's default `-varfloor`.
+pub const VAR_FLOOR: f32 = 1e-4;
+/// Bits dropped from Gaussian scores before mixing (`SENSCR_SHIFT`).
+const SHIFT: i32 = 10;
+/// Largest negated normalised Gaussian score (`MAX_NEG_ASCR`).
+const MAX_NEG_ASCR: i32 = 96;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct TopN {
+    cw: usize,
+    score: i32,
+}
+
+/// The scorer: precomputed Gaussians and tables (immutable), shareable across utterances.
+#[derive(Debug, Clone)]
+pub struct PtmScorer {
+    n_cb: usize,
+    n_stream: usize,
+    n_density: usize,
+    veclen: Vec<usize>,
+    /// `[cb][stream][g][dim]` means, as read.
+    means: Vec<f32>,
+    /// 1/(2σ²) in log-base-1.0001 units, as pocketsphinx precomputes.
+    inv_var: Vec<f32>,
+    /// Σ log(1/√(2πσ²)) per Gaussian.
+    det: Vec<f32>,
+    mixw: Vec<u8>,
+    n_senone: usize,
+    senone_cb: Vec<usize>,
+    /// log₁.₀₀₀₁(1 + 1.0001^−d) >> 10, by d.
+    add_table: Vec<u8>,
+}
+
+impl PtmScorer {
+    /// Precomputes what pocketsphinx does at load (`gauden_dist_precompute`, the 8-bit
+    /// log-add table).
+    pub fn new(m: &Model) -> Self {
+        let inv_ln_base = 1.0 / 1.0001f64.ln();
+        let logmath_log = |p: f64| -> i32 {
+            if p <= 0.0 {
+                i32::MIN >> 2
+            } else {
+                (p.ln() * inv_ln_base) as i32
+            }
+        };
+        let g = &m.means;
+        let block: usize = g.veclen.iter().sum();
+        let mut inv_var = Vec::with_capacity(m.variances.data.len());
+        let mut det = Vec::with_capacity(g.n_codebook * g.n_stream * g.n_density);
+        for cb in 0..g.n_codebook {
+            for s in 0..g.n_stream {
+                for d in 0..g.n_density {
+                    let var = m.variances.vector(cb, s, d);
+                    let mut acc = 0f32;
+                    for &v in var {
+                        let v = if v < VAR_FLOOR { VAR_FLOOR } else { v };
+                        acc += logmath_log(1.0 / (v as f64 * 2.0 * std::f64::consts::PI).sqrt())
+                            as f32;
+                        inv_var.push(((1.0 / (v as f64 * 2.0)) * inv_ln_base) as i32 as f32);
+                    }
+                    det.push(acc);
+                }
+            }
+        }
+        debug_assert_eq!(inv_var.len(), g.n_codebook * g.n_density * block);
+        Self {
+            n_cb: g.n_codebook,
+            n_stream: g.n_stream,
+            n_density: g.n_density,
+            veclen: g.veclen.clone(),
+            means: g.data.clone(),
+            inv_var,
+            det,
+            mixw: m.mixw.data.clone(),
+            n_senone: m.mdef.n_senone,
+            senone_cb: m.senone_codebook.clone(),
+            add_table: add_table(1.0001, SHIFT),
+        }
+    }
+
+    /// Senones scored per frame.
+    pub fn n_senone(&self) -> usize {
+        self.n_senone
+    }
+
+    /// Scores every senone on every frame of one utterance (fresh top-N state, as a fresh
+    /// decoder): `out[t][s]`, 0 for the frame's best senone.
+    pub fn score(&self, feats: &[[f32; FEAT_DIM]]) -> Vec<Vec<i16>> {
+        let mut topn: Vec<TopN> = (0..self.n_cb * self.n_stream)
+            .flat_map(|_| {
+                (0..TOPN).map(|m| TopN {
+                    cw: m,
+                    score: i32::MIN,
+                })
+            })
+            .collect();
+        feats
+            .iter()
+            .map(|f| {
+                self.codebooks(f, &mut topn);
+                self.senones(&topn)
+            })
+            .collect()
+    }
+
+    /// The offset of Gaussian `g`'s vector of `stream` in `cb` (means and inverse variances).
+    fn vec_at(&self, cb: usize, stream: usize, g: usize) -> usize {
+        let block: usize = self.veclen.iter().sum::<usize>() * self.n_density;
+        let before: usize = self.veclen[..stream].iter().sum::<usize>() * self.n_density;
+        cb * block + before + g * self.veclen[stream]
+    }
+
+    /// Top-N per codebook and stream for one frame (`ptm_mgau_codebook_eval`), then the
+    /// per-stream normalisation (`ptm_mgau_codebook_norm`).
+    fn codebooks(&self, f: &[f32; FEAT_DIM], topn: &mut [TopN]) {
+        let mut off = 0;
+        let mut streams = Vec::with_capacity(self.n_stream);
+        for &l in &self.veclen {
+            streams.push(&f[off..off + l]);
+            off += l;
+        }
+        // First re-score the previous frame's top N, then the rest of each codebook.
+        for cb in 0..self.n_cb {
+            for (s, z) in streams.iter().enumerate() {
+                let t = &mut topn[(cb * self.n_stream + s) * TOPN..][..TOPN];
+                for i in 0..TOPN {
+                    let d = self.density(cb, s, t[i].cw, z, None).unwrap_or(f32::MIN);
+                    let score = if d < i32::MIN as f32 {
+                        i32::MIN
+                    } else {
+                        d as i32
+                    };
+                    // insertion_sort_topn: ties keep their order.
+                    t[i].score = score;
+                    let v = t[i];
+                    let mut j = i;
+                    while j > 0 && score > t[j - 1].score {
+                        t[j] = t[j - 1];
+                        j -= 1;
+                    }
+                    t[j] = v;
+                }
+            }
+        }
+        for cb in 0..self.n_cb {
+            for (s, z) in streams.iter().enumerate() {
+                let t = &mut topn[(cb * self.n_stream + s) * TOPN..][..TOPN];
+                for g in 0..self.n_density {
+                    let thresh = t[TOPN - 1].score as f32;
+                    let Some(d) = self.density(cb, s, g, z, Some(thresh)) else {
+                        continue;
+                    };
+                    if d < thresh || t.iter().any(|x| x.cw == g) {
+                        continue;
+                    }
+                    let score = if d < i32::MIN as f32 {
+                        i32::MIN
+                    } else {
+                        d as i32
+                    };
+                    // insertion_sort_cb: above every entry it ties or beats; the worst drops.
+                    let mut pos = TOPN - 1;
+                    while pos > 0 && score >= t[pos - 1].score {
+                        t[pos] = t[pos - 1];
+                        pos -= 1;
+                    }
+                    t[pos] = TopN { cw: g, score };
+                }
+            }
+        }
+        for s in 0..self.n_stream {
+            let norm = (0..self.n_cb)
+                .map(|cb| topn[(cb * self.n_stream + s) * TOPN].score >> SHIFT)
+                .fold(-0x2000_0000, i32::max); // WORST_SCORE
+            for cb in 0..self.n_cb {
+                for x in &mut topn[(cb * self.n_stream + s) * TOPN..][..TOPN] {
+                    x.score = (-((x.score >> SHIFT) - norm)).min(MAX_NEG_ASCR);
+                }
+            }
+        }
+    }
+
+    /// The log density of Gaussian `g` (pocketsphinx's `f32` arithmetic); with a threshold,
+    /// `None` when it falls below at a check after dimension 1, 5, 9, … (its early exit).
+    fn density(
+        &self,
+        cb: usize,
+        s: usize,
+        g: usize,
+        z: &[f32],
+        thresh: Option<f32>,
+    ) -> Option<f32> {
+        let at = self.vec_at(cb, s, g);
+        let len = self.veclen[s];
+        let (mean, var) = (&self.means[at..at + len], &self.inv_var[at..at + len]);
+        let mut d = self.det[(cb * self.n_stream + s) * self.n_density + g];
+        let below = |d: f32| thresh.is_some_and(|t| d < t);
+        let head = len % 4;
+        let mut j = 0;
+        while j < head {
+            if below(d) {
+                return None;
+            }
+            let diff = z[j] - mean[j];
+            d -= diff * diff * var[j];
+            j += 1;
+        }
+        while j < len {
+            if below(d) {
+                return None;
+            }
+            for k in j..j + 4 {
+                let diff = z[k] - mean[k];
+                d -= diff * diff * var[k];
+            }
+            j += 4;
+        }
+        Some(d)
+    }
+
+    /// Every senone's score from the normalised top N (`ptm_mgau_senone_eval`).
+    fn senones(&self, topn: &[TopN]) -> Vec<i16> {
+        let mut out = vec![0i16; self.n_senone];
+        let mut best = i32::MAX;
+        let mut raw = vec![0i32; self.n_senone];
+        for (sen, r) in raw.iter_mut().enumerate() {
+            let cb = self.senone_cb[sen];
+            let mut ascore = 0i32;
+            for f in 0..self.n_stream {
+                let t = &topn[(cb * self.n_stream + f) * TOPN..][..TOPN];
+                let mut fden = 0i32;
+                for (j, x) in t.iter().enumerate() {
+                    let w = self.mixw[(f * self.n_density + x.cw) * self.n_senone + sen] as i32;
+                    let v = w + x.score;
+                    fden = if j == 0 { v } else { self.fast_add(fden, v) };
+                }
+                ascore += fden;
+            }
+            best = best.min(ascore);
+            *r = ascore;
+        }
+        for (o, &r) in out.iter_mut().zip(&raw) {
+            // pocketsphinx stores each score in an int16, then subtracts the best there.
+            *o = (r as i16).wrapping_sub(best as i16);
+        }
+        out
+    }
+
+    /// `fast_logmath_add` on negated log probabilities.
+    fn fast_add(&self, x: i32, y: i32) -> i32 {
+        let (d, r) = if x > y { (x - y, y) } else { (y - x, x) };
+        r - self.add_table[d as usize] as i32
+    }
+}
+
+/// pocketsphinx's log-add table for `base` with `shift` bits dropped (`logmath_init` with a
+/// table), at least 256 entries.
+fn add_table(base: f64, shift: i32) -> Vec<u8> {
+    let inv = 1.0 / base.ln();
+    let k_of = |byx: f64| -> i32 {
+        let lobyx = (1.0 + byx).ln() * inv;
+        (lobyx + 0.5 * (1 << shift) as f64) as i32 >> shift
+    };
+    let mut byx = 1.0f64;
+    let mut i: usize = 0;
+    loop {
+        if k_of(byx) <= 0 {
+            break;
+        }
+        byx /= base;
+        i += 1;
+    }
+    let size = (i >> shift).max(255) + 1;
+    let mut table = vec![0u8; size];
+    let mut byx = 1.0f64;
+    let mut i = 0usize;
+    loop {
+        let k = k_of(byx);
+        let slot = &mut table[i >> shift];
+        if *slot == 0 {
+            *slot = k as u8;
+        }
+        if k <= 0 {
+            break;
+        }
+        byx /= base;
+        i += 1;
+    }
+    table
+}
