@@ -15,7 +15,7 @@ use crate::ctc::{self, CtcTopology};
 use crate::error::{GraphError, Result};
 use crate::gboost::{gboost_edit, GBoost};
 use crate::grammar::{build_grammar_fst_with, GrammarEdit, GrammarReport, MissingWords};
-use crate::hmm::{self, HmmTopology};
+use crate::hmm::{self, HmmTopology, UnitHmms};
 use crate::lexicon_fst::{build_lexicon_fst, LangSymbols, LexiconFst, SilenceOptions};
 use crate::StdFst;
 use ctx_core::arpa::ArpaLm;
@@ -173,13 +173,38 @@ fn build_lg(l: &LexiconFst, g: &StdFst, steps: &mut Steps) -> Result<StdFst> {
 
 /// HCLG from L and G (both over `l.symbols`).
 pub fn compile_hclg(l: &LexiconFst, g: &StdFst, topo: &HmmTopology) -> Result<Graph> {
+    topo.check()?;
+    let units = UnitHmms::uniform(topo, l.symbols.num_units);
+    compile_hclg_with(l, g, &units, topo.states_per_phone > 1)
+}
+
+/// HCLG over per-unit HMMs ([`UnitHmms`]: e.g. a real model's triphones as senone
+/// sequences), its units those of `l`.
+pub fn compile_hclg_units(l: &LexiconFst, g: &StdFst, units: &UnitHmms) -> Result<Graph> {
+    if units.pdfs.len() != l.symbols.num_units as usize {
+        return Err(GraphError::Invalid(format!(
+            "{} unit HMMs for {} units of the lexicon",
+            units.pdfs.len(),
+            l.symbols.num_units
+        )));
+    }
+    let multi = units.pdfs.iter().any(|p| p.len() > 1);
+    compile_hclg_with(l, g, units, multi)
+}
+
+fn compile_hclg_with(
+    l: &LexiconFst,
+    g: &StdFst,
+    units: &UnitHmms,
+    multi_state: bool,
+) -> Result<Graph> {
     let mut steps = Steps(Vec::new());
     let syms = &l.symbols;
     let lg = build_lg(l, g, &mut steps)?;
-    let h = hmm::build_h(topo, syms.num_units, syms.num_disambig)?;
-    let num_pdfs = topo.num_pdfs(syms.num_units);
+    let h = hmm::build_h_units(units, syms.num_disambig)?;
+    let num_pdfs = units.num_pdfs();
     let mut hclg = steps.run("H ∘ LG", || compose_sorted(&h, &lg, "H ∘ LG"))?;
-    if topo.states_per_phone > 1 {
+    if multi_state {
         // With one state per phone H only relabels phones as pdfs, so H ∘ LG is as
         // deterministic and minimal as LG already is; with more states, det and min run again.
         hclg = steps.run("det(HCLG)", || determinize_functional(&hclg, "det(HCLG)"))?;
@@ -193,7 +218,7 @@ pub fn compile_hclg(l: &LexiconFst, g: &StdFst, topo: &HmmTopology) -> Result<Gr
         remove_input_labels_from(&hclg, num_pdfs + 1)
     })?;
     let hclg = steps.run("add self-loops", || {
-        hmm::add_self_loops(&hclg, topo, num_pdfs)
+        hmm::add_self_loops_with(&hclg, num_pdfs, &units.loop_cost, &units.enter_cost)
     })?;
     Ok(Graph {
         kind: GraphKind::Hclg,

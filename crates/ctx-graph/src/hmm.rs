@@ -53,7 +53,7 @@ impl HmmTopology {
         -(1.0 - self.self_loop_prob).ln() * self.transition_scale
     }
 
-    fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         if self.states_per_phone == 0 {
             return Err(GraphError::Invalid(
                 "states_per_phone must be at least 1".into(),
@@ -75,27 +75,109 @@ impl HmmTopology {
     }
 }
 
+/// Per-unit HMMs for models whose units do not share one topology: a real acoustic model's
+/// triphones map to their own senone sequences (tied across triphones) and each senone has its
+/// own self-loop probability. Unit `u` (1-based) is `pdfs[u − 1]`, a left-to-right chain;
+/// pdf `p` loops with cost `loop_cost[p]` and is entered with cost `enter_cost[p]` (the state's
+/// exit probability, charged on entry: along any path through a left-to-right HMM each state is
+/// entered and left once, so the total equals charging it on exit).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitHmms {
+    /// Per unit, the pdf-ids of its states in order.
+    pub pdfs: Vec<Vec<u32>>,
+    /// Per pdf, −ln P(self-loop).
+    pub loop_cost: Vec<f32>,
+    /// Per pdf, −ln P(leave the state).
+    pub enter_cost: Vec<f32>,
+}
+
+impl UnitHmms {
+    /// The table a uniform topology describes for `num_units` units.
+    pub fn uniform(topo: &HmmTopology, num_units: u32) -> Self {
+        let n = topo.num_pdfs(num_units) as usize;
+        Self {
+            pdfs: (1..=num_units)
+                .map(|u| (0..topo.states_per_phone).map(|k| topo.pdf(u, k)).collect())
+                .collect(),
+            loop_cost: vec![topo.loop_cost(); n],
+            enter_cost: vec![topo.forward_cost(); n],
+        }
+    }
+
+    /// Number of pdfs (score columns).
+    pub fn num_pdfs(&self) -> u32 {
+        self.loop_cost.len() as u32
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.loop_cost.len() != self.enter_cost.len() {
+            return Err(GraphError::Invalid(format!(
+                "{} self-loop costs for {} entry costs",
+                self.loop_cost.len(),
+                self.enter_cost.len()
+            )));
+        }
+        for (u, p) in self.pdfs.iter().enumerate() {
+            if p.is_empty() {
+                return Err(GraphError::Invalid(format!(
+                    "unit {} has no HMM state",
+                    u + 1
+                )));
+            }
+            if let Some(&x) = p.iter().find(|&&x| x >= self.num_pdfs()) {
+                return Err(GraphError::Invalid(format!(
+                    "unit {} uses pdf {x} of {}",
+                    u + 1,
+                    self.num_pdfs()
+                )));
+            }
+        }
+        if let Some(c) = self
+            .loop_cost
+            .iter()
+            .chain(&self.enter_cost)
+            .find(|c| !(c.is_finite() && **c >= 0.0))
+        {
+            return Err(GraphError::Invalid(format!(
+                "transition cost {c} must be finite and non-negative"
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Builds Ha (no self-loops) for units 1..=`num_units`, passing unit disambiguation symbols
 /// `num_units + 1 + k` (k < `num_disambig`) as input labels `num_pdfs + 1 + k`.
 pub fn build_h(topo: &HmmTopology, num_units: u32, num_disambig: u32) -> Result<StdFst> {
     topo.check()?;
+    build_h_units(&UnitHmms::uniform(topo, num_units), num_disambig)
+}
+
+/// Builds Ha for per-unit HMMs ([`UnitHmms`]): per unit a chain through its pdfs whose first
+/// arc outputs the unit; disambiguation symbol `k` passes as input `num_pdfs + 1 + k`.
+pub fn build_h_units(units: &UnitHmms, num_disambig: u32) -> Result<StdFst> {
+    units.check()?;
     let err = |e| GraphError::fst("H", e);
     let mut fst = StdFst::new();
     let s0 = fst.add_state();
     fst.set_start(s0).map_err(err)?;
     fst.set_final(s0, TropicalWeight::one()).map_err(err)?;
-    let n = topo.states_per_phone;
-    for u in 1..=num_units {
+    let num_units = units.pdfs.len() as u32;
+    for (u, pdfs) in (1..=num_units).zip(&units.pdfs) {
         let mut src = s0;
-        for k in 0..n {
-            let dst = if k + 1 == n { s0 } else { fst.add_state() };
+        for (k, &pdf) in pdfs.iter().enumerate() {
+            let dst = if k + 1 == pdfs.len() {
+                s0
+            } else {
+                fst.add_state()
+            };
             let olabel = if k == 0 { u } else { 0 };
-            fst.add_tr(src, Tr::new(topo.pdf(u, k) + 1, olabel, 0.0, dst))
+            fst.add_tr(src, Tr::new(pdf + 1, olabel, 0.0, dst))
                 .map_err(err)?;
             src = dst;
         }
     }
-    let num_pdfs = topo.num_pdfs(num_units);
+    let num_pdfs = units.num_pdfs();
     for k in 0..num_disambig {
         fst.add_tr(s0, Tr::new(num_pdfs + 1 + k, num_units + 1 + k, 0.0, s0))
             .map_err(err)?;
@@ -109,6 +191,30 @@ pub fn build_h(topo: &HmmTopology, num_units: u32, num_disambig: u32) -> Result<
 /// start state) are split first, copying their final weight and outgoing arcs.
 pub fn add_self_loops(fst: &StdFst, topo: &HmmTopology, num_pdfs: u32) -> Result<StdFst> {
     topo.check()?;
+    let (l, f) = (topo.loop_cost(), topo.forward_cost());
+    add_self_loops_with(
+        fst,
+        num_pdfs,
+        &vec![l; num_pdfs as usize],
+        &vec![f; num_pdfs as usize],
+    )
+}
+
+/// [`add_self_loops`] with per-pdf costs: the state entered by label `x` loops with cost
+/// `loop_cost[x − 1]`, and emitting arcs labelled `x` carry `enter_cost[x − 1]`.
+pub fn add_self_loops_with(
+    fst: &StdFst,
+    num_pdfs: u32,
+    loop_cost: &[f32],
+    enter_cost: &[f32],
+) -> Result<StdFst> {
+    if loop_cost.len() != num_pdfs as usize || enter_cost.len() != num_pdfs as usize {
+        return Err(GraphError::Invalid(format!(
+            "{} self-loop and {} entry costs for {num_pdfs} pdfs",
+            loop_cost.len(),
+            enter_cost.len()
+        )));
+    }
     let err = |e| GraphError::fst("add self-loops", e);
     let n = fst.num_states();
     let Some(start) = fst.start() else {
@@ -163,7 +269,6 @@ pub fn add_self_loops(fst: &StdFst, topo: &HmmTopology, num_pdfs: u32) -> Result
             .expect("every entry class has a state")
     };
     let is_emitting = |x: u32| x >= 1 && x <= num_pdfs;
-    let (loop_cost, fwd_cost) = (topo.loop_cost(), topo.forward_cost());
     let mut out = StdFst::new();
     out.add_states(next_id as usize);
     out.set_start(start).map_err(err)?;
@@ -176,7 +281,7 @@ pub fn add_self_loops(fst: &StdFst, topo: &HmmTopology, num_pdfs: u32) -> Result
             .iter()
             .map(|tr| {
                 let w = if is_emitting(tr.ilabel) {
-                    tr.weight.value() + fwd_cost
+                    tr.weight.value() + enter_cost[tr.ilabel as usize - 1]
                 } else {
                     *tr.weight.value()
                 };
@@ -185,7 +290,7 @@ pub fn add_self_loops(fst: &StdFst, topo: &HmmTopology, num_pdfs: u32) -> Result
             .collect();
         for &(class, id) in &state_of[s as usize] {
             if is_emitting(class) {
-                out.add_tr(id, Tr::new(class, 0, loop_cost, id))
+                out.add_tr(id, Tr::new(class, 0, loop_cost[class as usize - 1], id))
                     .map_err(err)?;
             }
             for tr in &trs {

@@ -216,6 +216,53 @@ fn hclg_reads_pdf_sequences_with_self_loops_and_silence() {
     .is_none());
 }
 
+/// Per-unit HMMs (a real model's triphones): units may share pdfs and have chains of their
+/// own length; each pdf loops and is entered at its own cost. The uniform table reproduces
+/// `compile_hclg` arc for arc.
+#[test]
+fn hclg_over_unit_hmms_uses_each_units_pdfs_and_costs() {
+    use ctx_graph::compile::compile_hclg_units;
+    use ctx_graph::hmm::UnitHmms;
+    let l = toy_l(true);
+    let g = toy_g(&l);
+    let topo = HmmTopology {
+        states_per_phone: 2,
+        self_loop_prob: 0.5,
+        transition_scale: 1.0,
+    };
+    let uniform =
+        compile_hclg_units(&l, &g, &UnitHmms::uniform(&topo, l.symbols.num_units)).unwrap();
+    let classic = compile_hclg(&l, &g, &topo).unwrap();
+    assert_eq!(uniform.fst, classic.fst);
+    // Units SIL, A, B, C (ids 1..4): C has three states and shares pdf 2 with A.
+    let u = |p: &str| l.symbols.units.id(p).unwrap() as usize;
+    let mut pdfs = vec![Vec::new(); 4];
+    pdfs[u("SIL") - 1] = vec![0];
+    pdfs[u("A") - 1] = vec![1, 2];
+    pdfs[u("B") - 1] = vec![3];
+    pdfs[u("C") - 1] = vec![4, 2, 5];
+    let loop_p = [0.5f32, 0.9, 0.6, 0.5, 0.8, 0.7];
+    let hmms = UnitHmms {
+        pdfs,
+        loop_cost: loop_p.iter().map(|p| -p.ln()).collect(),
+        enter_cost: loop_p.iter().map(|p| -(1.0 - p).ln()).collect(),
+    };
+    let graph = compile_hclg_units(&l, &g, &hmms).unwrap();
+    assert_eq!(graph.num_columns, 6);
+    // "c c" as C C: pdfs 4 2 5 4 2 5, the first 2 repeated once (a self-loop).
+    let input: Vec<u32> = [4u32, 2, 2, 5, 4, 2, 5].iter().map(|p| p + 1).collect();
+    let (out, cost) = best_output(&graph.fst, &input).unwrap().unwrap();
+    assert_eq!(words_of(&l, &out), "c c");
+    let enter = |p: usize| -(1.0 - loop_p[p]).ln();
+    let want = 0.5 + 2.0 * (enter(4) + enter(2) + enter(5)) - loop_p[2].ln();
+    assert!((cost - want).abs() < 1e-3, "{cost} vs {want}");
+    // A unit whose HMM names a pdf outside the table is refused.
+    let mut bad = hmms.clone();
+    bad.pdfs[0] = vec![9];
+    let e = compile_hclg_units(&l, &g, &bad).unwrap_err().to_string();
+    assert!(e.contains("pdf 9"), "{e}");
+}
+
 const TOY_ARPA: &str = "\\data\\
 ngram 1=5
 ngram 2=6

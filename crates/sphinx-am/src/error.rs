@@ -29,6 +29,9 @@ pub enum SphinxError {
         /// Which files disagree and how.
         what: String,
     },
+    /// Values handed to this crate that cannot be used (e.g. ragged score rows).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// Results of this crate.

@@ -11,6 +11,7 @@ pub mod error;
 pub mod features;
 pub mod frontend;
 pub mod gauden;
+pub mod hclg;
 pub mod mdef;
 pub mod model;
 pub mod params;

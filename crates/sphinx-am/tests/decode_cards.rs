@@ -1,0 +1,121 @@
+//! Real audio end to end, with nothing simulated: pocketsphinx's en-us model scores the five
+//! "cards" recordings through this crate's front end and PTM scorer, and the project's own HCLG
+//! (triphones over senones, CMUdict pronunciations, a bigram of the five transcripts) and
+//! decoder recognise them.
+
+use ctx_data::kneser_ney::{estimate, KnOptions};
+use ctx_data::pronounce::Pronouncer;
+use ctx_graph::compile::compile_hclg_units;
+use ctx_graph::csr::DecodingGraph;
+use ctx_graph::grammar::{build_grammar_fst, MissingWords};
+use ctx_graph::lexicon_fst::{build_lexicon_fst, SilenceOptions};
+use sphinx_am::features::utterance_features;
+use sphinx_am::frontend::{Frontend, FrontendConfig};
+use sphinx_am::hclg::{log_likelihoods, TriphoneLexicon};
+use sphinx_am::ptm::PtmScorer;
+use sphinx_am::Model;
+use std::path::{Path, PathBuf};
+use wfst_search::{decode_utterance, Booster, Decoder, DecoderConfig, Stream};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn the_cards_recordings_are_recognised() {
+    let cards = root().join("datasets/pocketsphinx-test/cards");
+    let text = std::fs::read_to_string(cards.join("cards.transcription")).unwrap();
+    // "<s> ten of clubs  </s> (001)"
+    let refs: Vec<(String, Vec<String>)> = text
+        .lines()
+        .map(|l| {
+            let (words, id) = l.rsplit_once('(').unwrap();
+            let words = words
+                .split_whitespace()
+                .filter(|w| *w != "<s>" && *w != "</s>")
+                .map(str::to_string)
+                .collect();
+            (id.trim_end_matches(')').to_string(), words)
+        })
+        .collect();
+    let model = Model::load(&root().join("datasets/sphinx-en-us")).unwrap();
+    let pron = Pronouncer::from_cmudict(&root().join("datasets/cmudict/cmudict.dict.gz")).unwrap();
+    let vocab: Vec<&String> = refs.iter().flat_map(|(_, w)| w).collect();
+    let (words, _) = pron.lexicon_for(&vocab).unwrap();
+    let tri = TriphoneLexicon::build(&model, &words).unwrap();
+    let sentences: Vec<Vec<String>> = refs.iter().map(|(_, w)| w.clone()).collect();
+    let (lm, _) = estimate(
+        &sentences,
+        &KnOptions {
+            order: 2,
+            ..KnOptions::default()
+        },
+    )
+    .unwrap();
+    let l = build_lexicon_fst(
+        &tri.lexicon,
+        &tri.units,
+        Some(&SilenceOptions {
+            unit: "SIL".into(),
+            prob: 0.2,
+        }),
+    )
+    .unwrap();
+    let (g, _) = build_grammar_fst(
+        &lm,
+        &l.symbols.words,
+        l.symbols.word_disambig,
+        MissingWords::Skip,
+    )
+    .unwrap();
+    let graph = compile_hclg_units(&l, &g, &tri.hmms).unwrap();
+    assert_eq!(graph.num_columns as usize, model.mdef.n_senone);
+    let csr = DecodingGraph::from_fst(&graph.fst, None).unwrap();
+    let dec = Decoder::new(
+        &csr,
+        DecoderConfig {
+            // pocketsphinx's language weight 6.5: acoustic log-likelihoods count 1/6.5.
+            acoustic_scale: 1.0 / 6.5,
+            ..DecoderConfig::default()
+        },
+    )
+    .unwrap();
+    let fe = Frontend::new(FrontendConfig::from_params(&model.feat).unwrap()).unwrap();
+    let scorer = PtmScorer::new(&model);
+    let mut errors = 0;
+    let mut total = 0;
+    for (id, truth) in &refs {
+        let mut r = hound::WavReader::open(cards.join(format!("{id}.wav"))).unwrap();
+        let s: Vec<i16> = r.samples::<i16>().map(|x| x.unwrap()).collect();
+        let scores = log_likelihoods(&scorer.score(&utterance_features(fe.cepstra(&s)))).unwrap();
+        let mut stream = Stream::new(id.clone(), Booster::None);
+        let res = decode_utterance(&dec, &mut stream, &scores, 50, None).unwrap();
+        let hyp: Vec<String> = res
+            .segments
+            .iter()
+            .flat_map(|seg| seg.best.words.iter())
+            .map(|&w| l.symbols.words.symbol(w).unwrap().to_string())
+            .collect();
+        eprintln!("{id}: {} | {}", truth.join(" "), hyp.join(" "));
+        total += truth.len();
+        errors += edit_distance(truth, &hyp);
+    }
+    assert_eq!(total, 21);
+    assert_eq!(errors, 0, "word errors in {total} words");
+}
+
+fn edit_distance(a: &[String], b: &[String]) -> usize {
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, x) in a.iter().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, y) in b.iter().enumerate() {
+            cur.push(
+                (prev[j] + (x != y) as usize)
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
