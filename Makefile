@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv gpu-bundle chen18-table2 all build test reproduce reproduce-quick regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
+.PHONY: nvrtc-venv gpu-bundle chen18-table2 sphinx-cards all build test reproduce reproduce-quick regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
 
 all: build
 
@@ -49,6 +49,16 @@ reproduce: build
 ## The same on the quick subsets (a few minutes), under results/quick/.
 reproduce-quick: build
 	$(BIN) run --reproduce --quick $(FORCE)
+
+## Real audio through the whole pipeline (issue 41): the five pocketsphinx "cards" recordings
+## scored by CMU Sphinx en-us (crates/sphinx-am, identical to pocketsphinx), a triphone HCLG over
+## its senones, decoded and scored by `ctxbench decode` as a `kind = "files"` dataset.
+sphinx-cards: build
+	$(CARGO) run --profile $(PROFILE) -q -p sphinx-am --example sphinx_files -- . \
+		datasets/pocketsphinx-test/cards datasets/pocketsphinx-test/cards/cards.transcription \
+		sphinx-cards cache/sphinx-cards
+	$(BIN) decode --registry cache/sphinx-cards/datasets.toml --dataset sphinx-cards \
+		--methods none --hyp-dir cache/sphinx-cards/hyp
 
 ## 002 Table 2: decoder speed against concurrent streams (CPU rows measured here, GPU rows from
 ## results/gpu/); results/chen18-table2/.
