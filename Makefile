@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv gpu-bundle chen18-table2 sphinx-cards all build test reproduce reproduce-quick regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
+.PHONY: nvrtc-venv gpu-bundle chen18-table2 sphinx-cards sphinx-atco2 tts-install all build test reproduce reproduce-quick regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
 
 all: build
 
@@ -54,11 +54,27 @@ reproduce-quick: build
 ## scored by CMU Sphinx en-us (crates/sphinx-am, identical to pocketsphinx), a triphone HCLG over
 ## its senones, decoded and scored by `ctxbench decode` as a `kind = "files"` dataset.
 sphinx-cards: build
-	$(CARGO) run --profile $(PROFILE) -q -p sphinx-am --example sphinx_files -- . \
+	$(CARGO) run --profile $(PROFILE) -q -p sphinx-am --example sphinx_files -- cards . \
 		datasets/pocketsphinx-test/cards datasets/pocketsphinx-test/cards/cards.transcription \
 		sphinx-cards cache/sphinx-cards
 	$(BIN) decode --registry cache/sphinx-cards/datasets.toml --dataset sphinx-cards \
 		--methods none --hyp-dir cache/sphinx-cards/hyp
+
+## Festival (Debian) for the speech renderings; nothing else needs it.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+tts-install:
+	@command -v text2wave >/dev/null || { $(SUDO) apt-get update -qq && \
+		$(SUDO) apt-get install -y -qq festival festvox-us-slt-hts; }
+
+## 000's methods on real acoustics (issue 41): quick ATCO2-1h rendered by Festival, scored by
+## CMU Sphinx en-us, decoded with the simulated set's lexicon, LM and lists; results/real-atco2-tts/.
+SPHINX_ATCO2 := cache/sphinx-atco2
+sphinx-atco2: build tts-install
+	$(BIN) export --dataset atco2-sim-1h --quick --with-lm --format npy --out $(SPHINX_ATCO2)/export
+	scripts/tts_render.sh $(SPHINX_ATCO2)/export/data/text $(SPHINX_ATCO2)/wav
+	$(CARGO) run --profile $(PROFILE) -q -p sphinx-am --example sphinx_files -- export . \
+		$(SPHINX_ATCO2)/export $(SPHINX_ATCO2)/wav sphinx-atco2-tts
+	$(BIN) run --registry $(SPHINX_ATCO2)/export/sphinx/datasets.toml experiments/real-atco2-tts.toml
 
 ## 002 Table 2: decoder speed against concurrent streams (CPU rows measured here, GPU rows from
 ## results/gpu/); results/chen18-table2/.
