@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv gpu-bundle chen18-table2 sphinx-cards sphinx-atco2 tts-install all build test reproduce reproduce-quick regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
+.PHONY: nvrtc-venv gpu-bundle chen18-table2 sphinx-cards sphinx-atco2 tts-install peer-sphinx all build test reproduce reproduce-quick regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
 
 all: build
 
@@ -75,6 +75,14 @@ sphinx-atco2: build tts-install
 	$(CARGO) run --profile $(PROFILE) -q -p sphinx-am --example sphinx_files -- export . \
 		$(SPHINX_ATCO2)/export $(SPHINX_ATCO2)/wav sphinx-atco2-tts
 	$(BIN) run --registry $(SPHINX_ATCO2)/export/sphinx/datasets.toml experiments/real-atco2-tts.toml
+
+## pocketsphinx itself (PyPI, in .venv-peers) on the audio of make sphinx-atco2: its default LM,
+## and the set's LM and lexicon (what our graph is built from); WER and RTFx, one thread.
+peer-sphinx: sphinx-atco2
+	test -x .venv-peers/bin/python || python3 -m venv .venv-peers
+	.venv-peers/bin/pip install -q pocketsphinx==5.1.1
+	.venv-peers/bin/python scripts/peer_pocketsphinx.py $(SPHINX_ATCO2)/export/data/text \
+		$(SPHINX_ATCO2)/wav $(SPHINX_ATCO2)/export/lm/G.arpa $(SPHINX_ATCO2)/export/lm/lexicon.txt
 
 ## 002 Table 2: decoder speed against concurrent streams (CPU rows measured here, GPU rows from
 ## results/gpu/); results/chen18-table2/.

@@ -13,8 +13,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let p = FeatParams::read(&Path::new(model).join("feat.params"))?;
     let fe = Frontend::new(FrontendConfig::from_params(&p)?)?;
-    let mut r = hound::WavReader::open(wav)?;
-    let s: Vec<i16> = r.samples::<i16>().collect::<Result<_, _>>()?;
+    let s = sphinx_am::audio::read_wav(Path::new(wav), 16_000)?;
     let cep = fe.cepstra(&s);
     let mut f = std::fs::File::create(out)?;
     f.write_all(&((cep.len() * 13) as i32).to_be_bytes())?;

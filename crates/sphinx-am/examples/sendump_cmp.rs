@@ -14,8 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let m = Model::load(Path::new(model))?;
     let fe = Frontend::new(FrontendConfig::from_params(&m.feat)?)?;
-    let mut r = hound::WavReader::open(wav)?;
-    let s: Vec<i16> = r.samples::<i16>().collect::<Result<_, _>>()?;
+    let s = sphinx_am::audio::read_wav(Path::new(wav), 16_000)?;
     let scores = PtmScorer::new(&m).score(&utterance_features(fe.cepstra(&s)));
     let b = std::fs::read(dump)?;
     let start = b

@@ -164,23 +164,13 @@ fn write_files(
     let fe = Frontend::new(FrontendConfig::from_params(&model.feat)?)?;
     let scorer = PtmScorer::new(&model);
     let (mut text_out, mut dur_out) = (String::new(), String::new());
+    let (mut am_secs, mut audio_secs) = (0.0, 0.0);
     for (id, w) in refs {
-        let path = wavs.join(format!("{id}.wav"));
-        let mut r =
-            hound::WavReader::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let spec = r.spec();
-        if spec.sample_rate != 16_000 || spec.channels != 1 || spec.bits_per_sample != 16 {
-            return Err(format!(
-                "{}: {} Hz, {} channel(s), {} bits; the model needs 16 kHz mono 16-bit",
-                path.display(),
-                spec.sample_rate,
-                spec.channels,
-                spec.bits_per_sample
-            )
-            .into());
-        }
-        let s: Vec<i16> = r.samples::<i16>().collect::<Result<_, _>>()?;
+        let s = sphinx_am::audio::read_wav(&wavs.join(format!("{id}.wav")), 16_000)?;
+        let t0 = std::time::Instant::now();
         let m = log_likelihoods(&scorer.score(&utterance_features(fe.cepstra(&s))))?;
+        am_secs += t0.elapsed().as_secs_f64();
+        audio_secs += s.len() as f64 / 16_000.0;
         write_npy(&out.join(format!("scores/{id}.npy")), &m)?;
         writeln!(text_out, "{id} {}", w.join(" "))?;
         writeln!(dur_out, "{id} {:.3}", s.len() as f64 / 16_000.0)?;
@@ -188,11 +178,13 @@ fn write_files(
     std::fs::write(out.join("data/text"), text_out)?;
     std::fs::write(out.join("data/utt2dur"), dur_out)?;
     println!(
-        "{}: {} utterances, HCLG {} states over {} triphone units",
+        "{}: {} utterances, HCLG {} states over {} triphone units; front end + senone scores \
+         {am_secs:.2} s for {audio_secs:.1} s of audio (RTFx {:.0}, one thread)",
         out.display(),
         refs.len(),
         graph.fst.num_states(),
-        tri.units.len()
+        tri.units.len(),
+        audio_secs / am_secs.max(1e-9)
     );
     Ok(())
 }

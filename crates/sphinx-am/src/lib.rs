@@ -6,6 +6,7 @@
 //! Every malformed file is a [`SphinxError`] naming the file and what was wrong; no header
 //! count allocates before it is checked against the file's size.
 
+pub mod audio;
 mod bytes;
 pub mod error;
 pub mod features;

@@ -85,8 +85,7 @@ fn the_cards_recordings_are_recognised() {
     let mut errors = 0;
     let mut total = 0;
     for (id, truth) in &refs {
-        let mut r = hound::WavReader::open(cards.join(format!("{id}.wav"))).unwrap();
-        let s: Vec<i16> = r.samples::<i16>().map(|x| x.unwrap()).collect();
+        let s = sphinx_am::audio::read_wav(&cards.join(format!("{id}.wav")), 16_000).unwrap();
         let scores = log_likelihoods(&scorer.score(&utterance_features(fe.cepstra(&s)))).unwrap();
         let mut stream = Stream::new(id.clone(), Booster::None);
         let res = decode_utterance(&dec, &mut stream, &scores, 50, None).unwrap();

@@ -14,9 +14,7 @@ fn root() -> PathBuf {
 
 fn samples(name: &str) -> Vec<i16> {
     let wav = root().join(format!("datasets/pocketsphinx-test/cards/{name}.wav"));
-    let mut r = hound::WavReader::open(&wav).unwrap();
-    assert_eq!(r.spec().sample_rate, 16_000);
-    r.samples::<i16>().map(|s| s.unwrap()).collect()
+    sphinx_am::audio::read_wav(&wav, 16_000).unwrap()
 }
 
 fn reference(name: &str, ext: &str) -> PathBuf {
@@ -88,4 +86,51 @@ fn senone_scores_are_pocketsphinx_scores() {
         same, frames,
         "frames whose 5,126 scores all equal pocketsphinx's"
     );
+}
+
+/// Audio the model cannot take is refused by name, never resampled behind the user's back.
+#[test]
+fn wavs_of_another_rate_or_width_are_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let write = |name: &str, rate: u32, channels: u16, bits: u16| {
+        let path = t.path().join(name);
+        let spec = hound::WavSpec {
+            channels,
+            sample_rate: rate,
+            bits_per_sample: bits,
+            sample_format: hound::SampleFormat::Int,
+        };
+        let mut w = hound::WavWriter::create(&path, spec).unwrap();
+        for i in 0..1600 {
+            if bits == 16 {
+                w.write_sample((i % 100) as i16).unwrap();
+            } else {
+                w.write_sample(i % 100).unwrap();
+            }
+        }
+        w.finalize().unwrap();
+        path
+    };
+    let ok = write("ok.wav", 16_000, 1, 16);
+    assert_eq!(sphinx_am::audio::read_wav(&ok, 16_000).unwrap().len(), 1600);
+    for (name, rate, ch, bits, says) in [
+        ("8k.wav", 8_000, 1, 16, "8000 Hz"),
+        ("stereo.wav", 16_000, 2, 16, "2 channel(s)"),
+        ("24bit.wav", 16_000, 1, 24, "24-bit"),
+    ] {
+        let p = write(name, rate, ch, bits);
+        let e = sphinx_am::audio::read_wav(&p, 16_000)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(name) && e.contains(says) && e.contains("sox"),
+            "{e}"
+        );
+    }
+    let junk = t.path().join("junk.wav");
+    std::fs::write(&junk, b"RIFF....not a wav").unwrap();
+    let e = sphinx_am::audio::read_wav(&junk, 16_000)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("junk.wav") && e.contains("not a WAV"), "{e}");
 }

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""pocketsphinx 5.1.1 on the same recordings as ctxbench's real rows (issue 41's peer row).
+
+Decodes every <utt>.wav listed in a Kaldi `text` file with pocketsphinx itself, twice: with its
+own default English LM and dictionary, and with the set's LM and lexicon (the ARPA and
+`lexicon.txt` of `ctxbench export --with-lm`, what ctxbench's graph is built from). Prints WER
+and RTFx (wall time of pocketsphinx's front end, scoring and search, one thread) per run.
+Reference words with `_` (a spelled code, `k_l_m`) count as their letters for the default LM.
+
+    .venv-peers/bin/python scripts/peer_pocketsphinx.py <text> <wav dir> <G.arpa> <lexicon.txt>
+"""
+import os
+import sys
+import tempfile
+import time
+import wave
+
+from pocketsphinx import Decoder, get_model_path
+
+
+def edit_distance(a, b):
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a):
+        cur = [i + 1]
+        for j, y in enumerate(b):
+            cur.append(min(prev[j] + (x != y), prev[j + 1] + 1, cur[j] + 1))
+        prev = cur
+    return prev[-1]
+
+
+def run(refs, wavs, **kw):
+    hmm = os.path.join(get_model_path(), "en-us", "en-us")
+    d = Decoder(hmm=hmm, loglevel="ERROR", **kw)
+    errors = words = 0
+    audio = secs = 0.0
+    for utt, ref in refs:
+        with wave.open(os.path.join(wavs, utt + ".wav")) as w:
+            data = w.readframes(w.getnframes())
+            audio += w.getnframes() / w.getframerate()
+        t0 = time.perf_counter()
+        d.start_utt()
+        d.process_raw(data, full_utt=True)
+        d.end_utt()
+        secs += time.perf_counter() - t0
+        hyp = d.hyp().hypstr.split() if d.hyp() else []
+        errors += edit_distance(ref, hyp)
+        words += len(ref)
+    return 100.0 * errors / words, audio / secs, words
+
+
+def main():
+    text, wavs, arpa, lexicon = sys.argv[1:5]
+    refs = []
+    for line in open(text):
+        parts = line.split()
+        if parts:
+            refs.append((parts[0], parts[1:]))
+    spelled = [(u, [x for w in ws for x in (w.split("_") if "_" in w else [w])]) for u, ws in refs]
+    wer, rtfx, n = run(spelled, wavs)
+    print(f"pocketsphinx, its default LM and dictionary: WER {wer:.1f} ({n} words), RTFx {rtfx:.0f}")
+    with tempfile.NamedTemporaryFile("w", suffix=".dict", delete=False) as f:
+        seen = {}
+        for line in open(lexicon):
+            word, *phones = line.split()
+            if phones:
+                # pocketsphinx names a word's further pronunciations word(2), word(3), ...
+                seen[word] = seen.get(word, 0) + 1
+                name = word if seen[word] == 1 else f"{word}({seen[word]})"
+                f.write(f"{name} {' '.join(phones)}\n")
+        dic = f.name
+    wer, rtfx, n = run(refs, wavs, lm=arpa, dict=dic)
+    print(f"pocketsphinx, the set's LM and lexicon: WER {wer:.1f} ({n} words), RTFx {rtfx:.0f}")
+    os.unlink(dic)
+
+
+if __name__ == "__main__":
+    main()
