@@ -3,6 +3,7 @@
 //! (triphones over senones, CMUdict pronunciations, a bigram of the five transcripts) and
 //! decoder recognise them.
 
+use ctx_core::metrics::{align_words, EditOp};
 use ctx_data::kneser_ney::{estimate, KnOptions};
 use ctx_data::pronounce::Pronouncer;
 use ctx_graph::compile::compile_hclg_units;
@@ -97,24 +98,11 @@ fn the_cards_recordings_are_recognised() {
             .collect();
         eprintln!("{id}: {} | {}", truth.join(" "), hyp.join(" "));
         total += truth.len();
-        errors += edit_distance(truth, &hyp);
+        errors += align_words(truth, &hyp)
+            .iter()
+            .filter(|s| s.op != EditOp::Match)
+            .count();
     }
     assert_eq!(total, 21);
     assert_eq!(errors, 0, "word errors in {total} words");
-}
-
-fn edit_distance(a: &[String], b: &[String]) -> usize {
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, x) in a.iter().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, y) in b.iter().enumerate() {
-            cur.push(
-                (prev[j] + (x != y) as usize)
-                    .min(prev[j + 1] + 1)
-                    .min(cur[j] + 1),
-            );
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }

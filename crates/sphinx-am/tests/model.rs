@@ -5,6 +5,14 @@ use sphinx_am::{Gaussians, Mdef, MixtureWeights, Model, SphinxError, TransitionM
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+/// The word positions in pocketsphinx's order (the mdef's `info0` of a triphone).
+const POSITIONS: [WordPos; 4] = [
+    WordPos::Internal,
+    WordPos::Begin,
+    WordPos::End,
+    WordPos::Single,
+];
+
 fn model_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/sphinx-en-us")
 }
@@ -104,12 +112,7 @@ fn the_shipped_model_has_pocketsphinx_sizes() {
 #[test]
 fn every_triphone_is_found_again_through_the_tree() {
     let m = Mdef::read(&model_dir().join("mdef")).unwrap();
-    let pos = [
-        WordPos::Internal,
-        WordPos::Begin,
-        WordPos::End,
-        WordPos::Single,
-    ];
+    let pos = POSITIONS;
     let mut checked = 0;
     for (i, p) in m.phones.iter().enumerate().skip(m.n_ci()) {
         let [b, l, r] = p.ctx.map(|x| x as usize);
@@ -123,12 +126,7 @@ fn every_triphone_is_found_again_through_the_tree() {
 #[test]
 fn missing_triphones_back_off_as_pocketsphinx_does() {
     let m = Mdef::read(&model_dir().join("mdef")).unwrap();
-    let pos = [
-        WordPos::Internal,
-        WordPos::Begin,
-        WordPos::End,
-        WordPos::Single,
-    ];
+    let pos = POSITIONS;
     // A context trained at one word position only: asked at another, the trained one is used.
     let (i, p) = m
         .phones
