@@ -76,11 +76,13 @@ sphinx-atco2: build tts-install
 		$(SPHINX_ATCO2)/export $(SPHINX_ATCO2)/wav sphinx-atco2-tts
 	$(BIN) run --registry $(SPHINX_ATCO2)/export/sphinx/datasets.toml experiments/real-atco2-tts.toml
 
-## pocketsphinx itself (PyPI, in .venv-peers) on the audio of make sphinx-atco2: its default LM,
-## and the set's LM and lexicon (what our graph is built from); WER and RTFx, one thread.
-peer-sphinx: sphinx-atco2
+## pocketsphinx itself (PyPI, in .venv-peers) on the audio of make sphinx-cards and sphinx-atco2:
+## its default LM, and the set's LM and lexicon (what our graph is built from); WER and RTFx.
+peer-sphinx: sphinx-atco2 sphinx-cards
 	test -x .venv-peers/bin/python || python3 -m venv .venv-peers
 	.venv-peers/bin/pip install -q pocketsphinx==5.1.1
+	.venv-peers/bin/python scripts/peer_pocketsphinx.py cache/sphinx-cards/data/text \
+		datasets/pocketsphinx-test/cards cache/sphinx-cards/lm.arpa cache/sphinx-cards/lexicon.txt
 	.venv-peers/bin/python scripts/peer_pocketsphinx.py $(SPHINX_ATCO2)/export/data/text \
 		$(SPHINX_ATCO2)/wav $(SPHINX_ATCO2)/export/lm/G.arpa $(SPHINX_ATCO2)/export/lm/lexicon.txt
 

@@ -51,6 +51,8 @@ fn main() -> Res<()> {
             let out = Path::new(out);
             write_files(root, &refs, &words, &lm, Path::new(wavs), out)?;
             lm.write(&out.join("lm.arpa"))?;
+            // The lexicon in base phones, for a peer decoder (make peer-sphinx).
+            words.write(&out.join("lexicon.txt"), false)?;
             write_registry(
                 root,
                 out,
