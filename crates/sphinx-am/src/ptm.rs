@@ -39,7 +39,11 @@ pub struct PtmScorer {
     det: Vec<f32>,
     mixw: Vec<u8>,
     n_senone: usize,
-    senone_cb: Vec<usize>,
+    /// The senones of each codebook (mixing runs codebook by codebook: the weight rows of its
+    /// top Gaussians are read in order instead of at random).
+    cb_senones: Vec<Vec<u32>>,
+    /// Per (codebook, stream): where its Gaussians' vectors start in `means`/`inv_var`.
+    block_at: Vec<usize>,
     /// log₁.₀₀₀₁(1 + 1.0001^−d) >> 10, by d.
     add_table: Vec<u8>,
 }
@@ -76,6 +80,18 @@ impl PtmScorer {
             }
         }
         debug_assert_eq!(inv_var.len(), g.n_codebook * g.n_density * block);
+        let mut cb_senones = vec![Vec::new(); g.n_codebook];
+        for (sen, &cb) in m.senone_codebook.iter().enumerate() {
+            cb_senones[cb].push(sen as u32);
+        }
+        let block_at = (0..g.n_codebook)
+            .flat_map(|cb| {
+                let veclen = &g.veclen;
+                (0..g.n_stream).map(move |s| {
+                    cb * block * g.n_density + veclen[..s].iter().sum::<usize>() * g.n_density
+                })
+            })
+            .collect();
         Self {
             n_cb: g.n_codebook,
             n_stream: g.n_stream,
@@ -86,7 +102,8 @@ impl PtmScorer {
             det,
             mixw: m.mixw.data.clone(),
             n_senone: m.mdef.n_senone,
-            senone_cb: m.senone_codebook.clone(),
+            cb_senones,
+            block_at,
             add_table: add_table(1.0001, SHIFT),
         }
     }
@@ -118,9 +135,7 @@ impl PtmScorer {
 
     /// The offset of Gaussian `g`'s vector of `stream` in `cb` (means and inverse variances).
     fn vec_at(&self, cb: usize, stream: usize, g: usize) -> usize {
-        let block: usize = self.veclen.iter().sum::<usize>() * self.n_density;
-        let before: usize = self.veclen[..stream].iter().sum::<usize>() * self.n_density;
-        cb * block + before + g * self.veclen[stream]
+        self.block_at[cb * self.n_stream + stream] + g * self.veclen[stream]
     }
 
     /// Top-N per codebook and stream for one frame (`ptm_mgau_codebook_eval`), then the
@@ -207,56 +222,59 @@ impl PtmScorer {
         let len = self.veclen[s];
         let (mean, var) = (&self.means[at..at + len], &self.inv_var[at..at + len]);
         let mut d = self.det[(cb * self.n_stream + s) * self.n_density + g];
-        let below = |d: f32| thresh.is_some_and(|t| d < t);
+        let t = thresh.unwrap_or(f32::NEG_INFINITY);
         let head = len % 4;
-        let mut j = 0;
-        while j < head {
-            if below(d) {
+        let z = &z[..len];
+        for j in 0..head {
+            if d < t {
                 return None;
             }
             let diff = z[j] - mean[j];
             d -= diff * diff * var[j];
-            j += 1;
         }
-        while j < len {
-            if below(d) {
+        for ((z4, m4), v4) in z[head..]
+            .chunks_exact(4)
+            .zip(mean[head..].chunks_exact(4))
+            .zip(var[head..].chunks_exact(4))
+        {
+            if d < t {
                 return None;
             }
-            for k in j..j + 4 {
-                let diff = z[k] - mean[k];
-                d -= diff * diff * var[k];
+            for k in 0..4 {
+                let diff = z4[k] - m4[k];
+                d -= diff * diff * v4[k];
             }
-            j += 4;
         }
         Some(d)
     }
 
-    /// Every senone's score from the normalised top N (`ptm_mgau_senone_eval`).
+    /// Every senone's score from the normalised top N (`ptm_mgau_senone_eval`), codebook by
+    /// codebook; each senone still log-adds its Gaussians in pocketsphinx's order.
     fn senones(&self, topn: &[TopN]) -> Vec<i16> {
-        let mut out = vec![0i16; self.n_senone];
-        let mut best = i32::MAX;
         let mut raw = vec![0i32; self.n_senone];
-        for (sen, r) in raw.iter_mut().enumerate() {
-            let cb = self.senone_cb[sen];
-            let mut ascore = 0i32;
+        let mut fden = vec![0i32; self.n_senone];
+        for (cb, sens) in self.cb_senones.iter().enumerate() {
             for f in 0..self.n_stream {
                 let t = &topn[(cb * self.n_stream + f) * TOPN..][..TOPN];
-                let mut fden = 0i32;
                 for (j, x) in t.iter().enumerate() {
-                    let w = self.mixw[(f * self.n_density + x.cw) * self.n_senone + sen] as i32;
-                    let v = w + x.score;
-                    fden = if j == 0 { v } else { self.fast_add(fden, v) };
+                    let row =
+                        &self.mixw[(f * self.n_density + x.cw) * self.n_senone..][..self.n_senone];
+                    for &sen in sens {
+                        let v = row[sen as usize] as i32 + x.score;
+                        let d = &mut fden[sen as usize];
+                        *d = if j == 0 { v } else { self.fast_add(*d, v) };
+                    }
                 }
-                ascore += fden;
+                for &sen in sens {
+                    raw[sen as usize] += fden[sen as usize];
+                }
             }
-            best = best.min(ascore);
-            *r = ascore;
         }
-        for (o, &r) in out.iter_mut().zip(&raw) {
-            // pocketsphinx stores each score in an int16, then subtracts the best there.
-            *o = (r as i16).wrapping_sub(best as i16);
-        }
-        out
+        let best = raw.iter().copied().min().unwrap_or(0);
+        // pocketsphinx stores each score in an int16, then subtracts the best there.
+        raw.iter()
+            .map(|&r| (r as i16).wrapping_sub(best as i16))
+            .collect()
     }
 
     /// `fast_logmath_add` on negated log probabilities.
