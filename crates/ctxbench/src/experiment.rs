@@ -689,7 +689,8 @@ pub struct PlotSpec {
     /// Title above the plot.
     #[serde(default)]
     pub title: String,
-    /// The x column (a setting or a measure).
+    /// The x column (a setting or a measure), or `measures`: the y measures side by side as
+    /// the x axis, one line per series (a profile such as error rate by word frequency).
     pub x: String,
     /// The y measures.
     pub y: Vec<String>,
@@ -993,7 +994,8 @@ impl Experiment {
             for c in std::iter::once(&p.x).chain(&p.y).chain([&p.series]) {
                 let ok = MEASURES.contains(&c.as_str())
                     || cat.setting(c).is_some()
-                    || ["row", "section", "method"].contains(&c.as_str());
+                    || ["row", "section", "method"].contains(&c.as_str())
+                    || (c == &p.x && c == crate::plot::MEASURES_AXIS);
                 if !ok {
                     bail!("{file} [[plot]] '{}': unknown column '{c}'", p.name);
                 }

@@ -29,6 +29,9 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// `x = "measures"`: the y measures themselves are the x axis (positions 0, 1, …).
+pub const MEASURES_AXIS: &str = "measures";
+
 /// The lines of a plot spec over the points.
 pub fn series(spec: &PlotSpec, pts: &Points) -> Result<Vec<Series>> {
     let mut names: Vec<String> = Vec::new();
@@ -39,7 +42,29 @@ pub fn series(spec: &PlotSpec, pts: &Points) -> Result<Vec<Series>> {
         }
     }
     let mut out = Vec::new();
-    for y in &spec.y {
+    if spec.x == MEASURES_AXIS {
+        // One line per series across the y measures (e.g. error rate by training-count
+        // bucket): x = the measure's position in `y`, from the series' first point.
+        for n in &names {
+            let Some(i) = (0..pts.rows.len()).find(|&i| pts.text(i, &spec.series).unwrap_or("") == n)
+            else {
+                continue;
+            };
+            let points: Vec<(f64, f64)> = spec
+                .y
+                .iter()
+                .enumerate()
+                .filter_map(|(k, y)| Some((k as f64, pts.num(i, y)?)))
+                .collect();
+            if !points.is_empty() {
+                out.push(Series {
+                    name: n.clone(),
+                    points,
+                });
+            }
+        }
+    }
+    for y in spec.y.iter().filter(|_| spec.x != MEASURES_AXIS) {
         for n in &names {
             let mut points: Vec<(f64, f64)> = (0..pts.rows.len())
                 .filter(|&i| pts.text(i, &spec.series).unwrap_or("") == n)
@@ -199,4 +224,51 @@ pub fn write_plots(exp: &Experiment, pts: &Points, dir: &Path) -> Result<Vec<Str
         written.push(png.display().to_string());
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(x: &str, y: &[&str]) -> PlotSpec {
+        PlotSpec {
+            name: "t".into(),
+            title: String::new(),
+            x: x.into(),
+            y: y.iter().map(|s| s.to_string()).collect(),
+            series: "row".into(),
+            x_label: None,
+            y_label: None,
+        }
+    }
+
+    fn points() -> Points {
+        let cell = |s: &str| Some(s.to_string());
+        Points {
+            columns: vec!["row".into(), "beam".into(), "err_c0".into(), "err_c101".into()],
+            rows: vec![
+                vec![cell("a"), cell("15"), cell("80"), cell("8")],
+                vec![cell("b"), cell("15"), cell("100"), cell("12")],
+                vec![cell("a"), cell("11"), cell("90"), cell("9")],
+            ],
+        }
+    }
+
+    #[test]
+    fn a_measures_axis_draws_each_series_across_its_measures() {
+        let s = series(&spec(MEASURES_AXIS, &["err_c0", "err_c101"]), &points()).unwrap();
+        let got: Vec<(&str, Vec<(f64, f64)>)> =
+            s.iter().map(|x| (x.name.as_str(), x.points.clone())).collect();
+        // Each series from its first point, x = the measure's position.
+        assert_eq!(
+            got,
+            vec![
+                ("a", vec![(0.0, 80.0), (1.0, 8.0)]),
+                ("b", vec![(0.0, 100.0), (1.0, 12.0)])
+            ]
+        );
+        // An ordinary x still plots each series over its points, sorted by x.
+        let s = series(&spec("beam", &["err_c0"]), &points()).unwrap();
+        assert_eq!(s[0].points, vec![(11.0, 90.0), (15.0, 80.0)]);
+    }
 }
