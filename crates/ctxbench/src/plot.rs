@@ -46,7 +46,8 @@ pub fn series(spec: &PlotSpec, pts: &Points) -> Result<Vec<Series>> {
         // One line per series across the y measures (e.g. error rate by training-count
         // bucket): x = the measure's position in `y`, from the series' first point.
         for n in &names {
-            let Some(i) = (0..pts.rows.len()).find(|&i| pts.text(i, &spec.series).unwrap_or("") == n)
+            let Some(i) =
+                (0..pts.rows.len()).find(|&i| pts.text(i, &spec.series).unwrap_or("") == n)
             else {
                 continue;
             };
@@ -245,7 +246,12 @@ mod tests {
     fn points() -> Points {
         let cell = |s: &str| Some(s.to_string());
         Points {
-            columns: vec!["row".into(), "beam".into(), "err_c0".into(), "err_c101".into()],
+            columns: vec![
+                "row".into(),
+                "beam".into(),
+                "err_c0".into(),
+                "err_c101".into(),
+            ],
             rows: vec![
                 vec![cell("a"), cell("15"), cell("80"), cell("8")],
                 vec![cell("b"), cell("15"), cell("100"), cell("12")],
@@ -257,8 +263,10 @@ mod tests {
     #[test]
     fn a_measures_axis_draws_each_series_across_its_measures() {
         let s = series(&spec(MEASURES_AXIS, &["err_c0", "err_c101"]), &points()).unwrap();
-        let got: Vec<(&str, Vec<(f64, f64)>)> =
-            s.iter().map(|x| (x.name.as_str(), x.points.clone())).collect();
+        let got: Vec<(&str, Vec<(f64, f64)>)> = s
+            .iter()
+            .map(|x| (x.name.as_str(), x.points.clone()))
+            .collect();
         // Each series from its first point, x = the measure's position.
         assert_eq!(
             got,
