@@ -402,7 +402,7 @@ fn alpha_zero_is_plain_greedy_and_pruned_equals_full_on_every_model_type() {
     // Plain greedy decodes something close to what the model heard (a sanity check of the sims).
     assert!(plain.0.iter().filter(|h| !h.is_empty()).count() > 50);
     // Plain greedy follows what each model heard (noisy: substitutions, few length changes).
-    let same_len = |hyps: &[Vec<u32>], heard: Vec<&[u32]>| {
+    let same_len = |hyps: &[Vec<u32>], heard: Vec<Vec<u32>>| {
         hyps.iter()
             .zip(heard)
             .filter(|(h, u)| h.len() == u.len())
