@@ -995,7 +995,7 @@ impl Experiment {
                 let ok = MEASURES.contains(&c.as_str())
                     || cat.setting(c).is_some()
                     || ["row", "section", "method"].contains(&c.as_str())
-                    || (c == &p.x && c == crate::plot::MEASURES_AXIS);
+                    || (c == &p.x && c == "measures"); // plot::MEASURES_AXIS (no import: plot imports this file)
                 if !ok {
                     bail!("{file} [[plot]] '{}': unknown column '{c}'", p.name);
                 }
