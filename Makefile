@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv gpu-bundle chen18-table2 sphinx-cards sphinx-atco2 tts-install peer-sphinx all build test reproduce reproduce-quick regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
+.PHONY: nvrtc-venv gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 tts-install peer-sphinx all build test reproduce reproduce-quick regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
 
 all: build
 
@@ -50,15 +50,18 @@ reproduce: build
 reproduce-quick: build
 	$(BIN) run --reproduce --quick $(FORCE)
 
-## Real audio through the whole pipeline (issue 41): the five pocketsphinx "cards" recordings
-## scored by CMU Sphinx en-us (crates/sphinx-am, identical to pocketsphinx), a triphone HCLG over
-## its senones, decoded and scored by `ctxbench decode` as a `kind = "files"` dataset.
-sphinx-cards: build
-	$(CARGO) run --profile $(PROFILE) -q -p sphinx-am --example sphinx_files -- cards . \
-		datasets/pocketsphinx-test/cards datasets/pocketsphinx-test/cards/cards.transcription \
-		sphinx-cards cache/sphinx-cards
-	$(BIN) decode --registry cache/sphinx-cards/datasets.toml --dataset sphinx-cards \
-		--methods none --hyp-dir cache/sphinx-cards/hyp
+## Real audio through the whole pipeline (issue 41): pocketsphinx's test recordings (cards and
+## LibriVox) are the `kind = "audio"` dataset pocketsphinx-test, scored by CMU Sphinx en-us
+## (crates/sphinx-am, identical to pocketsphinx) while `ctxbench decode` decodes them.
+sphinx-test: build
+	$(BIN) decode --dataset pocketsphinx-test --methods none --threads 1 --hyp-dir cache/sphinx-test/hyp
+
+## Regenerates datasets/pocketsphinx-test/{data,lexicon.txt,lm.arpa} from the transcriptions.
+sphinx-test-data:
+	$(CARGO) run --profile $(PROFILE) -q -p sphinx-am --example sphinx_files -- transcripts . \
+		datasets/pocketsphinx-test \
+		datasets/pocketsphinx-test/cards=datasets/pocketsphinx-test/cards/cards.transcription \
+		datasets/pocketsphinx-test/librivox=datasets/pocketsphinx-test/librivox/transcription
 
 ## Festival (Debian) for the speech renderings; nothing else needs it.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -74,17 +77,17 @@ sphinx-atco2: build tts-install
 	scripts/tts_render.sh $(SPHINX_ATCO2)/export/data/text $(SPHINX_ATCO2)/wav
 	$(CARGO) run --profile $(PROFILE) -q -p sphinx-am --example sphinx_files -- export . \
 		$(SPHINX_ATCO2)/export $(SPHINX_ATCO2)/wav sphinx-atco2-tts
-	$(BIN) run --registry $(SPHINX_ATCO2)/export/sphinx/datasets.toml experiments/real-atco2-tts.toml
+	$(BIN) run --registry $(SPHINX_ATCO2)/export/audio/datasets.toml experiments/real-atco2-tts.toml
 
-## pocketsphinx itself (PyPI, in .venv-peers) on the audio of make sphinx-cards and sphinx-atco2:
+## pocketsphinx itself (PyPI, in .venv-peers) on the audio of make sphinx-test and sphinx-atco2:
 ## its default LM, and the set's LM and lexicon (what our graph is built from); WER and RTFx.
-peer-sphinx: sphinx-atco2 sphinx-cards
+peer-sphinx: sphinx-test sphinx-atco2
 	test -x .venv-peers/bin/python || python3 -m venv .venv-peers
 	.venv-peers/bin/pip install -q pocketsphinx==5.1.1
-	.venv-peers/bin/python scripts/peer_pocketsphinx.py cache/sphinx-cards/data/text \
-		datasets/pocketsphinx-test/cards cache/sphinx-cards/lm.arpa cache/sphinx-cards/lexicon.txt
-	.venv-peers/bin/python scripts/peer_pocketsphinx.py $(SPHINX_ATCO2)/export/data/text \
-		$(SPHINX_ATCO2)/wav $(SPHINX_ATCO2)/export/lm/G.arpa $(SPHINX_ATCO2)/export/lm/lexicon.txt
+	.venv-peers/bin/python scripts/peer_pocketsphinx.py datasets/pocketsphinx-test/data \
+		datasets/pocketsphinx-test/lm.arpa datasets/pocketsphinx-test/lexicon.txt
+	.venv-peers/bin/python scripts/peer_pocketsphinx.py $(SPHINX_ATCO2)/export/audio/data \
+		$(SPHINX_ATCO2)/export/lm/G.arpa $(SPHINX_ATCO2)/export/lm/lexicon.txt
 
 ## 002 Table 2: decoder speed against concurrent streams (CPU rows measured here, GPU rows from
 ## results/gpu/); results/chen18-table2/.

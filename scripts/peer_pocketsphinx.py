@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """pocketsphinx 5.1.1 on the same recordings as ctxbench's real rows (issue 41's peer row).
 
-Decodes every <utt>.wav listed in a Kaldi `text` file with pocketsphinx itself, twice: with its
-own default English LM and dictionary, and with the set's LM and lexicon (the ARPA and
-`lexicon.txt` of `ctxbench export --with-lm`, what ctxbench's graph is built from). Prints WER
-and RTFx (wall time of pocketsphinx's front end, scoring and search, one thread) per run.
+Decodes every utterance of a Kaldi data directory (`text`, `wav.scp`; what a ctxbench
+`kind = "audio"` dataset reads) with pocketsphinx itself, twice: with its own default English LM
+and dictionary, and with the set's LM and lexicon (what ctxbench's graph is built from). Prints
+WER and RTFx (wall time of pocketsphinx's front end, scoring and search, one thread) per run.
 Reference words with `_` (a spelled code, `k_l_m`) count as their letters for the default LM.
 
-    .venv-peers/bin/python scripts/peer_pocketsphinx.py <text> <wav dir> <G.arpa> <lexicon.txt>
+    .venv-peers/bin/python scripts/peer_pocketsphinx.py <data dir> <lm.arpa> <lexicon.txt>
 """
 import os
 import sys
@@ -28,13 +28,20 @@ def edit_distance(a, b):
     return prev[-1]
 
 
+def wav_path(data, path):
+    """ctx-core's rule: as written when it exists from here, else relative to the data dir."""
+    if os.path.isabs(path) or os.path.exists(path):
+        return path
+    return os.path.join(data, path)
+
+
 def run(refs, wavs, **kw):
     hmm = os.path.join(get_model_path(), "en-us", "en-us")
     d = Decoder(hmm=hmm, loglevel="ERROR", **kw)
     errors = words = 0
     audio = secs = 0.0
     for utt, ref in refs:
-        with wave.open(os.path.join(wavs, utt + ".wav")) as w:
+        with wave.open(wavs[utt]) as w:
             data = w.readframes(w.getnframes())
             audio += w.getnframes() / w.getframerate()
         t0 = time.perf_counter()
@@ -49,9 +56,14 @@ def run(refs, wavs, **kw):
 
 
 def main():
-    text, wavs, arpa, lexicon = sys.argv[1:5]
+    data, arpa, lexicon = sys.argv[1:4]
+    wavs = {}
+    for line in open(os.path.join(data, "wav.scp")):
+        parts = line.split()
+        if parts:
+            wavs[parts[0]] = wav_path(data, parts[1])
     refs = []
-    for line in open(text):
+    for line in open(os.path.join(data, "text")):
         parts = line.split()
         if parts:
             refs.append((parts[0], parts[1:]))

@@ -387,7 +387,8 @@ impl Dataset {
                     source: None,
                 })
             }
-            DatasetSpec::Files(f) => load_files(reg, &f, shown, subset),
+            DatasetSpec::Files(f) => load_files(reg, f.sources(), shown, subset),
+            DatasetSpec::Audio(a) => load_files(reg, a.sources(), shown, subset),
             DatasetSpec::LmText { .. } => Err(DataError::Invalid(format!(
                 "'{name}' is LM training text only, not a test set"
             ))),
@@ -587,22 +588,22 @@ impl Dataset {
 /// Utterances of a quick subset of a `files` dataset.
 const FILES_QUICK_UTTERANCES: usize = 20;
 
-/// A `files` dataset: the Kaldi data dir's utterances, entities and biasing lists (the scores and
-/// graph are opened by the decoding pipeline).
+/// A `files` or `audio` dataset: the Kaldi data dir's utterances, entities and biasing lists
+/// (the scores or audio and the graph are opened by the decoding pipeline).
 fn load_files(
     reg: &Registry,
-    f: &crate::registry::FilesSpec,
+    f: crate::registry::TextSources<'_>,
     name: String,
     subset: Subset,
 ) -> Result<Dataset, DataError> {
     use ctx_core::metrics::reference::{entity_spans, EntityTable};
     use ctx_core::metrics::TextNorm;
-    let data = ctx_core::corpus::KaldiDataDir::read(&reg.resolve(&f.data))?;
+    let data = ctx_core::corpus::KaldiDataDir::read(&reg.resolve(f.data))?;
     let mut kaldi = data.utterances;
     if subset == Subset::Quick {
         kaldi.truncate(FILES_QUICK_UTTERANCES);
     }
-    let entities = match &f.entities {
+    let entities = match f.entities {
         Some(p) => EntityTable::read(&reg.resolve(p), TextNorm::Exact)?,
         None => EntityTable::default(),
     };
@@ -611,7 +612,7 @@ fn load_files(
         if let Some(stray) = entities.entities.keys().find(|k| !ids.contains(k.as_str())) {
             return Err(DataError::Invalid(format!(
                 "{}: utterance {stray} is not in {}/text",
-                f.entities.as_deref().unwrap_or_default(),
+                f.entities.unwrap_or_default(),
                 f.data
             )));
         }
@@ -632,10 +633,10 @@ fn load_files(
         });
     }
     let mut global_lists = BTreeMap::new();
-    for (n, p) in &f.lists {
+    for (n, p) in f.lists {
         global_lists.insert(n.clone(), BiasList::read(&reg.resolve(p), false)?);
     }
-    let global = match &f.bias_list {
+    let global = match f.bias_list {
         Some(p) => {
             let l = BiasList::read(&reg.resolve(p), false)?;
             global_lists.insert("global".to_string(), l.clone());
@@ -643,7 +644,7 @@ fn load_files(
         }
         None => None,
     };
-    let (lists, list_scope) = if let Some(p) = &f.bias_utt {
+    let (lists, list_scope) = if let Some(p) = f.bias_utt {
         let t = BiasTable::read(&reg.resolve(p), false)?;
         // A list for an utterance `text` does not have is a typo or another set's table (as
         // for `entities`); on the quick subset the others are simply not loaded.
@@ -659,7 +660,7 @@ fn load_files(
             }
         }
         (t.lists, ListScope::Utterance)
-    } else if let Some(p) = &f.bias_docs {
+    } else if let Some(p) = f.bias_docs {
         if utterances.iter().any(|u| u.doc.is_none()) {
             return Err(DataError::Invalid(format!(
                 "{}: per-document lists need `segments` in {} to say each utterance's recording",

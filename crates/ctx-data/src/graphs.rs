@@ -156,11 +156,20 @@ pub fn dataset_graph_with(
     gboost: Option<&GBoost>,
 ) -> Result<GraphBuildReport, DataError> {
     let t0 = Instant::now();
-    if let crate::registry::DatasetSpec::Files(f) = reg.get(name)? {
-        return Err(DataError::Invalid(format!(
-            "dataset {name} brings its own graph ({}); graphs are built only for the built-in datasets",
-            f.graph
-        )));
+    match reg.get(name)? {
+        crate::registry::DatasetSpec::Files(f) => {
+            return Err(DataError::Invalid(format!(
+                "dataset {name} brings its own graph ({}); graphs are built only for the built-in datasets",
+                f.graph
+            )))
+        }
+        crate::registry::DatasetSpec::Audio(a) => {
+            return Err(DataError::Invalid(format!(
+                "dataset {name} is audio: its HCLG is built over its model's senones ({}) when it is decoded",
+                a.model
+            )))
+        }
+        _ => {}
     }
     let ds = Dataset::load(reg, name, Subset::Full)?;
     let spec = reg.get(name)?.lm();

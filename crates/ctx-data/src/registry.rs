@@ -278,6 +278,8 @@ pub enum DatasetSpec {
     },
     /// A researcher's own model outputs, decoded as they are (no simulation).
     Files(Box<FilesSpec>),
+    /// Recordings scored by a real acoustic model while decoding (no simulation).
+    Audio(Box<AudioSpec>),
     /// Text used only to train LMs and BPE.
     LmText {
         /// A text file, one sentence per line (gzip allowed).
@@ -300,6 +302,7 @@ impl DatasetSpec {
             DatasetSpec::AtcSim { .. } => "atc-sim",
             DatasetSpec::LmText { .. } => "lm-text",
             DatasetSpec::Files(_) => "files",
+            DatasetSpec::Audio(_) => "audio",
         }
     }
 
@@ -310,6 +313,7 @@ impl DatasetSpec {
             | DatasetSpec::AtcSim { description, .. }
             | DatasetSpec::LmText { description, .. } => description,
             DatasetSpec::Files(f) => &f.description,
+            DatasetSpec::Audio(a) => &a.description,
         }
     }
 
@@ -319,7 +323,7 @@ impl DatasetSpec {
             DatasetSpec::Earnings { acoustic, .. } | DatasetSpec::AtcSim { acoustic, .. } => {
                 Some(acoustic)
             }
-            DatasetSpec::LmText { .. } | DatasetSpec::Files(_) => None,
+            DatasetSpec::LmText { .. } | DatasetSpec::Files(_) | DatasetSpec::Audio(_) => None,
         }
     }
 
@@ -329,7 +333,7 @@ impl DatasetSpec {
         match self {
             DatasetSpec::Earnings { acoustic_ctc, .. }
             | DatasetSpec::AtcSim { acoustic_ctc, .. } => acoustic_ctc.as_ref(),
-            DatasetSpec::LmText { .. } | DatasetSpec::Files(_) => None,
+            DatasetSpec::LmText { .. } | DatasetSpec::Files(_) | DatasetSpec::Audio(_) => None,
         }
     }
 
@@ -357,7 +361,7 @@ impl DatasetSpec {
                 E2eKind::Tdt => acoustic_tdt.as_ref(),
                 E2eKind::Aed => acoustic_aed.as_ref(),
             },
-            DatasetSpec::LmText { .. } | DatasetSpec::Files(_) => None,
+            DatasetSpec::LmText { .. } | DatasetSpec::Files(_) | DatasetSpec::Audio(_) => None,
         }
     }
 
@@ -365,7 +369,7 @@ impl DatasetSpec {
     pub fn lm(&self) -> LmSpec {
         match self {
             DatasetSpec::Earnings { lm, .. } | DatasetSpec::AtcSim { lm, .. } => lm.clone(),
-            DatasetSpec::LmText { .. } | DatasetSpec::Files(_) => LmSpec::default(),
+            DatasetSpec::LmText { .. } | DatasetSpec::Files(_) | DatasetSpec::Audio(_) => LmSpec::default(),
         }
     }
 }
@@ -463,6 +467,105 @@ pub struct FilesSpec {
     pub description: String,
 }
 
+/// A `kind = "audio"` registry entry: recordings, their transcripts and what decoding them
+/// needs besides (a CMU Sphinx semi-continuous model, a lexicon in its phones, an ARPA LM). The
+/// runner scores the audio with the model while decoding and builds (and caches) the HCLG, so
+/// a figure on it is real from WAV to WER. Paths are relative to the registry's folder.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AudioSpec {
+    /// The acoustic model's folder (`mdef`, `means`, `variances`, `sendump`,
+    /// `transition_matrices`, `feat.params`, `noisedict`; each may be gzipped).
+    pub model: String,
+    /// A Kaldi data directory: `text` and `wav.scp` (16-bit mono WAVs at the model's rate; a
+    /// relative path is relative to the data directory).
+    pub data: String,
+    /// Pronunciations in the model's base phones (`word phone phone ...`).
+    pub lexicon: String,
+    /// The ARPA LM G is built from.
+    pub lm: String,
+    /// LM weight against the acoustic log-likelihoods (pocketsphinx's `-lw`, default 6.5): the
+    /// decoder's acoustic scale is its inverse.
+    #[serde(default = "default_language_weight")]
+    pub language_weight: f64,
+    /// Per-utterance entities (`utt<TAB>[CLASS] words|...`).
+    #[serde(default)]
+    pub entities: Option<String>,
+    /// Entity classes NE-WER counts (default: every class in `entities`).
+    #[serde(default)]
+    pub entity_classes: Vec<String>,
+    /// Charge insertions inside an entity span to the entity.
+    #[serde(default)]
+    pub ne_insertions_inside: bool,
+    /// One global biasing list, one phrase per line.
+    #[serde(default)]
+    pub bias_list: Option<String>,
+    /// Per-utterance lists: a table `utt<TAB>phrase|phrase|...`.
+    #[serde(default)]
+    pub bias_utt: Option<String>,
+    /// Per-document lists: a folder of `<recording>.txt` files.
+    #[serde(default)]
+    pub bias_docs: Option<String>,
+    /// Further global lists by name.
+    #[serde(default)]
+    pub lists: BTreeMap<String, String>,
+    /// Licence of the audio, text and model.
+    #[serde(default)]
+    pub licence: String,
+    /// One line on what it is.
+    #[serde(default)]
+    pub description: String,
+}
+
+/// Where a dataset without simulation keeps its transcripts, entities and lists (`files` and
+/// `audio` entries share them).
+#[derive(Debug, Clone, Copy)]
+pub struct TextSources<'a> {
+    /// The Kaldi data directory.
+    pub data: &'a str,
+    /// Per-utterance entities.
+    pub entities: Option<&'a str>,
+    /// One global list.
+    pub bias_list: Option<&'a str>,
+    /// Per-utterance lists.
+    pub bias_utt: Option<&'a str>,
+    /// Per-document lists.
+    pub bias_docs: Option<&'a str>,
+    /// Further global lists by name.
+    pub lists: &'a BTreeMap<String, String>,
+}
+
+impl FilesSpec {
+    /// Its transcripts, entities and lists.
+    pub fn sources(&self) -> TextSources<'_> {
+        TextSources {
+            data: &self.data,
+            entities: self.entities.as_deref(),
+            bias_list: self.bias_list.as_deref(),
+            bias_utt: self.bias_utt.as_deref(),
+            bias_docs: self.bias_docs.as_deref(),
+            lists: &self.lists,
+        }
+    }
+}
+
+impl AudioSpec {
+    /// Its transcripts, entities and lists.
+    pub fn sources(&self) -> TextSources<'_> {
+        TextSources {
+            data: &self.data,
+            entities: self.entities.as_deref(),
+            bias_list: self.bias_list.as_deref(),
+            bias_utt: self.bias_utt.as_deref(),
+            bias_docs: self.bias_docs.as_deref(),
+            lists: &self.lists,
+        }
+    }
+}
+
+fn default_language_weight() -> f64 {
+    6.5
+}
 fn default_segment() -> f64 {
     180.0
 }

@@ -799,6 +799,11 @@ fn print_figures(
         g(m(0, "rtfx"), 1),
         g(m(0, "lattice_density"), 2)
     );
+    if let (Some(am), Some(all)) = (m(0, "am_s"), m(0, "rtfx_am")) {
+        println!(
+            "acoustic model (front end + scores) {am:.2} s; front end + scores + search RTFx {all:.1}"
+        );
+    }
     if let Some(r) = realism {
         let pct = |c: &ctx_core::metrics::score::ErrorCounts| {
             c.rate().map_or("-".into(), |r| format!("{r:.1}"))

@@ -607,6 +607,8 @@ pub const MEASURES: &[&str] = &[
     "audio_h",
     "documents",
     "list_entries",
+    "am_s",
+    "rtfx_am",
 ];
 
 /// Resolved settings by key.

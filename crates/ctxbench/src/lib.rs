@@ -3,6 +3,7 @@
 //! - [`score`]: `ctxbench score`, scoring hypotheses against Kaldi `text` or Earnings `.nlp`
 //!   references with WER, NE-WER, U-WER, NE-A, per-class WER and target-word P/R/F1.
 //! - [`pipeline`]: dataset → graph → simulated scores → decoding → rescoring → scoring.
+//! - [`audio`]: `kind = "audio"` datasets, recordings scored by a real acoustic model.
 //! - [`decode`]: `ctxbench decode`, one decoding run with its figures.
 //! - [`kaldi_lattice`]: word lattices as a Kaldi text archive of CompactLattices.
 //! - [`experiment`]: experiment files and presets, the sweep grid.
@@ -15,6 +16,7 @@
 //! - [`throughput`]: `ctxbench throughput`, decoder-only speed against concurrent streams.
 //! - [`commands`]: the CLI of the experiment commands and the results index.
 
+pub mod audio;
 pub mod commands;
 pub mod data;
 pub mod decode;

@@ -41,6 +41,8 @@ pub enum Acoustic {
     },
     /// CTC log-posteriors over BPE pieces (TLG).
     Ctc(CtcSim),
+    /// Recordings scored by a real acoustic model while decoding (`kind = "audio"`).
+    Audio(crate::audio::AudioModel),
     /// A researcher's own scores read from files (`kind = "files"`), nothing simulated.
     Files {
         /// The scores by utterance.
@@ -107,6 +109,9 @@ impl OtfGBoost {
                 Some(p) => Some(ctx_core::arpa::ArpaLm::read(&reg.resolve(p))?),
                 None => None,
             },
+            ctx_data::registry::DatasetSpec::Audio(a) => {
+                Some(ctx_core::arpa::ArpaLm::read(&reg.resolve(&a.lm))?)
+            }
             _ => Some(ctx_data::graphs::dataset_lm(reg, name)?),
         };
         Ok(Self {
@@ -620,8 +625,10 @@ impl Setup {
             ref hclg_bias,
             gboost_otf,
         } = *opts;
-        if let ctx_data::registry::DatasetSpec::Files(f) = reg.get(name)? {
-            return Self::load_files(reg, name, f, opts);
+        match reg.get(name)? {
+            ctx_data::registry::DatasetSpec::Files(f) => return Self::load_files(reg, name, f, opts),
+            ctx_data::registry::DatasetSpec::Audio(a) => return Self::load_audio(reg, name, a, opts),
+            _ => {}
         }
         let dataset =
             Dataset::load(reg, name, subset).with_context(|| format!("loading dataset {name}"))?;
@@ -705,7 +712,9 @@ impl Setup {
         let acoustic_scale = match &acoustic {
             Acoustic::Hybrid { sim, .. } => sim.acoustic_scale as f32,
             Acoustic::Ctc(sim) => sim.acoustic_scale as f32,
-            Acoustic::Files { .. } => unreachable!("files datasets load in load_files"),
+            Acoustic::Files { .. } | Acoustic::Audio(_) => {
+                unreachable!("files and audio datasets load in load_files and load_audio")
+            }
         };
         let ctc_blank =
             matches!(acoustic, Acoustic::Ctc(_)).then_some(ctx_graph::ctc::BLANK_LABEL - 1);
@@ -724,6 +733,85 @@ impl Setup {
             missing_scores: Vec::new(),
             files_scoring: None,
             ctc_blank,
+        })
+    }
+
+    /// An `audio` dataset: its recordings scored by its acoustic model while decoding, its HCLG
+    /// built from its lexicon and LM (static G-boosting included), nothing simulated.
+    fn load_audio(
+        reg: &Registry,
+        name: &str,
+        a: &ctx_data::registry::AudioSpec,
+        opts: &SetupOptions<'_>,
+    ) -> Result<Self> {
+        if opts.kind != GraphKind::Hclg {
+            bail!(
+                "dataset {name} is scored by a hybrid (HMM-GMM) model: it decodes with an HCLG, not {}",
+                opts.kind.name()
+            );
+        }
+        let dataset = Dataset::load(reg, name, opts.subset)
+            .with_context(|| format!("loading dataset {name}"))?;
+        let full = match (opts.subset, opts.gboost.is_some() || opts.hclg_bias.is_some()) {
+            (Subset::Quick, true) => Some(Dataset::load(reg, name, Subset::Full)?),
+            _ => None,
+        };
+        let full = full.as_ref().unwrap_or(&dataset);
+        let boost = match &opts.gboost {
+            Some(spec) => Some(GBoost {
+                phrases: static_list(full, &spec.list)?,
+                discount: spec.discount,
+            }),
+            None => None,
+        };
+        let (mut graph, gboost) =
+            crate::audio::audio_graph(reg, name, a, boost.as_ref(), opts.cache)?;
+        let mut hclg_phrases = None;
+        if let Some(spec) = &opts.hclg_bias {
+            let list = BiasList {
+                phrases: static_list(full, &spec.list)?,
+            };
+            let ids = PhraseIds::new(&list, &graph.symbols.words);
+            let b = build_biasing_fst(&graph.symbols.word_labels(), &ids.phrases, spec.discount)?;
+            graph = compose_with_biasing(&graph, &b)?;
+            hclg_phrases = Some(ids.report);
+        }
+        let otf = if opts.gboost_otf {
+            Some(OtfGBoost::new(reg, name, &graph)?)
+        } else {
+            None
+        };
+        let csr = DecodingGraph::from_fst(&graph.fst, None)?;
+        let model = crate::audio::AudioModel::load(
+            reg,
+            name,
+            a,
+            dataset.utterances.iter().map(|u| u.id.as_str()),
+        )?;
+        let silence = model.silence_columns.iter().map(|c| c + 1).collect();
+        let acoustic_scale = model.acoustic_scale;
+        Ok(Self {
+            train_counts: Default::default(),
+            dataset,
+            graph,
+            csr,
+            acoustic: Acoustic::Audio(model),
+            frame_s: 0.01,
+            silence,
+            acoustic_scale,
+            gboost,
+            hclg_phrases,
+            otf,
+            missing_scores: Vec::new(),
+            files_scoring: Some((
+                (!a.entity_classes.is_empty()).then(|| a.entity_classes.iter().cloned().collect()),
+                if a.ne_insertions_inside {
+                    NeInsertions::Inside
+                } else {
+                    NeInsertions::Never
+                },
+            )),
+            ctc_blank: None,
         })
     }
 
@@ -909,6 +997,7 @@ impl Setup {
         let (m, _) = match &self.acoustic {
             Acoustic::Hybrid { sim, pron } => sim.simulate(&u.id, &u.words, u.duration_s, pron)?,
             Acoustic::Ctc(sim) => sim.simulate(&u.id, &u.words, u.duration_s)?,
+            Acoustic::Audio(model) => (model.scores(&u.id)?, Vec::new()),
             Acoustic::Files { table, width } => {
                 let m = table.get(&u.id)?.ok_or_else(|| {
                     anyhow!(

@@ -38,6 +38,8 @@ pub fn measure_name(m: &str) -> &str {
         "recall" => "R",
         "f1" => "F1",
         "rtfx" => "RTFx",
+        "rtfx_am" => "RTFx with AM",
+        "am_s" => "AM (s)",
         "audio_s" => "audio (s)",
         "decode_s" => "decode (s)",
         "peak_mem_mb" => "peak MB",
@@ -57,7 +59,7 @@ pub fn measure_name(m: &str) -> &str {
 /// A measure formatted as the tables print it.
 pub fn format_measure(m: &str, v: f64) -> String {
     match m {
-        "rtfx" if v >= 100.0 => format!("{v:.0}"),
+        "rtfx" | "rtfx_am" if v >= 100.0 => format!("{v:.0}"),
         "peak_mem_mb" | "utterances" | "graph_states" | "graph_arcs" | "phrases_kept"
         | "phrases_dropped" | "boosted_arcs" | "keywords_in_lm" | "wl_ngrams" | "wl_nodes"
         | "phrases_duplicate" | "words_c0" | "words_c1_2" | "words_c3_10" | "words_c11_100"

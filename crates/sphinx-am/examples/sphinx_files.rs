@@ -1,93 +1,83 @@
-//! Prepares real recordings for ctxbench's `kind = "files"` datasets with the CMU Sphinx en-us
-//! model (issue 41): every WAV's senone log-likelihoods as `<utt>.npy` (this crate's front end
-//! and PTM scorer, identical to pocketsphinx's), an HCLG over the model's triphones, `words.txt`,
-//! a Kaldi data directory and a `datasets.toml` entry, so that `ctxbench decode --registry
-//! <out>/datasets.toml --dataset <name>` decodes real audio through the whole pipeline.
+//! Prepares real recordings as ctxbench `kind = "audio"` datasets for the CMU Sphinx en-us
+//! model (issue 41): a Kaldi data directory (`text`, `wav.scp`), and what the HCLG is built from
+//! when the dataset is decoded. Two modes:
 //!
-//! Two modes:
-//! - `cards <repo root> <wav dir> <transcription> <name> <out>`: pocketsphinx's
-//!   `<s> words </s> (utt)` transcription; CMUdict pronunciations; a bigram of the transcripts
-//!   (`make sphinx-cards`).
-//! - `export <repo root> <export dir> <wav dir> <name>`: a folder written by `ctxbench export
-//!   --with-lm --format npy` (its text, LM, lexicon, entities and biasing lists) and a WAV per
-//!   utterance (e.g. Festival renderings, `make sphinx-atco2`); writes `sphinx/` inside it.
-use ctx_core::arpa::ArpaLm;
-use ctx_core::lexicon::{Lexicon, LexiconFormat};
-use ctx_core::scores::write_npy;
+//! - `transcripts <root> <out> <wav dir>=<transcription> ...`: pocketsphinx's
+//!   `<s> words </s> (utt)` transcriptions of WAVs; writes `<out>/data/`, `<out>/lexicon.txt`
+//!   (CMUdict, the project's letter-to-sound for other words) and `<out>/lm.arpa` (a Kneser-Ney
+//!   bigram of the transcripts). Made `datasets/pocketsphinx-test/` (`make sphinx-test-data`).
+//! - `export <root> <export dir> <wav dir> <name>`: a folder written by `ctxbench export
+//!   --with-lm` (its text, LM, lexicon, entities and biasing lists) and a WAV per utterance
+//!   (Festival renderings, `make sphinx-atco2`); writes `<export dir>/audio/datasets.toml` and
+//!   its data directory.
 use ctx_data::kneser_ney::{estimate, KnOptions};
 use ctx_data::pronounce::Pronouncer;
-use ctx_graph::compile::compile_hclg_units;
-use ctx_graph::grammar::{build_grammar_fst, MissingWords};
-use ctx_graph::lexicon_fst::{build_lexicon_fst, SilenceOptions};
-use ctx_graph::rustfst::prelude::{ExpandedFst, SerializableFst};
-use sphinx_am::features::utterance_features;
-use sphinx_am::frontend::{Frontend, FrontendConfig};
-use sphinx_am::hclg::{log_likelihoods, TriphoneLexicon};
-use sphinx_am::ptm::PtmScorer;
-use sphinx_am::Model;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
-        Some("cards") => {
-            let [_, _, root, wavs, trans, name, out] = args.as_slice() else {
-                return Err(usage());
-            };
-            let refs = read_transcription(trans)?;
-            let root = Path::new(root);
+        Some("transcripts") if args.len() > 4 => {
+            let (root, out) = (Path::new(&args[2]), Path::new(&args[3]));
+            let mut refs: Vec<(String, Vec<String>, PathBuf)> = Vec::new();
+            for set in &args[4..] {
+                let (wavs, trans) = set
+                    .split_once('=')
+                    .ok_or_else(|| format!("'{set}': expected <wav dir>=<transcription>"))?;
+                for (id, words) in read_transcription(trans)? {
+                    let wav = Path::new(wavs).join(format!("{id}.wav"));
+                    if !wav.exists() {
+                        return Err(format!("{trans}: utterance {id}: no {}", wav.display()).into());
+                    }
+                    refs.push((id, words, wav));
+                }
+            }
             let pron = Pronouncer::from_cmudict(&root.join("datasets/cmudict/cmudict.dict.gz"))?;
-            let vocab: Vec<&String> = refs.iter().flat_map(|(_, w)| w).collect();
+            let vocab: Vec<&String> = refs.iter().flat_map(|(_, w, _)| w).collect();
             let (words, _) = pron.lexicon_for(&vocab)?;
-            let sentences: Vec<Vec<String>> = refs.iter().map(|(_, w)| w.clone()).collect();
+            let sentences: Vec<Vec<String>> = refs.iter().map(|(_, w, _)| w.clone()).collect();
             let opts = KnOptions {
                 order: 2,
                 ..KnOptions::default()
             };
             let (lm, _) = estimate(&sentences, &opts)?;
-            let out = Path::new(out);
-            write_files(root, &refs, &words, &lm, Path::new(wavs), out)?;
+            write_data(out, &refs)?;
             lm.write(&out.join("lm.arpa"))?;
-            // The lexicon in base phones, for a peer decoder (make peer-sphinx).
             words.write(&out.join("lexicon.txt"), false)?;
-            write_registry(
-                root,
-                out,
-                name,
+            println!(
+                "{}: {} utterances, {} words, lexicon.txt and a bigram lm.arpa",
+                out.display(),
                 refs.len(),
-                "lm = \"lm.arpa\"\n",
-                "a bigram of the transcripts",
-            )
+                vocab.len()
+            );
+            Ok(())
         }
         Some("export") => {
             let [_, _, root, export, wavs, name] = args.as_slice() else {
                 return Err(usage());
             };
-            let (root, export) = (Path::new(root), Path::new(export));
+            let export = Path::new(export);
             let text = std::fs::read_to_string(export.join("data/text"))?;
-            let refs: Vec<(String, Vec<String>)> = text
-                .lines()
-                .filter_map(|l| {
-                    let mut it = l.split_whitespace();
-                    let id = it.next()?.to_string();
-                    Some((id, it.map(str::to_string).collect()))
-                })
-                .collect();
-            let words = Lexicon::read(&export.join("lm/lexicon.txt"), LexiconFormat::Kaldi)?;
-            let lm = ArpaLm::read(&export.join("lm/G.arpa"))?;
-            let out = export.join("sphinx");
-            write_files(root, &refs, &words, &lm, Path::new(wavs), &out)?;
-            // Keep the export's entities, lists and LM (paths relative to sphinx/).
+            let mut refs = Vec::new();
+            for l in text.lines() {
+                let mut it = l.split_whitespace();
+                let Some(id) = it.next() else { continue };
+                let wav = std::fs::canonicalize(Path::new(wavs))?.join(format!("{id}.wav"));
+                refs.push((id.to_string(), it.map(str::to_string).collect(), wav));
+            }
+            let out = export.join("audio");
+            write_data(&out, &refs)?;
+            // Keep the export's entities, lists and LM (paths relative to audio/).
             let orig = std::fs::read_to_string(export.join("datasets.toml"))?;
             let mut keep = String::new();
             for l in orig.lines() {
                 let key = l.split('=').next().unwrap_or("").trim();
                 match key {
                     "entities" | "bias_utt" | "bias_list" | "bias_docs" | "lm" => {
-                        let (k, v) = l.split_once('=').unwrap();
+                        let (k, v) = l.split_once('=').unwrap_or_default();
                         let v = v.trim().trim_matches('"');
                         writeln!(keep, "{} = \"../{v}\"", k.trim())?;
                     }
@@ -95,21 +85,32 @@ fn main() -> Res<()> {
                     _ => {}
                 }
             }
-            write_registry(
-                root,
-                &out,
-                name,
-                refs.len(),
-                &keep,
-                "the export's LM and lexicon",
-            )
+            let model = std::fs::canonicalize(Path::new(root).join("datasets/sphinx-en-us"))?;
+            std::fs::write(
+                out.join("datasets.toml"),
+                format!(
+                    "# Written by sphinx-am's example sphinx_files: recordings of {}, scored by CMU Sphinx en-us.\n\
+                     [{name}]\nkind = \"audio\"\nmodel = \"{}\"\ndata = \"data\"\nlexicon = \"../lm/lexicon.txt\"\n\
+                     {keep}licence = \"BSD-2-Clause (CMU Sphinx en-us model); the text's own licence\"\n\
+                     description = \"{} utterances of {} as audio, CMU Sphinx en-us (sphinx-am), triphone HCLG with the export's LM and lexicon\"\n",
+                    export.display(),
+                    model.display(),
+                    refs.len(),
+                    export.display()
+                ),
+            )?;
+            println!(
+                "decode with: ctxbench decode --registry {}/datasets.toml --dataset {name}",
+                out.display()
+            );
+            Ok(())
         }
         _ => Err(usage()),
     }
 }
 
 fn usage() -> Box<dyn std::error::Error> {
-    "usage: sphinx_files cards <root> <wav dir> <transcription> <name> <out>\n       \
+    "usage: sphinx_files transcripts <root> <out> <wav dir>=<transcription> ...\n       \
      sphinx_files export <root> <export dir> <wav dir> <name>"
         .into()
 }
@@ -136,88 +137,32 @@ fn read_transcription(path: &str) -> Res<Vec<(String, Vec<String>)>> {
     Ok(refs)
 }
 
-/// Scores, HCLG, words and the data directory under `out`.
-fn write_files(
-    root: &Path,
-    refs: &[(String, Vec<String>)],
-    words: &Lexicon,
-    lm: &ArpaLm,
-    wavs: &Path,
-    out: &Path,
-) -> Res<()> {
-    let model = Model::load(&root.join("datasets/sphinx-en-us"))?;
-    let tri = TriphoneLexicon::build(&model, words)?;
-    let sil = SilenceOptions {
-        unit: "SIL".into(),
-        prob: 0.2,
-    };
-    let l = build_lexicon_fst(&tri.lexicon, &tri.units, Some(&sil))?;
-    let (g, _) = build_grammar_fst(
-        lm,
-        &l.symbols.words,
-        l.symbols.word_disambig,
-        MissingWords::Skip,
-    )?;
-    let graph = compile_hclg_units(&l, &g, &tri.hmms)?;
-    std::fs::create_dir_all(out.join("scores"))?;
-    std::fs::create_dir_all(out.join("data"))?;
-    graph.fst.write(out.join("HCLG.fst"))?;
-    l.symbols.words.write(&out.join("words.txt"))?;
-    let fe = Frontend::new(FrontendConfig::from_params(&model.feat)?)?;
-    let scorer = PtmScorer::new(&model);
-    let (mut text_out, mut dur_out) = (String::new(), String::new());
-    let (mut am_secs, mut audio_secs) = (0.0, 0.0);
-    for (id, w) in refs {
-        let s = sphinx_am::audio::read_wav(&wavs.join(format!("{id}.wav")), 16_000)?;
-        let t0 = std::time::Instant::now();
-        let m = log_likelihoods(&scorer.score(&utterance_features(fe.cepstra(&s))))?;
-        am_secs += t0.elapsed().as_secs_f64();
-        audio_secs += s.len() as f64 / 16_000.0;
-        write_npy(&out.join(format!("scores/{id}.npy")), &m)?;
-        writeln!(text_out, "{id} {}", w.join(" "))?;
-        writeln!(dur_out, "{id} {:.3}", s.len() as f64 / 16_000.0)?;
+/// `<out>/data/text` and `wav.scp` (paths relative to the data directory where they can be).
+fn write_data(out: &Path, refs: &[(String, Vec<String>, PathBuf)]) -> Res<()> {
+    let data = out.join("data");
+    std::fs::create_dir_all(&data)?;
+    let (mut text, mut scp) = (String::new(), String::new());
+    for (id, words, wav) in refs {
+        writeln!(text, "{id} {}", words.join(" "))?;
+        let rel = relative_to(wav, &data);
+        writeln!(scp, "{id} {}", rel.display())?;
     }
-    std::fs::write(out.join("data/text"), text_out)?;
-    std::fs::write(out.join("data/utt2dur"), dur_out)?;
-    println!(
-        "{}: {} utterances, HCLG {} states over {} triphone units; front end + senone scores \
-         {am_secs:.2} s for {audio_secs:.1} s of audio (RTFx {:.0}, one thread)",
-        out.display(),
-        refs.len(),
-        graph.fst.num_states(),
-        tri.units.len(),
-        audio_secs / am_secs.max(1e-9)
-    );
+    std::fs::write(data.join("text"), text)?;
+    std::fs::write(data.join("wav.scp"), scp)?;
     Ok(())
 }
 
-/// The `kind = "files"` entry.
-fn write_registry(root: &Path, out: &Path, name: &str, n: usize, extra: &str, lm: &str) -> Res<()> {
-    let model = Model::load(&root.join("datasets/sphinx-en-us"))?;
-    let sil: Vec<String> = model
-        .mdef
-        .senones(model.mdef.sil)
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    std::fs::write(
-        out.join("datasets.toml"),
-        format!(
-            "# Written by sphinx-am's example sphinx_files: real audio scored by CMU Sphinx en-us.\n\
-             [{name}]\nkind = \"files\"\nmodel = \"hybrid\"\ngraph = \"HCLG.fst\"\nwords = \"words.txt\"\n\
-             scores = \"scores\"\ndata = \"data\"\nframe_shift_s = 0.01\n\
-             # pocketsphinx's language weight 6.5: the acoustic log-likelihoods count 1/6.5.\n\
-             acoustic_scale = {:.6}\nscore_columns = {}\nsilence_columns = [{}]\n{extra}\
-             licence = \"BSD-2-Clause (CMU Sphinx en-us model)\"\n\
-             description = \"{n} utterances of real audio, CMU Sphinx en-us senones (sphinx-am), triphone HCLG with {lm}\"\n",
-            1.0 / 6.5,
-            model.mdef.n_senone,
-            sil.join(", ")
-        ),
-    )?;
-    println!(
-        "decode with: ctxbench decode --registry {}/datasets.toml --dataset {name}",
-        out.display()
-    );
-    Ok(())
+/// `path` relative to `dir` when both are relative (`../cards/001.wav`), else absolute.
+fn relative_to(path: &Path, dir: &Path) -> PathBuf {
+    if path.is_absolute() || dir.is_absolute() {
+        return std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    }
+    let (a, b): (Vec<_>, Vec<_>) = (path.components().collect(), dir.components().collect());
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut p = PathBuf::new();
+    for _ in common..b.len() {
+        p.push("..");
+    }
+    a[common..].iter().for_each(|c| p.push(c));
+    p
 }

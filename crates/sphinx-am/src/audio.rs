@@ -18,7 +18,13 @@ pub fn read_wav(path: &Path, rate: u32) -> Result<Vec<i16>> {
         path: path.to_path_buf(),
         what,
     };
-    let mut r = hound::WavReader::open(path).map_err(|e| bad(format!("not a WAV file: {e}")))?;
+    let mut r = hound::WavReader::open(path).map_err(|e| match e {
+        hound::Error::IoError(e) => SphinxError::Io {
+            path: path.to_path_buf(),
+            err: e,
+        },
+        e => bad(format!("not a WAV file: {e}")),
+    })?;
     let spec = r.spec();
     if spec.sample_rate != rate
         || spec.channels != 1

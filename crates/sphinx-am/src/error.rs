@@ -32,6 +32,9 @@ pub enum SphinxError {
     /// Values handed to this crate that cannot be used (e.g. ragged score rows).
     #[error("{0}")]
     Invalid(String),
+    /// Building the decoding graph failed (an LM or lexicon ctx-graph refuses).
+    #[error(transparent)]
+    Graph(#[from] ctx_graph::GraphError),
 }
 
 /// Results of this crate.

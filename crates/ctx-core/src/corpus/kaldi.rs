@@ -25,6 +25,17 @@ pub struct Utterance {
     pub recording: Option<String>,
 }
 
+/// A `wav.scp` path as this crate reads it: as written when it exists from the working
+/// directory (Kaldi's rule), else relative to the data directory `dir` (a folder that travels).
+pub fn resolve_wav(dir: &Path, path: &str) -> PathBuf {
+    let wav = PathBuf::from(path);
+    if wav.is_relative() && !wav.exists() {
+        dir.join(wav)
+    } else {
+        wav
+    }
+}
+
 /// A Kaldi data directory's utterances, in the order of its `text` file.
 #[derive(Debug, Clone, Default)]
 pub struct KaldiDataDir {
@@ -151,13 +162,7 @@ impl KaldiDataDir {
                         "a piped wav.scp command cannot be measured; provide utt2dur",
                     ));
                 }
-                let wav = PathBuf::from(&f[1]);
-                let wav = if wav.is_relative() && !wav.exists() {
-                    dir.join(wav)
-                } else {
-                    wav
-                };
-                durations.insert(f[0].clone(), wav_duration(&wav)?);
+                durations.insert(f[0].clone(), wav_duration(&resolve_wav(dir, &f[1]))?);
             }
         }
         let mut speakers: HashMap<String, String> = HashMap::new();

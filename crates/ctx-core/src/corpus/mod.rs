@@ -5,4 +5,4 @@ pub mod earnings;
 pub mod kaldi;
 
 pub use earnings::{EarningsDoc, NlpFile, NlpToken, NormCandidate, Normalization, UNTYPED};
-pub use kaldi::{read_text_table, KaldiDataDir, Utterance};
+pub use kaldi::{read_text_table, resolve_wav, KaldiDataDir, Utterance};

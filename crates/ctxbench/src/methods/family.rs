@@ -249,6 +249,15 @@ pub(crate) fn base_measures(
     put("audio_s", Some(run.audio_s));
     put("decode_s", Some(decode_s));
     put("rtfx", Some(run.audio_s / decode_s.max(1e-9)));
+    // A real acoustic model's time (front end and scoring of `audio` datasets) is part of
+    // recognising the audio; a simulator's is not, so only real models get these two.
+    if matches!(st.acoustic, pipeline::Acoustic::Audio(_)) {
+        put("am_s", Some(run.sim_s));
+        put(
+            "rtfx_am",
+            Some(run.audio_s / (run.sim_s + decode_s).max(1e-9)),
+        );
+    }
     put("peak_mem_mb", pipeline::peak_mem_mb());
     put("utterances", Some(st.dataset.utterances.len() as f64));
     put("graph_states", Some(st.csr.num_states() as f64));

@@ -1,0 +1,162 @@
+//! `kind = "audio"` datasets: recordings scored by a real acoustic model (CMU Sphinx
+//! semi-continuous, `sphinx-am`) while they are decoded, and the HCLG over the model's senones
+//! built from the entry's lexicon and LM (cached like every graph). Nothing simulated: a figure
+//! on such a dataset is real from WAV to WER.
+
+use anyhow::{anyhow, bail, Context, Result};
+use ctx_core::arpa::ArpaLm;
+use ctx_core::lexicon::{Lexicon, LexiconFormat};
+use ctx_core::scores::ScoreMatrix;
+use ctx_data::registry::{AudioSpec, Registry};
+use ctx_graph::cache::{CacheKey, GraphCache};
+use ctx_graph::compile::{Graph, GraphKind};
+use ctx_graph::gboost::{GBoost, GBoostReport};
+use sphinx_am::{AudioScorer, Model};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Where the G-boosting report of a boosted audio graph is kept beside it.
+const GBOOST_REPORT: &str = "gboost.json";
+/// Bumped when the audio graph recipe (sphinx-am's triphones, silence, G) changes.
+const AUDIO_GRAPH_VERSION: &str = "sphinx-am-hclg/1";
+
+/// The acoustic model of an audio dataset and where each utterance's recording is.
+pub struct AudioModel {
+    scorer: AudioScorer,
+    wavs: HashMap<String, PathBuf>,
+    /// Senones: the columns of every score matrix.
+    pub width: usize,
+    /// Score columns of the model's silence phone.
+    pub silence_columns: Vec<u32>,
+    /// The decoder's acoustic scale (the inverse of the entry's language weight).
+    pub acoustic_scale: f32,
+}
+
+impl AudioModel {
+    /// Loads the entry's model and reads `wav.scp`; every utterance in `ids` must have a
+    /// recording there (named otherwise).
+    pub fn load<'a>(
+        reg: &Registry,
+        name: &str,
+        spec: &AudioSpec,
+        ids: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Self> {
+        let model = load_model(reg, spec)?;
+        let data = reg.resolve(&spec.data);
+        if data.join("segments").exists() {
+            bail!(
+                "dataset {name}: {}/segments: audio datasets read whole recordings, one per utterance (cut them into WAVs first)",
+                spec.data
+            );
+        }
+        let scp = data.join("wav.scp");
+        let table = ctx_core::corpus::read_text_table(&scp)
+            .with_context(|| format!("dataset {name}: an audio dataset needs {}/wav.scp", spec.data))?;
+        let mut wavs = HashMap::new();
+        for (id, f) in table {
+            if f.len() != 1 {
+                bail!(
+                    "{}: utterance {id}: expected one WAV path, found {} fields (piped commands are not read)",
+                    scp.display(),
+                    f.len()
+                );
+            }
+            wavs.insert(id, ctx_core::corpus::resolve_wav(&data, &f[0]));
+        }
+        for id in ids {
+            if !wavs.contains_key(id) {
+                bail!("{}: utterance {id} of {}/text has no recording", scp.display(), spec.data);
+            }
+        }
+        if !(spec.language_weight.is_finite() && spec.language_weight > 0.0) {
+            bail!(
+                "dataset {name}: language_weight {} must be a positive number",
+                spec.language_weight
+            );
+        }
+        Ok(Self {
+            scorer: AudioScorer::new(&model)?,
+            wavs,
+            width: model.mdef.n_senone,
+            silence_columns: sphinx_am::graph::silence_senones(&model),
+            acoustic_scale: (1.0 / spec.language_weight) as f32,
+        })
+    }
+
+    /// The senone log-likelihoods of an utterance's recording.
+    pub fn scores(&self, id: &str) -> Result<ScoreMatrix> {
+        let wav = self
+            .wavs
+            .get(id)
+            .ok_or_else(|| anyhow!("utterance {id} has no recording in wav.scp"))?;
+        let m = self.scorer.score_wav(wav)?;
+        if m.rows() == 0 {
+            bail!("{}: utterance {id}: too short for one frame", wav.display());
+        }
+        Ok(m)
+    }
+}
+
+fn load_model(reg: &Registry, spec: &AudioSpec) -> Result<Model> {
+    Ok(Model::load(&reg.resolve(&spec.model))?)
+}
+
+/// The entry's HCLG (optionally G-boosted), from the cache under `cache` or built and stored
+/// there. Keyed by the model's files, the lexicon, the LM and the boost.
+pub fn audio_graph(
+    reg: &Registry,
+    name: &str,
+    spec: &AudioSpec,
+    gboost: Option<&GBoost>,
+    cache: &Path,
+) -> Result<(Graph, Option<GBoostReport>)> {
+    let read = |p: &Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+    let mut key = CacheKey::new();
+    key.add("audio-graph", AUDIO_GRAPH_VERSION.as_bytes());
+    let model_dir = reg.resolve(&spec.model);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&model_dir)
+        .with_context(|| format!("dataset {name}: model folder {}", model_dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    for f in &files {
+        let n = f.file_name().unwrap_or_default().to_string_lossy();
+        key.add(&n, &read(f)?);
+    }
+    let (lex_path, lm_path) = (reg.resolve(&spec.lexicon), reg.resolve(&spec.lm));
+    key.add("lexicon", &read(&lex_path)?);
+    key.add("lm", &read(&lm_path)?);
+    if let Some(b) = gboost {
+        key.add("gboost-discount", &b.discount.to_le_bytes());
+        for p in &b.phrases {
+            key.add("gboost-phrase", p.join(" ").as_bytes());
+        }
+    }
+    let cache = GraphCache::new(cache);
+    let report_path = cache.entry(GraphKind::Hclg, &key).join(GBOOST_REPORT);
+    if gboost.is_none() || report_path.exists() {
+        if let Some(g) = cache.load(GraphKind::Hclg, &key)? {
+            let report = match gboost {
+                Some(_) => Some(serde_json::from_str(&std::fs::read_to_string(&report_path)?)
+                    .with_context(|| format!("{}", report_path.display()))?),
+                None => None,
+            };
+            return Ok((g, report));
+        }
+    }
+    let model = load_model(reg, spec)?;
+    let words = Lexicon::read(&lex_path, LexiconFormat::Kaldi)?;
+    let lm = ArpaLm::read(&lm_path)?;
+    let (graph, report) = sphinx_am::graph::build_hclg(&model, &words, &lm, gboost)
+        .with_context(|| format!("building the HCLG of {name}"))?;
+    let dir = cache.store(&key, &graph)?;
+    if let Some(r) = &report.gboost {
+        let text = serde_json::to_string_pretty(r)?;
+        ctx_core::io::write_atomic(&dir.join(GBOOST_REPORT), |w| {
+            std::io::Write::write_all(w, text.as_bytes())
+        })?;
+    }
+    Ok((graph, report.gboost))
+}
