@@ -388,7 +388,10 @@ impl Dataset {
                 })
             }
             DatasetSpec::Files(f) => load_files(reg, f.sources(), shown, subset),
-            DatasetSpec::Audio(a) => load_files(reg, a.sources(), shown, subset),
+            DatasetSpec::Audio(a) => match &a.text_of {
+                Some(src) => load_spoken(reg, &a.data, src, shown, subset),
+                None => load_files(reg, a.sources(), shown, subset),
+            },
             DatasetSpec::LmText { .. } => Err(DataError::Invalid(format!(
                 "'{name}' is LM training text only, not a test set"
             ))),
@@ -587,6 +590,78 @@ impl Dataset {
 
 /// Utterances of a quick subset of a `files` dataset.
 const FILES_QUICK_UTTERANCES: usize = 20;
+
+/// An `audio` dataset speaking utterances of the built-in dataset `src`: the utterances its
+/// `wav.scp` lists (in that order, durations from the WAV headers) with `src`'s transcripts,
+/// entities, lists and LM text. An id `src` does not have is an error naming it.
+fn load_spoken(
+    reg: &Registry,
+    data: &str,
+    src: &str,
+    name: String,
+    subset: Subset,
+) -> Result<Dataset, DataError> {
+    if matches!(
+        reg.get(src)?,
+        DatasetSpec::Audio(_) | DatasetSpec::Files(_) | DatasetSpec::LmText { .. }
+    ) {
+        return Err(DataError::Invalid(format!(
+            "dataset {name}: text_of = \"{src}\" must name a built-in (earnings or atc-sim) dataset"
+        )));
+    }
+    let dir = reg.resolve(data);
+    let scp = dir.join("wav.scp");
+    let table = ctx_core::corpus::read_text_table(&scp)?;
+    let mut source = Dataset::load(reg, src, Subset::Full)?;
+    let at: BTreeMap<&str, usize> = source
+        .utterances
+        .iter()
+        .enumerate()
+        .map(|(i, u)| (u.id.as_str(), i))
+        .collect();
+    let mut picked = Vec::with_capacity(table.len());
+    for (id, f) in &table {
+        let &i = at.get(id.as_str()).ok_or_else(|| {
+            DataError::Invalid(format!(
+                "{}: utterance {id} is not an utterance of {src}",
+                scp.display()
+            ))
+        })?;
+        let [path] = f.as_slice() else {
+            return Err(DataError::Invalid(format!(
+                "{}: utterance {id}: expected one WAV path",
+                scp.display()
+            )));
+        };
+        let secs = ctx_core::corpus::kaldi::wav_duration(&ctx_core::corpus::resolve_wav(&dir, path))?;
+        picked.push((i, secs));
+    }
+    if subset == Subset::Quick {
+        picked.truncate(FILES_QUICK_UTTERANCES);
+    }
+    let parallel = source.segments.len() == source.utterances.len();
+    let mut utterances = Vec::with_capacity(picked.len());
+    let mut segments = Vec::new();
+    for &(i, secs) in &picked {
+        let mut u = source.utterances[i].clone();
+        u.duration_s = secs;
+        utterances.push(u);
+        if parallel {
+            segments.push(source.segments[i].clone());
+        }
+    }
+    Ok(Dataset {
+        name,
+        utterances,
+        lists: std::mem::take(&mut source.lists),
+        list_scope: source.list_scope,
+        global_lists: std::mem::take(&mut source.global_lists),
+        lm_text: std::mem::take(&mut source.lm_text),
+        has_callsigns: source.has_callsigns,
+        segments,
+        source: source.source.take(),
+    })
+}
 
 /// A `files` or `audio` dataset: the Kaldi data dir's utterances, entities and biasing lists
 /// (the scores or audio and the graph are opened by the decoding pipeline).

@@ -477,13 +477,20 @@ pub struct AudioSpec {
     /// The acoustic model's folder (`mdef`, `means`, `variances`, `sendump`,
     /// `transition_matrices`, `feat.params`, `noisedict`; each may be gzipped).
     pub model: String,
-    /// A Kaldi data directory: `text` and `wav.scp` (16-bit mono WAVs at the model's rate; a
-    /// relative path is relative to the data directory).
+    /// A Kaldi data directory: `wav.scp` (16-bit mono WAVs at the model's rate; a relative
+    /// path is relative to the data directory) and, unless `text_of` says otherwise, `text`.
     pub data: String,
+    /// The recordings speak utterances of this built-in dataset (same ids): transcripts,
+    /// entities, lists, LM and lexicon are its own, so the real model and the simulator are
+    /// held against each other on the same text. Exclusive with `lexicon` and `lm`.
+    #[serde(default)]
+    pub text_of: Option<String>,
     /// Pronunciations in the model's base phones (`word phone phone ...`).
-    pub lexicon: String,
+    #[serde(default)]
+    pub lexicon: Option<String>,
     /// The ARPA LM G is built from.
-    pub lm: String,
+    #[serde(default)]
+    pub lm: Option<String>,
     /// LM weight against the acoustic log-likelihoods (pocketsphinx's `-lw`, default 6.5): the
     /// decoder's acoustic scale is its inverse.
     #[serde(default = "default_language_weight")]

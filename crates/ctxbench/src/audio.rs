@@ -101,8 +101,29 @@ fn load_model(reg: &Registry, spec: &AudioSpec) -> Result<Model> {
     Ok(Model::load(&reg.resolve(&spec.model))?)
 }
 
+/// The LM and lexicon of an audio entry: its own files, or those of the dataset it speaks
+/// (`text_of`: the LM and pronunciations the simulated hybrid graph of that dataset uses).
+pub fn audio_lm(reg: &Registry, name: &str, spec: &AudioSpec) -> Result<(ArpaLm, Lexicon)> {
+    match (&spec.text_of, &spec.lexicon, &spec.lm) {
+        (Some(src), None, None) => Ok(ctx_data::graphs::dataset_lexicon(
+            reg,
+            src,
+            GraphKind::Hclg,
+            ctx_data::graphs::DEFAULT_BPE_SIZE,
+        )?),
+        (None, Some(lex), Some(lm)) => Ok((
+            ArpaLm::read(&reg.resolve(lm))?,
+            Lexicon::read(&reg.resolve(lex), LexiconFormat::Kaldi)?,
+        )),
+        _ => bail!(
+            "dataset {name}: an audio entry gives either text_of (the dataset its recordings speak) or both lexicon and lm"
+        ),
+    }
+}
+
 /// The entry's HCLG (optionally G-boosted), from the cache under `cache` or built and stored
-/// there. Keyed by the model's files, the lexicon, the LM and the boost.
+/// there. Keyed by the model's files, the lexicon and LM (or the LM text of `text_of`), and
+/// the boost.
 pub fn audio_graph(
     reg: &Registry,
     name: &str,
@@ -125,9 +146,25 @@ pub fn audio_graph(
         let n = f.file_name().unwrap_or_default().to_string_lossy();
         key.add(&n, &read(f)?);
     }
-    let (lex_path, lm_path) = (reg.resolve(&spec.lexicon), reg.resolve(&spec.lm));
-    key.add("lexicon", &read(&lex_path)?);
-    key.add("lm", &read(&lm_path)?);
+    match (&spec.text_of, &spec.lexicon, &spec.lm) {
+        (Some(src), _, _) => {
+            // What decides the source's LM and pronunciations: its LM text and LM settings,
+            // and the shipped pronouncer.
+            let ds = ctx_data::dataset::Dataset::load(reg, src, ctx_data::dataset::Subset::Full)?;
+            key.add("text-of", src.as_bytes());
+            for l in &ds.lm_text {
+                key.add("s", l.as_bytes());
+            }
+            key.add("lm-spec", format!("{:?}", reg.get(src)?.lm()).as_bytes());
+        }
+        (None, Some(lex), Some(lm)) => {
+            key.add("lexicon", &read(&reg.resolve(lex))?);
+            key.add("lm", &read(&reg.resolve(lm))?);
+        }
+        _ => {
+            audio_lm(reg, name, spec)?;
+        }
+    }
     if let Some(b) = gboost {
         key.add("gboost-discount", &b.discount.to_le_bytes());
         for p in &b.phrases {
@@ -139,16 +176,17 @@ pub fn audio_graph(
     if gboost.is_none() || report_path.exists() {
         if let Some(g) = cache.load(GraphKind::Hclg, &key)? {
             let report = match gboost {
-                Some(_) => Some(serde_json::from_str(&std::fs::read_to_string(&report_path)?)
-                    .with_context(|| format!("{}", report_path.display()))?),
+                Some(_) => Some(
+                    serde_json::from_str(&std::fs::read_to_string(&report_path)?)
+                        .with_context(|| format!("{}", report_path.display()))?,
+                ),
                 None => None,
             };
             return Ok((g, report));
         }
     }
     let model = load_model(reg, spec)?;
-    let words = Lexicon::read(&lex_path, LexiconFormat::Kaldi)?;
-    let lm = ArpaLm::read(&lm_path)?;
+    let (lm, words) = audio_lm(reg, name, spec)?;
     let (graph, report) = sphinx_am::graph::build_hclg(&model, &words, &lm, gboost)
         .with_context(|| format!("building the HCLG of {name}"))?;
     let dir = cache.store(&key, &graph)?;

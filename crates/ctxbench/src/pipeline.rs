@@ -110,7 +110,7 @@ impl OtfGBoost {
                 None => None,
             },
             ctx_data::registry::DatasetSpec::Audio(a) => {
-                Some(ctx_core::arpa::ArpaLm::read(&reg.resolve(&a.lm))?)
+                Some(crate::audio::audio_lm(reg, name, a)?.0)
             }
             _ => Some(ctx_data::graphs::dataset_lm(reg, name)?),
         };
@@ -803,14 +803,18 @@ impl Setup {
             hclg_phrases,
             otf,
             missing_scores: Vec::new(),
-            files_scoring: Some((
-                (!a.entity_classes.is_empty()).then(|| a.entity_classes.iter().cloned().collect()),
-                if a.ne_insertions_inside {
-                    NeInsertions::Inside
-                } else {
-                    NeInsertions::Never
-                },
-            )),
+            // Spoken text of a built-in set is scored by that set's rules.
+            files_scoring: a.text_of.is_none().then(|| {
+                (
+                    (!a.entity_classes.is_empty())
+                        .then(|| a.entity_classes.iter().cloned().collect()),
+                    if a.ne_insertions_inside {
+                        NeInsertions::Inside
+                    } else {
+                        NeInsertions::Never
+                    },
+                )
+            }),
             ctc_blank: None,
         })
     }
