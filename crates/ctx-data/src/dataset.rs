@@ -633,7 +633,8 @@ fn load_spoken(
                 scp.display()
             )));
         };
-        let secs = ctx_core::corpus::kaldi::wav_duration(&ctx_core::corpus::resolve_wav(&dir, path))?;
+        let secs =
+            ctx_core::corpus::kaldi::wav_duration(&ctx_core::corpus::resolve_wav(&dir, path))?;
         picked.push((i, secs));
     }
     if subset == Subset::Quick {

@@ -369,7 +369,9 @@ impl DatasetSpec {
     pub fn lm(&self) -> LmSpec {
         match self {
             DatasetSpec::Earnings { lm, .. } | DatasetSpec::AtcSim { lm, .. } => lm.clone(),
-            DatasetSpec::LmText { .. } | DatasetSpec::Files(_) | DatasetSpec::Audio(_) => LmSpec::default(),
+            DatasetSpec::LmText { .. } | DatasetSpec::Files(_) | DatasetSpec::Audio(_) => {
+                LmSpec::default()
+            }
         }
     }
 }

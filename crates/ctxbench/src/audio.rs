@@ -50,8 +50,12 @@ impl AudioModel {
             );
         }
         let scp = data.join("wav.scp");
-        let table = ctx_core::corpus::read_text_table(&scp)
-            .with_context(|| format!("dataset {name}: an audio dataset needs {}/wav.scp", spec.data))?;
+        let table = ctx_core::corpus::read_text_table(&scp).with_context(|| {
+            format!(
+                "dataset {name}: an audio dataset needs {}/wav.scp",
+                spec.data
+            )
+        })?;
         let mut wavs = HashMap::new();
         for (id, f) in table {
             if f.len() != 1 {
@@ -65,7 +69,11 @@ impl AudioModel {
         }
         for id in ids {
             if !wavs.contains_key(id) {
-                bail!("{}: utterance {id} of {}/text has no recording", scp.display(), spec.data);
+                bail!(
+                    "{}: utterance {id} of {}/text has no recording",
+                    scp.display(),
+                    spec.data
+                );
             }
         }
         if !(spec.language_weight.is_finite() && spec.language_weight > 0.0) {

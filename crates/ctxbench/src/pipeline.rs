@@ -626,8 +626,12 @@ impl Setup {
             gboost_otf,
         } = *opts;
         match reg.get(name)? {
-            ctx_data::registry::DatasetSpec::Files(f) => return Self::load_files(reg, name, f, opts),
-            ctx_data::registry::DatasetSpec::Audio(a) => return Self::load_audio(reg, name, a, opts),
+            ctx_data::registry::DatasetSpec::Files(f) => {
+                return Self::load_files(reg, name, f, opts)
+            }
+            ctx_data::registry::DatasetSpec::Audio(a) => {
+                return Self::load_audio(reg, name, a, opts)
+            }
             _ => {}
         }
         let dataset =
@@ -752,7 +756,10 @@ impl Setup {
         }
         let dataset = Dataset::load(reg, name, opts.subset)
             .with_context(|| format!("loading dataset {name}"))?;
-        let full = match (opts.subset, opts.gboost.is_some() || opts.hclg_bias.is_some()) {
+        let full = match (
+            opts.subset,
+            opts.gboost.is_some() || opts.hclg_bias.is_some(),
+        ) {
             (Subset::Quick, true) => Some(Dataset::load(reg, name, Subset::Full)?),
             _ => None,
         };

@@ -17,7 +17,11 @@ fn errors(reference: &[&str], hyp: &[&str]) -> usize {
     for (i, r) in reference.iter().enumerate() {
         let mut cur = vec![i + 1];
         for (j, h) in hyp.iter().enumerate() {
-            cur.push((prev[j] + usize::from(r != h)).min(prev[j + 1] + 1).min(cur[j] + 1));
+            cur.push(
+                (prev[j] + usize::from(r != h))
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
         }
         prev = cur;
     }
@@ -51,8 +55,13 @@ fn real_recordings_decode_from_wav_to_wer() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("front end + scores + search RTFx"), "{stdout}");
-    let refs = table(&std::fs::read_to_string(root().join("datasets/pocketsphinx-test/data/text")).unwrap());
+    assert!(
+        stdout.contains("front end + scores + search RTFx"),
+        "{stdout}"
+    );
+    let refs = table(
+        &std::fs::read_to_string(root().join("datasets/pocketsphinx-test/data/text")).unwrap(),
+    );
     let hyps = table(&std::fs::read_to_string(dir.path().join("none.txt")).unwrap());
     assert_eq!(hyps.len(), 10, "every recording decoded");
     let mut total = 0;
@@ -88,7 +97,7 @@ fn wav(path: &Path, rate: u32, n: u32) {
     b.extend(16u16.to_le_bytes());
     b.extend(b"data");
     b.extend((2 * n).to_le_bytes());
-    b.extend(std::iter::repeat(0u8).take(2 * n as usize));
+    b.extend(std::iter::repeat_n(0u8, 2 * n as usize));
     std::fs::write(path, b).unwrap();
 }
 
@@ -121,7 +130,15 @@ fn audio_at_another_rate_is_refused_naming_the_file() {
     let reg = registry(dir.path(), "u1 u1.wav\n");
     wav(&dir.path().join("data/u1.wav"), 8_000, 8_000);
     fails_with(
-        &["decode", "--registry", s(&reg), "--dataset", "bad", "--methods", "none"],
+        &[
+            "decode",
+            "--registry",
+            s(&reg),
+            "--dataset",
+            "bad",
+            "--methods",
+            "none",
+        ],
         "u1.wav: 8000 Hz, 1 channel(s), 16-bit Int: the model needs 16000 Hz",
     );
 }
@@ -132,13 +149,31 @@ fn an_utterance_without_a_recording_is_named() {
     let reg = registry(dir.path(), "u2 u2.wav\n");
     wav(&dir.path().join("data/u2.wav"), 16_000, 16_000);
     fails_with(
-        &["decode", "--registry", s(&reg), "--dataset", "bad", "--methods", "none"],
+        &[
+            "decode",
+            "--registry",
+            s(&reg),
+            "--dataset",
+            "bad",
+            "--methods",
+            "none",
+        ],
         "utterance u1 of data/text has no recording",
     );
     // A CTC graph cannot read a hybrid model's senones.
     let reg = registry(dir.path(), "u1 u2.wav\n");
     fails_with(
-        &["decode", "--registry", s(&reg), "--dataset", "bad", "--methods", "none", "--kind", "tlg-normal"],
+        &[
+            "decode",
+            "--registry",
+            s(&reg),
+            "--dataset",
+            "bad",
+            "--methods",
+            "none",
+            "--kind",
+            "tlg-normal",
+        ],
         "scored by a hybrid (HMM-GMM) model: it decodes with an HCLG, not tlg-normal",
     );
 }
