@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 tts-install peer-sphinx all build test reproduce reproduce-quick regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
+.PHONY: nvrtc-venv gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts tts-install peer-sphinx all build test reproduce reproduce-quick regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
 
 all: build
 
@@ -69,25 +69,44 @@ tts-install:
 	@command -v text2wave >/dev/null || { $(SUDO) apt-get update -qq && \
 		$(SUDO) apt-get install -y -qq festival festvox-us-slt-hts; }
 
-## 000's methods on real acoustics (issue 41): quick ATCO2-1h rendered by Festival, scored by
-## CMU Sphinx en-us, decoded with the simulated set's lexicon, LM and lists; results/real-atco2-tts/.
-SPHINX_ATCO2 := cache/sphinx-atco2
-sphinx-atco2: build tts-install
-	$(BIN) export --dataset atco2-sim-1h --quick --with-lm --format npy --out $(SPHINX_ATCO2)/export
-	scripts/tts_render.sh $(SPHINX_ATCO2)/export/data/text $(SPHINX_ATCO2)/wav
-	$(CARGO) run --profile $(PROFILE) -q -p sphinx-am --example sphinx_files -- export . \
-		$(SPHINX_ATCO2)/export $(SPHINX_ATCO2)/wav sphinx-atco2-tts
-	$(BIN) run --registry $(SPHINX_ATCO2)/export/audio/datasets.toml experiments/real-atco2-tts.toml
+## A data folder's wav.scp for a folder of <utt>.wav (paths relative to the data folder).
+define wav_scp
+	mkdir -p $(1)/data && for f in $$(ls $(1)/wav/*.wav | sort); do \
+		b=$$(basename $$f .wav); echo "$$b ../wav/$$b.wav"; done > $(1)/data/wav.scp
+endef
 
-## pocketsphinx itself (PyPI, in .venv-peers) on the audio of make sphinx-test and sphinx-atco2:
+## The 60 quick ATCO2-1h utterances spoken by Festival: datasets/atco2-tts/ (committed; dataset
+## atco2-tts-1h). Files whose recorded voice and text match are kept, so this remakes nothing
+## unless the set's text changed.
+atco2-tts: build tts-install
+	$(BIN) data prepare atco2-sim-1h --quick --out cache/atco2-tts/prep
+	scripts/tts_render.sh cache/atco2-tts/prep/text datasets/atco2-tts/wav
+	$(call wav_scp,datasets/atco2-tts)
+
+## 000's and 003's methods on real acoustics (issue 41): results/real-atco2-tts/.
+sphinx-atco2: build
+	$(BIN) run experiments/real-atco2-tts.toml
+
+## The quick Earnings-21 segments spoken by Festival (6 minutes; cached, not committed: dataset
+## earnings21-tts), and the simulator against the real model on them: results/sim-vs-real-earnings/.
+earnings21-tts: build tts-install
+	$(BIN) data prepare earnings21 --quick --out cache/earnings21-tts/prep
+	scripts/tts_render.sh cache/earnings21-tts/prep/text cache/earnings21-tts/wav
+	$(call wav_scp,cache/earnings21-tts)
+	$(BIN) run experiments/sim-vs-real-earnings.toml
+
+## pocketsphinx itself (PyPI, in .venv-peers) on the audio of make sphinx-test and atco2-tts-1h:
 ## its default LM, and the set's LM and lexicon (what our graph is built from); WER and RTFx.
-peer-sphinx: sphinx-test sphinx-atco2
+peer-sphinx: sphinx-test
 	test -x .venv-peers/bin/python || python3 -m venv .venv-peers
 	.venv-peers/bin/pip install -q pocketsphinx==5.1.1
-	.venv-peers/bin/python scripts/peer_pocketsphinx.py datasets/pocketsphinx-test/data \
-		datasets/pocketsphinx-test/lm.arpa datasets/pocketsphinx-test/lexicon.txt
-	.venv-peers/bin/python scripts/peer_pocketsphinx.py $(SPHINX_ATCO2)/export/audio/data \
-		$(SPHINX_ATCO2)/export/lm/G.arpa $(SPHINX_ATCO2)/export/lm/lexicon.txt
+	.venv-peers/bin/python scripts/peer_pocketsphinx.py datasets/pocketsphinx-test/data/text \
+		datasets/pocketsphinx-test/data/wav.scp datasets/pocketsphinx-test/lm.arpa \
+		datasets/pocketsphinx-test/lexicon.txt
+	$(BIN) export --dataset atco2-sim-1h --quick --with-lm --format npy --out cache/sphinx-atco2/export
+	.venv-peers/bin/python scripts/peer_pocketsphinx.py cache/sphinx-atco2/export/data/text \
+		datasets/atco2-tts/data/wav.scp cache/sphinx-atco2/export/lm/G.arpa \
+		cache/sphinx-atco2/export/lm/lexicon.txt
 
 ## 002 Table 2: decoder speed against concurrent streams (CPU rows measured here, GPU rows from
 ## results/gpu/); results/chen18-table2/.

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """pocketsphinx 5.1.1 on the same recordings as ctxbench's real rows (issue 41's peer row).
 
-Decodes every utterance of a Kaldi data directory (`text`, `wav.scp`; what a ctxbench
+Decodes every utterance of a Kaldi `text` whose recording a `wav.scp` lists (what a ctxbench
 `kind = "audio"` dataset reads) with pocketsphinx itself, twice: with its own default English LM
 and dictionary, and with the set's LM and lexicon (what ctxbench's graph is built from). Prints
 WER and RTFx (wall time of pocketsphinx's front end, scoring and search, one thread) per run.
 Reference words with `_` (a spelled code, `k_l_m`) count as their letters for the default LM.
 
-    .venv-peers/bin/python scripts/peer_pocketsphinx.py <data dir> <lm.arpa> <lexicon.txt>
+    .venv-peers/bin/python scripts/peer_pocketsphinx.py <text> <wav.scp> <lm.arpa> <lexicon.txt>
 """
 import os
 import sys
@@ -56,16 +56,16 @@ def run(refs, wavs, **kw):
 
 
 def main():
-    data, arpa, lexicon = sys.argv[1:4]
+    text, scp, arpa, lexicon = sys.argv[1:5]
     wavs = {}
-    for line in open(os.path.join(data, "wav.scp")):
+    for line in open(scp):
         parts = line.split()
         if parts:
-            wavs[parts[0]] = wav_path(data, parts[1])
+            wavs[parts[0]] = wav_path(os.path.dirname(scp), parts[1])
     refs = []
-    for line in open(os.path.join(data, "text")):
+    for line in open(text):
         parts = line.split()
-        if parts:
+        if parts and parts[0] in wavs:
             refs.append((parts[0], parts[1:]))
     spelled = [(u, [x for w in ws for x in (w.split("_") if "_" in w else [w])]) for u, ws in refs]
     wer, rtfx, n = run(spelled, wavs)

@@ -389,7 +389,7 @@ impl Dataset {
             }
             DatasetSpec::Files(f) => load_files(reg, f.sources(), shown, subset),
             DatasetSpec::Audio(a) => match &a.text_of {
-                Some(src) => load_spoken(reg, &a.data, src, shown, subset),
+                Some(src) => load_spoken(reg, &a, src, shown, subset),
                 None => load_files(reg, a.sources(), shown, subset),
             },
             DatasetSpec::LmText { .. } => Err(DataError::Invalid(format!(
@@ -596,7 +596,7 @@ const FILES_QUICK_UTTERANCES: usize = 20;
 /// entities, lists and LM text. An id `src` does not have is an error naming it.
 fn load_spoken(
     reg: &Registry,
-    data: &str,
+    spec: &crate::registry::AudioSpec,
     src: &str,
     name: String,
     subset: Subset,
@@ -609,8 +609,8 @@ fn load_spoken(
             "dataset {name}: text_of = \"{src}\" must name a built-in (earnings or atc-sim) dataset"
         )));
     }
-    let dir = reg.resolve(data);
-    let scp = dir.join("wav.scp");
+    let dir = reg.resolve(&spec.data);
+    let scp = spec.wav_scp(reg)?;
     let table = ctx_core::corpus::read_text_table(&scp)?;
     let mut source = Dataset::load(reg, src, Subset::Full)?;
     let at: BTreeMap<&str, usize> = source

@@ -487,6 +487,10 @@ pub struct AudioSpec {
     /// held against each other on the same text. Exclusive with `lexicon` and `lm`.
     #[serde(default)]
     pub text_of: Option<String>,
+    /// The command that makes the recordings where they are not committed (e.g.
+    /// `make earnings21-tts`), named in the error when they are missing.
+    #[serde(default)]
+    pub made_by: Option<String>,
     /// Pronunciations in the model's base phones (`word phone phone ...`).
     #[serde(default)]
     pub lexicon: Option<String>,
@@ -559,6 +563,21 @@ impl FilesSpec {
 }
 
 impl AudioSpec {
+    /// `data/wav.scp`, or an error saying what makes it when it is missing.
+    pub fn wav_scp(&self, reg: &Registry) -> Result<PathBuf, RegistryError> {
+        let scp = reg.resolve(&self.data).join("wav.scp");
+        if scp.exists() {
+            return Ok(scp);
+        }
+        Err(RegistryError::Invalid {
+            path: scp.clone(),
+            message: match &self.made_by {
+                Some(cmd) => format!("the recordings are not there yet: `{cmd}` makes them"),
+                None => "an audio dataset lists its recordings here (`utt path.wav`)".into(),
+            },
+        })
+    }
+
     /// Its transcripts, entities and lists.
     pub fn sources(&self) -> TextSources<'_> {
         TextSources {

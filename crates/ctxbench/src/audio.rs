@@ -49,7 +49,7 @@ impl AudioModel {
                 spec.data
             );
         }
-        let scp = data.join("wav.scp");
+        let scp = spec.wav_scp(reg)?;
         let table = ctx_core::corpus::read_text_table(&scp).with_context(|| {
             format!(
                 "dataset {name}: an audio dataset needs {}/wav.scp",
