@@ -612,6 +612,24 @@ impl<'a> SetupOptions<'a> {
     }
 }
 
+/// `graph` composed with a biasing FST of the static list `spec` names (HCLG-boosting, 003
+/// §3.1.4), with the phrases kept and dropped; `graph` as it is without a spec.
+fn hclg_boosted(
+    graph: Graph,
+    full: &Dataset,
+    spec: Option<&StaticBoost>,
+) -> Result<(Graph, Option<PhraseReport>)> {
+    let Some(spec) = spec else {
+        return Ok((graph, None));
+    };
+    let list = BiasList {
+        phrases: static_list(full, &spec.list)?,
+    };
+    let ids = PhraseIds::new(&list, &graph.symbols.words);
+    let b = build_biasing_fst(&graph.symbols.word_labels(), &ids.phrases, spec.discount)?;
+    Ok((compose_with_biasing(&graph, &b)?, Some(ids.report)))
+}
+
 impl Setup {
     /// Loads a dataset, its graph (through the cache) and its simulated acoustic model.
     pub fn load(reg: &Registry, name: &str, opts: &SetupOptions<'_>) -> Result<Self> {
@@ -661,17 +679,7 @@ impl Setup {
         let report = dataset_graph_with(reg, name, kind, bpe_size, cache, boost.as_ref())
             .with_context(|| format!("building the {} graph of {name}", kind.name()))?;
         let gboost = report.gboost.clone();
-        let mut graph = report.graph;
-        let mut hclg_phrases = None;
-        if let Some(spec) = hclg_bias {
-            let list = BiasList {
-                phrases: static_list(full, &spec.list)?,
-            };
-            let ids = PhraseIds::new(&list, &graph.symbols.words);
-            let b = build_biasing_fst(&graph.symbols.word_labels(), &ids.phrases, spec.discount)?;
-            graph = compose_with_biasing(&graph, &b)?;
-            hclg_phrases = Some(ids.report);
-        }
+        let (graph, hclg_phrases) = hclg_boosted(report.graph, full, hclg_bias.as_ref())?;
         let otf = if gboost_otf {
             if kind != GraphKind::Hclg {
                 bail!(
@@ -771,18 +779,8 @@ impl Setup {
             }),
             None => None,
         };
-        let (mut graph, gboost) =
-            crate::audio::audio_graph(reg, name, a, boost.as_ref(), opts.cache)?;
-        let mut hclg_phrases = None;
-        if let Some(spec) = &opts.hclg_bias {
-            let list = BiasList {
-                phrases: static_list(full, &spec.list)?,
-            };
-            let ids = PhraseIds::new(&list, &graph.symbols.words);
-            let b = build_biasing_fst(&graph.symbols.word_labels(), &ids.phrases, spec.discount)?;
-            graph = compose_with_biasing(&graph, &b)?;
-            hclg_phrases = Some(ids.report);
-        }
+        let (graph, gboost) = crate::audio::audio_graph(reg, name, a, boost.as_ref(), opts.cache)?;
+        let (graph, hclg_phrases) = hclg_boosted(graph, full, opts.hclg_bias.as_ref())?;
         let otf = if opts.gboost_otf {
             Some(OtfGBoost::new(reg, name, &graph)?)
         } else {
@@ -870,22 +868,13 @@ impl Setup {
             ModelKind::Hybrid => GraphKind::Hclg,
             ModelKind::Ctc => GraphKind::Tlg(ctx_graph::ctc::CtcTopology::Normal),
         };
-        let mut graph = ctx_graph::external::load_graph(
+        let graph = ctx_graph::external::load_graph(
             &path(&f.graph),
             &path(&f.words),
             label_map.as_deref(),
             kind,
         )?;
-        let mut hclg_phrases = None;
-        if let Some(spec) = &opts.hclg_bias {
-            let list = BiasList {
-                phrases: static_list(&dataset, &spec.list)?,
-            };
-            let ids = PhraseIds::new(&list, &graph.symbols.words);
-            let b = build_biasing_fst(&graph.symbols.word_labels(), &ids.phrases, spec.discount)?;
-            graph = compose_with_biasing(&graph, &b)?;
-            hclg_phrases = Some(ids.report);
-        }
+        let (graph, hclg_phrases) = hclg_boosted(graph, &dataset, opts.hclg_bias.as_ref())?;
         let otf = if opts.gboost_otf {
             Some(OtfGBoost::new(reg, name, &graph)?)
         } else {
