@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts tts-install peer-sphinx all build test reproduce reproduce-quick regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
+.PHONY: nvrtc-venv gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
 
 all: build
 
@@ -107,6 +107,18 @@ peer-sphinx: sphinx-test
 	.venv-peers/bin/python scripts/peer_pocketsphinx.py cache/sphinx-atco2/export/data/text \
 		datasets/atco2-tts/data/wav.scp cache/sphinx-atco2/export/lm/G.arpa \
 		cache/sphinx-atco2/export/lm/lexicon.txt
+
+## pocketsphinx's general English LM (en-us.lm.bin, PyPI wheel) as a pruned bigram with its
+## dictionary (scripts/en_us_lm.py), and the ten real recordings decoded with it by ctxbench and by
+## pocketsphinx (its full 3-gram LM, and this bigram): cache/lm-en-us/.
+lm-en-us: build
+	test -x .venv-peers/bin/python || python3 -m venv .venv-peers
+	.venv-peers/bin/pip install -q pocketsphinx==5.1.1
+	.venv-peers/bin/python scripts/en_us_lm.py . cache/lm-en-us
+	$(BIN) decode --registry cache/lm-en-us/datasets.toml --dataset pocketsphinx-test-en-us \
+		--methods none --threads 1 --hyp-dir cache/lm-en-us/hyp
+	.venv-peers/bin/python scripts/peer_pocketsphinx.py datasets/pocketsphinx-test/data/text \
+		datasets/pocketsphinx-test/data/wav.scp cache/lm-en-us/lm.arpa cache/lm-en-us/lexicon.txt
 
 ## 002 Table 2: decoder speed against concurrent streams (CPU rows measured here, GPU rows from
 ## results/gpu/); results/chen18-table2/.
