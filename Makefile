@@ -106,7 +106,9 @@ peer-sphinx: sphinx-test
 	$(BIN) export --dataset atco2-sim-1h --quick --with-lm --format npy --out cache/sphinx-atco2/export
 	.venv-peers/bin/python scripts/peer_pocketsphinx.py cache/sphinx-atco2/export/data/text \
 		datasets/atco2-tts/data/wav.scp cache/sphinx-atco2/export/lm/G.arpa \
-		cache/sphinx-atco2/export/lm/lexicon.txt
+		cache/sphinx-atco2/export/lm/lexicon.txt cache/sphinx-atco2/peer
+	$(BIN) score --ref cache/sphinx-atco2/export/data/text --hyp cache/sphinx-atco2/peer/same-lm.txt \
+		--entities cache/sphinx-atco2/export/entities.txt
 
 ## pocketsphinx's general English LM (en-us.lm.bin, PyPI wheel) as a pruned bigram with its
 ## dictionary (scripts/en_us_lm.py), and the ten real recordings decoded with it by ctxbench and by

@@ -7,7 +7,10 @@ and dictionary, and with the set's LM and lexicon (what ctxbench's graph is buil
 WER and RTFx (wall time of pocketsphinx's front end, scoring and search, one thread) per run.
 Reference words with `_` (a spelled code, `k_l_m`) count as their letters for the default LM.
 
-    .venv-peers/bin/python scripts/peer_pocketsphinx.py <text> <wav.scp> <lm.arpa> <lexicon.txt>
+    .venv-peers/bin/python scripts/peer_pocketsphinx.py <text> <wav.scp> <lm.arpa> <lexicon.txt> [hyp dir]
+
+With a hyp dir, each run's hypotheses are written there as Kaldi `text` files (`default.txt`,
+`same-lm.txt`) for `ctxbench score` (NE-WER with the set's entities: `make peer-sphinx`).
 """
 import os
 import sys
@@ -35,7 +38,7 @@ def wav_path(data, path):
     return os.path.join(data, path)
 
 
-def run(refs, wavs, **kw):
+def run(refs, wavs, out=None, **kw):
     hmm = os.path.join(get_model_path(), "en-us", "en-us")
     d = Decoder(hmm=hmm, loglevel="ERROR", **kw)
     errors = words = 0
@@ -50,6 +53,8 @@ def run(refs, wavs, **kw):
         d.end_utt()
         secs += time.perf_counter() - t0
         hyp = d.hyp().hypstr.split() if d.hyp() else []
+        if out is not None:
+            out.write(f"{utt} {' '.join(hyp)}\n")
         errors += edit_distance(ref, hyp)
         words += len(ref)
     return 100.0 * errors / words, audio / secs, words
@@ -57,6 +62,13 @@ def run(refs, wavs, **kw):
 
 def main():
     text, scp, arpa, lexicon = sys.argv[1:5]
+    hyp_dir = sys.argv[5] if len(sys.argv) > 5 else None
+    if hyp_dir:
+        os.makedirs(hyp_dir, exist_ok=True)
+
+    def hyp_file(name):
+        return open(os.path.join(hyp_dir, name), "w") if hyp_dir else None
+
     wavs = {}
     for line in open(scp):
         parts = line.split()
@@ -68,7 +80,10 @@ def main():
         if parts and parts[0] in wavs:
             refs.append((parts[0], parts[1:]))
     spelled = [(u, [x for w in ws for x in (w.split("_") if "_" in w else [w])]) for u, ws in refs]
-    wer, rtfx, n = run(spelled, wavs)
+    out = hyp_file("default.txt")
+    wer, rtfx, n = run(spelled, wavs, out)
+    if out:
+        out.close()
     print(f"pocketsphinx, its default LM and dictionary: WER {wer:.1f} ({n} words), RTFx {rtfx:.0f}")
     with tempfile.NamedTemporaryFile("w", suffix=".dict", delete=False) as f:
         seen = {}
@@ -80,7 +95,10 @@ def main():
                 name = word if seen[word] == 1 else f"{word}({seen[word]})"
                 f.write(f"{name} {' '.join(phones)}\n")
         dic = f.name
-    wer, rtfx, n = run(refs, wavs, lm=arpa, dict=dic)
+    out = hyp_file("same-lm.txt")
+    wer, rtfx, n = run(refs, wavs, out, lm=arpa, dict=dic)
+    if out:
+        out.close()
     print(f"pocketsphinx, the set's LM and lexicon: WER {wer:.1f} ({n} words), RTFx {rtfx:.0f}")
     os.unlink(dic)
 
