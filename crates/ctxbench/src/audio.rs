@@ -112,6 +112,7 @@ fn load_model(reg: &Registry, spec: &AudioSpec) -> Result<Model> {
 /// The LM and lexicon of an audio entry: its own files, or those of the dataset it speaks
 /// (`text_of`: the LM and pronunciations the simulated hybrid graph of that dataset uses).
 pub fn audio_lm(reg: &Registry, name: &str, spec: &AudioSpec) -> Result<(ArpaLm, Lexicon)> {
+    check_sources(name, spec)?;
     match (&spec.text_of, &spec.lexicon, &spec.lm) {
         (Some(src), None, None) => Ok(ctx_data::graphs::dataset_lexicon(
             reg,
@@ -123,6 +124,15 @@ pub fn audio_lm(reg: &Registry, name: &str, spec: &AudioSpec) -> Result<(ArpaLm,
             ArpaLm::read(&reg.resolve(lm))?,
             Lexicon::read(&reg.resolve(lex), LexiconFormat::Kaldi)?,
         )),
+        _ => unreachable!("checked by check_sources"),
+    }
+}
+
+/// An entry gives either `text_of` or both `lexicon` and `lm` (checked before any cache is
+/// consulted, so a cached graph never hides a contradictory entry).
+fn check_sources(name: &str, spec: &AudioSpec) -> Result<()> {
+    match (&spec.text_of, &spec.lexicon, &spec.lm) {
+        (Some(_), None, None) | (None, Some(_), Some(_)) => Ok(()),
         _ => bail!(
             "dataset {name}: an audio entry gives either text_of (the dataset its recordings speak) or both lexicon and lm"
         ),
@@ -139,6 +149,7 @@ pub fn audio_graph(
     gboost: Option<&GBoost>,
     cache: &Path,
 ) -> Result<(Graph, Option<GBoostReport>)> {
+    check_sources(name, spec)?;
     let read = |p: &Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
     let mut key = CacheKey::new();
     key.add("audio-graph", AUDIO_GRAPH_VERSION.as_bytes());
@@ -169,9 +180,7 @@ pub fn audio_graph(
             key.add("lexicon", &read(&reg.resolve(lex))?);
             key.add("lm", &read(&reg.resolve(lm))?);
         }
-        _ => {
-            audio_lm(reg, name, spec)?;
-        }
+        _ => unreachable!("checked by check_sources"),
     }
     if let Some(b) = gboost {
         key.add("gboost-discount", &b.discount.to_le_bytes());

@@ -177,3 +177,78 @@ fn an_utterance_without_a_recording_is_named() {
         "scored by a hybrid (HMM-GMM) model: it decodes with an HCLG, not tlg-normal",
     );
 }
+
+/// A one-entry registry in `d` whose recordings speak atco2-sim-1h (`text_of`); `extra` lines
+/// are added to the entry.
+fn spoken_registry(d: &Path, extra: &str) -> std::path::PathBuf {
+    let r = root().canonicalize().unwrap();
+    let reg = d.join("datasets.toml");
+    // The built-in set must be found in the same registry: the shipped one copied beside a link
+    // to the shipped data (its paths are relative to the registry's folder), ours added.
+    let shipped = std::fs::read_to_string(r.join("datasets.toml")).unwrap();
+    if !d.join("datasets").exists() {
+        std::os::unix::fs::symlink(r.join("datasets"), d.join("datasets")).unwrap();
+    }
+    std::fs::write(
+        &reg,
+        format!(
+            "{shipped}\n[spoken]\nkind = \"audio\"\nmodel = \"{}\"\ndata = \"{}\"\ntext_of = \"atco2-sim-1h\"\n{extra}",
+            r.join("datasets/sphinx-en-us").display(),
+            d.join("data").display()
+        ),
+    )
+    .unwrap();
+    reg
+}
+
+#[test]
+fn spoken_entries_name_what_is_missing_or_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Recordings not made yet: the entry's `made_by` is named.
+    let reg = spoken_registry(d, "made_by = \"make my-tts\"\n");
+    fails_with(
+        &[
+            "decode",
+            "--registry",
+            s(&reg),
+            "--dataset",
+            "spoken",
+            "--methods",
+            "none",
+        ],
+        "the recordings are not there yet: `make my-tts` makes them",
+    );
+    // An utterance the spoken set does not have.
+    std::fs::create_dir_all(d.join("data")).unwrap();
+    wav(&d.join("data/x.wav"), 16_000, 16_000);
+    std::fs::write(d.join("data/wav.scp"), "no-such-utt x.wav\n").unwrap();
+    let reg = spoken_registry(d, "");
+    fails_with(
+        &[
+            "decode",
+            "--registry",
+            s(&reg),
+            "--dataset",
+            "spoken",
+            "--methods",
+            "none",
+        ],
+        "utterance no-such-utt is not an utterance of atco2-sim-1h",
+    );
+    // text_of together with an LM of its own: which one is meant is unclear, so refused.
+    std::fs::write(d.join("data/wav.scp"), "atco2-sim-1h-00000 x.wav\n").unwrap();
+    let reg = spoken_registry(d, "lm = \"lm.arpa\"\n");
+    fails_with(
+        &[
+            "decode",
+            "--registry",
+            s(&reg),
+            "--dataset",
+            "spoken",
+            "--methods",
+            "none",
+        ],
+        "gives either text_of (the dataset its recordings speak) or both lexicon and lm",
+    );
+}
