@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
+.PHONY: nvrtc-venv gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
 
 all: build
 
@@ -46,8 +46,13 @@ nvrtc-venv:
 reproduce: build
 	$(BIN) run --reproduce $(FORCE)
 
-## The same on the quick subsets (a few minutes), under results/quick/.
+## The quick tour (about 5 minutes from a fresh clone): the experiments marked `tour = true`,
+## one or two tables per paper, on the quick subsets, under results/quick/.
 reproduce-quick: build
+	$(BIN) run --tour $(FORCE)
+
+## Every `reproduce = true` experiment on the quick subsets (about 20 minutes from a fresh clone).
+reproduce-quick-all: build
 	$(BIN) run --reproduce --quick $(FORCE)
 
 ## Real audio through the whole pipeline (issue 41): pocketsphinx's test recordings (cards and

@@ -53,7 +53,7 @@ impl Bpe {
             return Err(BpeError::Invalid("BPE training text is empty".into()));
         }
         // Words as symbol sequences.
-        let mut words: Vec<(Vec<String>, u64)> = counts
+        let words: Vec<(Vec<String>, u64)> = counts
             .iter()
             .map(|(w, &c)| {
                 let mut syms = vec![format!("{BOUNDARY}{}", w.chars().next().unwrap())];
@@ -75,34 +75,84 @@ impl Bpe {
                 pieces.len()
             )));
         }
+        // Symbols as ids into `pieces`; the pair counts are kept up to date as merges rewrite
+        // the words that hold the merged pair (counting every pair of every word again per
+        // merge took 12 s on the Earnings-22 text; this gives the same merges in well under 1 s).
+        let id_of: HashMap<&str, u32> = pieces
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.as_str(), i as u32))
+            .collect();
+        let mut words: Vec<(Vec<u32>, u64)> = words
+            .iter()
+            .map(|(syms, c)| (syms.iter().map(|s| id_of[s.as_str()]).collect(), *c))
+            .collect();
+        let mut pairs: HashMap<(u32, u32), u64> = HashMap::new();
+        let mut holders: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
+        for (wi, (syms, c)) in words.iter().enumerate() {
+            for p in syms.windows(2) {
+                *pairs.entry((p[0], p[1])).or_default() += c;
+                holders.entry((p[0], p[1])).or_default().push(wi as u32);
+            }
+        }
         let mut merges = Vec::new();
         while pieces.len() < vocab_size {
-            let mut pairs: HashMap<(&str, &str), u64> = HashMap::new();
-            for (syms, c) in &words {
-                for p in syms.windows(2) {
-                    *pairs.entry((p[0].as_str(), p[1].as_str())).or_default() += c;
+            // The most frequent pair; ties: the pair whose pieces sort first.
+            let mut best: Option<((u32, u32), u64)> = None;
+            for (&(a, b), &c) in &pairs {
+                let better = match best {
+                    None => true,
+                    Some(((ba, bb), bc)) => {
+                        c > bc
+                            || (c == bc
+                                && (pieces[a as usize].as_str(), pieces[b as usize].as_str())
+                                    < (pieces[ba as usize].as_str(), pieces[bb as usize].as_str()))
+                    }
+                };
+                if better {
+                    best = Some(((a, b), c));
                 }
             }
-            let Some(((a, b), _)) = pairs
-                .into_iter()
-                .max_by(|(p1, c1), (p2, c2)| c1.cmp(c2).then_with(|| p2.cmp(p1)))
-            else {
+            let Some(((a, b), _)) = best else {
                 break; // every word is a single piece
             };
-            let (a, b) = (a.to_string(), b.to_string());
-            let merged = format!("{a}{b}");
-            for (syms, _) in &mut words {
+            let merged_id = pieces.len() as u32;
+            pieces.push(format!("{}{}", pieces[a as usize], pieces[b as usize]));
+            merges.push((pieces[a as usize].clone(), pieces[b as usize].clone()));
+            let mut held = holders.remove(&(a, b)).unwrap_or_default();
+            held.sort_unstable();
+            held.dedup();
+            for wi in held {
+                let (syms, c) = &mut words[wi as usize];
+                let c = *c;
+                if !syms.windows(2).any(|p| p[0] == a && p[1] == b) {
+                    continue;
+                }
+                for p in syms.windows(2) {
+                    let k = (p[0], p[1]);
+                    if let Some(n) = pairs.get_mut(&k) {
+                        *n -= c;
+                        if *n == 0 {
+                            pairs.remove(&k);
+                        }
+                    }
+                }
                 let mut i = 0;
                 while i + 1 < syms.len() {
                     if syms[i] == a && syms[i + 1] == b {
-                        syms[i] = merged.clone();
+                        syms[i] = merged_id;
                         syms.remove(i + 1);
                     }
                     i += 1;
                 }
+                for p in syms.windows(2) {
+                    let k = (p[0], p[1]);
+                    *pairs.entry(k).or_default() += c;
+                    if p[0] == merged_id || p[1] == merged_id {
+                        holders.entry(k).or_default().push(wi);
+                    }
+                }
             }
-            pieces.push(merged);
-            merges.push((a, b));
         }
         Ok(Self::from_parts(pieces, merges))
     }
@@ -265,6 +315,92 @@ pub fn encode_sentences<S: AsRef<str>>(bpe: &Bpe, sentences: &[S]) -> Vec<Vec<St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The plain algorithm (every pair of every word counted again per merge), the reference
+    /// the incremental training must equal merge for merge.
+    fn naive_merges(sentences: &[String], vocab_size: usize) -> Vec<(String, String)> {
+        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        for s in sentences {
+            for w in s.split_whitespace() {
+                *counts.entry(w.to_string()).or_default() += 1;
+            }
+        }
+        let mut words: Vec<(Vec<String>, u64)> = counts
+            .iter()
+            .map(|(w, &c)| {
+                let mut syms = vec![format!("{BOUNDARY}{}", w.chars().next().unwrap())];
+                syms.extend(w.chars().skip(1).map(|c| c.to_string()));
+                (syms, c)
+            })
+            .collect();
+        let chars: std::collections::BTreeSet<String> =
+            words.iter().flat_map(|(s, _)| s.iter().cloned()).collect();
+        let mut n = chars.len() + 1;
+        let mut merges = Vec::new();
+        while n < vocab_size {
+            let mut pairs: HashMap<(&str, &str), u64> = HashMap::new();
+            for (syms, c) in &words {
+                for p in syms.windows(2) {
+                    *pairs.entry((p[0].as_str(), p[1].as_str())).or_default() += c;
+                }
+            }
+            let Some(((a, b), _)) = pairs
+                .into_iter()
+                .max_by(|(p1, c1), (p2, c2)| c1.cmp(c2).then_with(|| p2.cmp(p1)))
+            else {
+                break;
+            };
+            let (a, b) = (a.to_string(), b.to_string());
+            let merged = format!("{a}{b}");
+            for (syms, _) in &mut words {
+                let mut i = 0;
+                while i + 1 < syms.len() {
+                    if syms[i] == a && syms[i + 1] == b {
+                        syms[i] = merged.clone();
+                        syms.remove(i + 1);
+                    }
+                    i += 1;
+                }
+            }
+            merges.push((a, b));
+            n += 1;
+        }
+        merges
+    }
+
+    #[test]
+    fn incremental_training_equals_the_plain_algorithm() {
+        // Seeded pseudo-words over a small alphabet: many repeated letters ("aaa": a pair
+        // overlapping itself) and many tied counts, until every word is one piece.
+        let mut x: u64 = 7;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as usize
+        };
+        let text: Vec<String> = (0..300)
+            .map(|_| {
+                (0..1 + next() % 6)
+                    .map(|_| {
+                        (0..1 + next() % 7)
+                            .map(|_| ['a', 'b', 'c', 'a', 'a', 'd'][next() % 6])
+                            .collect::<String>()
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        for vocab in [12, 40, 150, 2000] {
+            let bpe = Bpe::train(&text, vocab).unwrap();
+            assert_eq!(bpe.merges, naive_merges(&text, vocab), "vocab {vocab}");
+        }
+        let all = Bpe::train(&text, 100_000).unwrap();
+        assert!(
+            all.len() < 100_000,
+            "training stops when every word is one piece"
+        );
+    }
 
     #[test]
     fn merges_follow_pair_counts_and_round_trip() {

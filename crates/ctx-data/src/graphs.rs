@@ -44,14 +44,21 @@ pub struct GraphBuildReport {
 }
 
 /// The n-gram LM of a dataset (Kneser-Ney from its LM text, as the registry says), the one its
-/// graphs are compiled from; deterministic, so a G built from it again matches the graph's.
-pub fn dataset_lm(reg: &Registry, name: &str) -> Result<ArpaLm, DataError> {
+/// graphs for `subset` are compiled from (the quick subset's may be pruned harder:
+/// [`crate::registry::LmSpec::quick_prune`]); deterministic, so a G built from it again matches
+/// the graph's.
+pub fn dataset_lm(reg: &Registry, name: &str, subset: Subset) -> Result<ArpaLm, DataError> {
     let ds = Dataset::load(reg, name, Subset::Full)?;
-    estimate_lm(reg, name, &ds)
+    estimate_lm(reg, name, &ds, subset)
 }
 
-fn estimate_lm(reg: &Registry, name: &str, ds: &Dataset) -> Result<ArpaLm, DataError> {
-    let spec = reg.get(name)?.lm();
+fn estimate_lm(
+    reg: &Registry,
+    name: &str,
+    ds: &Dataset,
+    subset: Subset,
+) -> Result<ArpaLm, DataError> {
+    let spec = reg.get(name)?.lm().for_subset(subset);
     let sentences: Vec<Vec<&str>> = ds
         .lm_text
         .iter()
@@ -74,9 +81,10 @@ pub fn dataset_lexicon(
     name: &str,
     kind: GraphKind,
     bpe_size: usize,
+    subset: Subset,
 ) -> Result<(ArpaLm, Lexicon), DataError> {
     let ds = Dataset::load(reg, name, Subset::Full)?;
-    let lm = estimate_lm(reg, name, &ds)?;
+    let lm = estimate_lm(reg, name, &ds, subset)?;
     let (lexicon, _, _) = graph_lexicon(reg, &ds, &lm, kind, bpe_size)?;
     Ok((lm, lexicon))
 }
@@ -134,15 +142,17 @@ fn graph_lexicon(
     })
 }
 
-/// Builds (or loads from `cache_dir`) the decoding graph of a dataset.
+/// Builds (or loads from `cache_dir`) the decoding graph of a dataset for `subset` (compiled
+/// from [`dataset_lm`] of that subset).
 pub fn dataset_graph(
     reg: &Registry,
     name: &str,
     kind: GraphKind,
     bpe_size: usize,
     cache_dir: &Path,
+    subset: Subset,
 ) -> Result<GraphBuildReport, DataError> {
-    dataset_graph_with(reg, name, kind, bpe_size, cache_dir, None)
+    dataset_graph_with(reg, name, kind, bpe_size, cache_dir, subset, None)
 }
 
 /// Like [`dataset_graph`], with G boosted towards a phrase list before compiling (003 §3.1.3);
@@ -153,6 +163,7 @@ pub fn dataset_graph_with(
     kind: GraphKind,
     bpe_size: usize,
     cache_dir: &Path,
+    subset: Subset,
     gboost: Option<&GBoost>,
 ) -> Result<GraphBuildReport, DataError> {
     let t0 = Instant::now();
@@ -172,13 +183,13 @@ pub fn dataset_graph_with(
         _ => {}
     }
     let ds = Dataset::load(reg, name, Subset::Full)?;
-    let spec = reg.get(name)?.lm();
+    let spec = reg.get(name)?.lm().for_subset(subset);
     let mut key = CacheKey::new();
     key.add("dataset", name.as_bytes());
     for l in &ds.lm_text {
         key.add("s", l.as_bytes());
     }
-    key.add("lm", format!("{:?}", spec).as_bytes());
+    key.add("lm", spec.cache_key().as_bytes());
     if let GraphKind::Tlg(_) = kind {
         key.add("bpe", &bpe_size.to_le_bytes());
     }
@@ -224,7 +235,7 @@ pub fn dataset_graph_with(
         });
     }
     let t = Instant::now();
-    let lm = estimate_lm(reg, name, &ds)?;
+    let lm = estimate_lm(reg, name, &ds, subset)?;
     let lm_seconds = t.elapsed().as_secs_f64();
     let (lexicon, units, silence) = graph_lexicon(reg, &ds, &lm, kind, bpe_size)?;
     let inputs = GraphInputs {

@@ -162,6 +162,37 @@ pub struct LmSpec {
     /// Count pruning thresholds per order from bigrams (empty = none).
     #[serde(default)]
     pub prune: Vec<u64>,
+    /// Count pruning for the graphs of the quick subset (empty = `prune`): a quick run decodes
+    /// a few utterances, and a large LM's graph would take longer to build than to use.
+    #[serde(default)]
+    pub quick_prune: Vec<u64>,
+}
+
+impl LmSpec {
+    /// The LM a subset's graphs are compiled from: the quick subset takes `quick_prune` when
+    /// set, the full set `prune`.
+    pub fn for_subset(&self, subset: crate::dataset::Subset) -> LmSpec {
+        let prune = match subset {
+            crate::dataset::Subset::Quick if !self.quick_prune.is_empty() => {
+                self.quick_prune.clone()
+            }
+            _ => self.prune.clone(),
+        };
+        LmSpec {
+            order: self.order,
+            prune,
+            quick_prune: Vec::new(),
+        }
+    }
+
+    /// The text that keys graphs built from this LM in the cache (order and pruning; the
+    /// same text as before `quick_prune` existed, so cached graphs stay valid).
+    pub fn cache_key(&self) -> String {
+        format!(
+            "LmSpec {{ order: {}, prune: {:?} }}",
+            self.order, self.prune
+        )
+    }
 }
 
 fn default_order() -> usize {
@@ -173,6 +204,7 @@ impl Default for LmSpec {
         Self {
             order: 3,
             prune: Vec::new(),
+            quick_prune: Vec::new(),
         }
     }
 }

@@ -196,3 +196,36 @@ fn bad_registry_entries_are_named() {
         .to_string();
     assert!(e.contains("LM training text only"), "{e}");
 }
+
+/// Earnings-21's quick subset decodes on a graph from a harder-pruned LM of the same text
+/// (`quick_prune`): the same vocabulary, fewer bigrams and trigrams; the full set's LM is the
+/// one it always was (its cache key text unchanged).
+#[test]
+fn quick_lm_is_pruned_harder_with_the_same_vocabulary() {
+    let reg = registry();
+    let spec = reg.get("earnings21").unwrap().lm();
+    assert_eq!(spec.quick_prune, vec![3, 3]);
+    assert_eq!(
+        spec.for_subset(Subset::Full).cache_key(),
+        "LmSpec { order: 3, prune: [] }"
+    );
+    assert_eq!(spec.for_subset(Subset::Quick).prune, vec![3, 3]);
+    // A dataset without quick_prune uses one LM for both subsets.
+    let atc = reg.get("atco2-sim-1h").unwrap().lm();
+    assert_eq!(atc.for_subset(Subset::Quick), atc.for_subset(Subset::Full));
+    let full = ctx_data::graphs::dataset_lm(&reg, "earnings21", Subset::Full).unwrap();
+    let quick = ctx_data::graphs::dataset_lm(&reg, "earnings21", Subset::Quick).unwrap();
+    assert_eq!(full.count(1), quick.count(1));
+    assert!(
+        quick.count(2) * 2 < full.count(2),
+        "{} vs {}",
+        quick.count(2),
+        full.count(2)
+    );
+    assert!(
+        quick.count(3) * 2 < full.count(3),
+        "{} vs {}",
+        quick.count(3),
+        full.count(3)
+    );
+}

@@ -119,6 +119,7 @@ pub fn audio_lm(reg: &Registry, name: &str, spec: &AudioSpec) -> Result<(ArpaLm,
             src,
             GraphKind::Hclg,
             ctx_data::graphs::DEFAULT_BPE_SIZE,
+            ctx_data::dataset::Subset::Full,
         )?),
         (None, Some(lex), Some(lm)) => Ok((
             ArpaLm::read(&reg.resolve(lm))?,
@@ -174,7 +175,7 @@ pub fn audio_graph(
             for l in &ds.lm_text {
                 key.add("s", l.as_bytes());
             }
-            key.add("lm-spec", format!("{:?}", reg.get(src)?.lm()).as_bytes());
+            key.add("lm-spec", reg.get(src)?.lm().cache_key().as_bytes());
         }
         (None, Some(lex), Some(lm)) => {
             key.add("lexicon", &read(&reg.resolve(lex))?);

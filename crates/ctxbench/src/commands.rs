@@ -61,7 +61,11 @@ pub struct RunArgs {
     /// Every experiment of --experiments-dir marked `reproduce = true`.
     #[arg(long)]
     pub reproduce: bool,
-    /// Where experiment files live (for --reproduce and the index).
+    /// The quick tour: every experiment marked `tour = true` (one or two tables per paper), on
+    /// the quick subsets (implies --quick; `make reproduce-quick`).
+    #[arg(long, conflicts_with = "reproduce")]
+    pub tour: bool,
+    /// Where experiment files live (for --reproduce, --tour and the index).
     #[arg(long, default_value = "experiments")]
     pub experiments_dir: PathBuf,
     /// Run only shard K of N (a deterministic slice of the grid; join with `ctxbench merge`).
@@ -153,15 +157,30 @@ fn selected(
 
 /// Runs `ctxbench run`.
 pub fn run_run(a: &RunArgs) -> Result<()> {
-    if a.experiments.is_empty() && !a.reproduce {
-        bail!("name experiment files, or --reproduce for every experiment marked reproduce = true");
+    if a.experiments.is_empty() && !a.reproduce && !a.tour {
+        bail!(
+            "name experiment files, --reproduce for every experiment marked reproduce = true, \
+             or --tour for the quick tour"
+        );
     }
-    let exps = selected(&a.experiments, &a.experiments_dir, |e| e.reproduce)?;
+    if a.tour && !a.experiments.is_empty() {
+        bail!("--tour runs the experiments marked tour = true; name files without it");
+    }
+    let exps = selected(&a.experiments, &a.experiments_dir, |e| {
+        if a.tour {
+            e.tour
+        } else {
+            e.reproduce
+        }
+    })?;
     if exps.is_empty() {
         bail!("no experiment to run");
     }
     let reg = registry(&a.common.registry)?;
-    let over = a.common.overrides()?;
+    let mut common = a.common.clone();
+    common.quick |= a.tour;
+    let common = &common;
+    let over = common.overrides()?;
     let shard = a.shard.as_deref().map(run::parse_shard).transpose()?;
     for e in &exps {
         let n = e.grid_size(&over);
@@ -194,8 +213,8 @@ pub fn run_run(a: &RunArgs) -> Result<()> {
         return Ok(());
     }
     let opts = RunOptions {
-        out: a.common.out(),
-        cache: a.common.cache.clone(),
+        out: common.out(),
+        cache: common.cache.clone(),
         overrides: over,
         shard,
         force: a.force,
@@ -345,7 +364,7 @@ pub fn run_regress(a: &RegressArgs) -> Result<()> {
 /// Writes `<root>/README.md`: every experiment file, what it reproduces, and its outputs.
 pub fn write_index(root: &Path, experiments_dir: &Path) -> Result<()> {
     let mut s = String::from(
-        "# Results\n\nWritten by `ctxbench run` (`make reproduce`: full sets, `make reproduce-quick`:\nquick subsets under `results/quick/`). One folder per experiment (docs/design.md §8):\n`points.csv` / `points.parquet` (one row per point), `table.md` / `table.tex` (the paper's\nlayout, its figures beside ours), plots, and `run.json` (machine, code version, seconds).\n\n| experiment | what | in `make reproduce` | results | seconds |\n|---|---|---|---|---|\n",
+        "# Results\n\nWritten by `ctxbench run` (`make reproduce`: full sets, `make reproduce-quick`:\nthe quick tour, on quick subsets under `results/quick/`). One folder per experiment (docs/design.md §8):\n`points.csv` / `points.parquet` (one row per point), `table.md` / `table.tex` (the paper's\nlayout, its figures beside ours), plots, and `run.json` (machine, code version, seconds).\n\n| experiment | what | in `make reproduce` | in the quick tour | results | seconds |\n|---|---|---|---|---|---|\n",
     );
     let paths = experiment::discover(experiments_dir)?;
     for p in paths {
@@ -368,10 +387,11 @@ pub fn write_index(root: &Path, experiments_dir: &Path) -> Result<()> {
             .and_then(|v| v["seconds"].as_f64())
             .map_or("-".into(), |x| format!("{x:.0}"));
         s.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {} |\n",
             e.id,
             e.title,
             if e.reproduce { "yes" } else { "no" },
+            if e.tour { "yes" } else { "no" },
             if links.is_empty() {
                 "not run".to_string()
             } else {

@@ -759,6 +759,12 @@ pub struct Experiment {
     pub reproduce: bool,
     /// Part of `ctxbench regress` (run on the quick subsets).
     pub regress: bool,
+    /// Part of the quick tour (`ctxbench run --tour`, `make reproduce-quick`).
+    pub tour: bool,
+    /// `[quick] settings`: applied over the rows' settings when the points run on the quick
+    /// subsets (`--quick`, `--tour`, `regress`), e.g. fewer timing repeats; keys no row's
+    /// method reads are an error at load time, keys a row's method lacks skip that row.
+    pub quick_settings: Settings,
     /// Fixed settings after presets (before rows, sweeps and `--set`).
     pub settings: Settings,
     /// The experiment-wide sweep grid.
@@ -848,6 +854,10 @@ struct RawExperiment {
     #[serde(default)]
     regress: bool,
     #[serde(default)]
+    tour: bool,
+    #[serde(default)]
+    quick: Option<RawQuick>,
+    #[serde(default)]
     include: Vec<String>,
     #[serde(default)]
     settings: toml::Table,
@@ -863,6 +873,14 @@ struct RawExperiment {
     plot: Vec<PlotSpec>,
     #[serde(default)]
     regress_ratio: Vec<RatioSpec>,
+}
+
+/// An experiment's `[quick]` table: what changes on the quick subsets.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQuick {
+    #[serde(default)]
+    settings: toml::Table,
 }
 
 #[derive(Deserialize)]
@@ -914,6 +932,13 @@ impl Experiment {
         }
         settings.extend(cat.read_settings(&raw.settings, &format!("{file} [settings]"))?);
         let sweep = cat.read_sweep(&raw.sweep, &format!("{file} [sweep]"))?;
+        let quick_settings = match &raw.quick {
+            Some(q) => cat.read_settings(&q.settings, &format!("{file} [quick.settings]"))?,
+            None => Settings::new(),
+        };
+        if quick_settings.contains_key("subset") {
+            bail!("{file} [quick.settings]: 'subset' is what [quick] depends on; set it in [settings]");
+        }
         if raw.rows.is_empty() {
             bail!("{file}: no [[rows]]");
         }
@@ -958,6 +983,11 @@ impl Experiment {
                 settings: own,
                 sweep: row_sweep,
             });
+        }
+        for k in quick_settings.keys() {
+            if !rows.iter().any(|r| cat.reads(&r.method, k)) {
+                bail!("{file} [quick.settings]: no row's method reads '{k}'");
+            }
         }
         let table = raw.table.unwrap_or_default();
         if !["columns", "rows"].contains(&table.paper_layout.as_str()) {
@@ -1011,6 +1041,8 @@ impl Experiment {
             description: raw.description.trim().to_string(),
             reproduce: raw.reproduce,
             regress: raw.regress,
+            tour: raw.tour,
+            quick_settings,
             settings,
             sweep,
             rows,
@@ -1072,9 +1104,15 @@ impl Experiment {
     /// Expands the grid: every row crossed with the experiment's and the row's sweeps, in file
     /// order (rows outer, sweep values inner, first swept key slowest). Two rows that expand
     /// to the same point (row, section, method and settings) are an error: the point would be
-    /// run and written twice.
+    /// run and written twice. On the quick subsets (`over` sets `subset = quick`) the
+    /// experiment's `[quick.settings]` apply over each row's own settings, under sweeps and
+    /// `--set`.
     pub fn points(&self, over: &Overrides) -> Result<Vec<Point>> {
         let file = self.path.display();
+        let quick = over
+            .0
+            .iter()
+            .any(|(k, v)| k == "subset" && v.as_str() == Some("quick"));
         let mut out: Vec<Point> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for r in &self.rows {
@@ -1111,6 +1149,14 @@ impl Experiment {
             for c in combos {
                 let mut s = self.settings.clone();
                 s.extend(r.settings.clone());
+                if quick {
+                    s.extend(
+                        self.quick_settings
+                            .iter()
+                            .filter(|(k, _)| self.catalog.reads(&r.method, k))
+                            .map(|(k, v)| (k.clone(), v.clone())),
+                    );
+                }
                 s.extend(c.iter().cloned());
                 for (k, v) in &over.0 {
                     s.insert(k.clone(), v.clone());
@@ -1271,6 +1317,79 @@ sweep = { discount = [-2, -3] }
         assert_eq!(pts[1].settings["beam"], Value::Float(13.0));
         assert_eq!(pts[1].settings["discount"], Value::Float(-5.0));
         assert_eq!(pts[1].label(), "lat");
+    }
+
+    #[test]
+    fn quick_settings_apply_only_on_the_quick_subsets_and_only_where_read() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(
+            d.path(),
+            "experiments/q.toml",
+            r#"
+tour = true
+[settings]
+dataset = "a"
+beam = 12
+[quick.settings]
+beam = 9
+discount = -4.0
+[[rows]]
+row = "base"
+[[rows]]
+row = "lat"
+method = "lattice-biasing"
+bias_list = "sequences"
+discount = -1.0
+sweep = { lattice_beam = [5, 6] }
+"#,
+        );
+        let e = Experiment::load(&p, catalog()).unwrap();
+        assert!(e.tour && !e.reproduce);
+        // The full subsets: [quick] is not read.
+        let full = e.points(&Overrides::default()).unwrap();
+        assert_eq!(full[0].settings["beam"], Value::Float(12.0));
+        assert_eq!(full[1].settings["discount"], Value::Float(-1.0));
+        // The quick subsets: over [settings] and the row's own settings; a row whose method
+        // lacks the key (the baseline reads no discount) is left without it; sweeps still win.
+        let quick = Overrides(vec![("subset".into(), Value::Str("quick".into()))]);
+        let pts = e.points(&quick).unwrap();
+        assert_eq!(pts.len(), 3);
+        assert_eq!(pts[0].settings["beam"], Value::Float(9.0));
+        assert!(!pts[0].settings.contains_key("discount"));
+        assert_eq!(pts[1].settings["discount"], Value::Float(-4.0));
+        assert_eq!(pts[2].settings["lattice_beam"], Value::Float(6.0));
+        // --set wins over [quick].
+        let mut over = Overrides::parse(&["beam=14".into()], catalog()).unwrap();
+        over.0.extend(quick.0);
+        assert_eq!(
+            e.points(&over).unwrap()[0].settings["beam"],
+            Value::Float(14.0)
+        );
+        // A key no row reads, the subset itself, or a misspelt key: refused, naming the file.
+        for (i, (q, needle)) in [
+            (
+                "gboost_discount = -1.0",
+                "no row's method reads 'gboost_discount'",
+            ),
+            ("subset = \"full\"", "'subset' is what [quick] depends on"),
+            ("beem = 1", "unknown setting 'beem'"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let p = write(
+                d.path(),
+                &format!("experiments/bad{i}.toml"),
+                &format!(
+                    "[settings]\ndataset = \"a\"\n[quick.settings]\n{q}\n[[rows]]\nrow = \"a\"\n"
+                ),
+            );
+            let e = err(&p);
+            assert!(
+                e.contains(needle) && e.contains(&format!("bad{i}.toml")),
+                "{e}"
+            );
+        }
     }
 
     #[test]

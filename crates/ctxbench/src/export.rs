@@ -315,7 +315,8 @@ pub fn run_export(a: &ExportArgs) -> Result<PathBuf> {
         entry.push_str(" }\n");
     }
     if a.with_lm {
-        let (lm, lexicon) = ctx_data::graphs::dataset_lexicon(&reg, &a.dataset, kind, a.bpe_size)?;
+        let (lm, lexicon) =
+            ctx_data::graphs::dataset_lexicon(&reg, &a.dataset, kind, a.bpe_size, subset)?;
         let dir = out.join("lm");
         std::fs::create_dir_all(&dir)?;
         lm.write(&dir.join("G.arpa"))?;

@@ -3,6 +3,7 @@
 use crate::data::registry;
 use anyhow::{anyhow, Context, Result};
 use clap::Subcommand;
+use ctx_data::dataset::Subset;
 use ctx_data::graphs::{dataset_graph, DEFAULT_BPE_SIZE};
 use ctx_graph::compile::GraphKind;
 use ctx_graph::rustfst::fst_traits::ExpandedFst;
@@ -22,6 +23,9 @@ pub enum GraphCommand {
         /// BPE pieces for TLG graphs.
         #[arg(long, default_value_t = DEFAULT_BPE_SIZE)]
         bpe_size: usize,
+        /// The quick subset's graph (its LM may be pruned harder: `quick_prune` in datasets.toml).
+        #[arg(long)]
+        quick: bool,
         /// Graph cache folder.
         #[arg(long, default_value = "cache/graphs")]
         cache: PathBuf,
@@ -47,6 +51,9 @@ pub enum GraphCommand {
         /// Output folder.
         #[arg(long)]
         out: PathBuf,
+        /// The quick subset's graph (its LM may be pruned harder: `quick_prune` in datasets.toml).
+        #[arg(long)]
+        quick: bool,
         /// Graph cache folder.
         #[arg(long, default_value = "cache/graphs")]
         cache: PathBuf,
@@ -54,6 +61,14 @@ pub enum GraphCommand {
         #[arg(long)]
         registry: Option<PathBuf>,
     },
+}
+
+fn subset(quick: bool) -> Subset {
+    if quick {
+        Subset::Quick
+    } else {
+        Subset::Full
+    }
 }
 
 /// Runs a graph command.
@@ -65,6 +80,7 @@ pub fn run_graph(cmd: &GraphCommand) -> Result<()> {
             bpe_size,
             transition_ids,
             out,
+            quick,
             cache,
             registry: r,
         } => {
@@ -75,7 +91,7 @@ pub fn run_graph(cmd: &GraphCommand) -> Result<()> {
             if *transition_ids && k != GraphKind::Hclg {
                 anyhow::bail!("--transition-ids is for HCLG graphs");
             }
-            let rep = dataset_graph(&reg, dataset, k, *bpe_size, cache)
+            let rep = dataset_graph(&reg, dataset, k, *bpe_size, cache, subset(*quick))
                 .with_context(|| format!("building the {kind} graph of {dataset}"))?;
             let mut g = rep.graph;
             let tm = if *transition_ids {
@@ -94,6 +110,7 @@ pub fn run_graph(cmd: &GraphCommand) -> Result<()> {
             dataset,
             kind,
             bpe_size,
+            quick,
             cache,
             registry: r,
         } => {
@@ -101,7 +118,7 @@ pub fn run_graph(cmd: &GraphCommand) -> Result<()> {
             let k = GraphKind::parse(kind).ok_or_else(|| {
                 anyhow!("unknown graph kind '{kind}' (hclg, tlg-normal, tlg-compact)")
             })?;
-            let rep = dataset_graph(&reg, dataset, k, *bpe_size, cache)
+            let rep = dataset_graph(&reg, dataset, k, *bpe_size, cache, subset(*quick))
                 .with_context(|| format!("building the {kind} graph of {dataset}"))?;
             if !rep.skipped_words.is_empty() {
                 eprintln!(

@@ -103,7 +103,9 @@ impl OtfGBoost {
     /// The dataset's LM (the one `graph` was compiled from) and the graph's word table. A
     /// `files` dataset has an LM only when its entry names one (`lm`); without it the phrase
     /// automaton keeps every phrase whose words the graph has, and the exact mode is refused.
-    pub fn new(reg: &Registry, name: &str, graph: &Graph) -> Result<Self> {
+    /// `subset` picks the LM of that subset's graph ([`ctx_data::graphs::dataset_lm`]; audio
+    /// and files entries have one LM for both).
+    pub fn new(reg: &Registry, name: &str, graph: &Graph, subset: Subset) -> Result<Self> {
         let lm = match reg.get(name)? {
             ctx_data::registry::DatasetSpec::Files(f) => match &f.lm {
                 Some(p) => Some(ctx_core::arpa::ArpaLm::read(&reg.resolve(p))?),
@@ -112,7 +114,7 @@ impl OtfGBoost {
             ctx_data::registry::DatasetSpec::Audio(a) => {
                 Some(crate::audio::audio_lm(reg, name, a)?.0)
             }
-            _ => Some(ctx_data::graphs::dataset_lm(reg, name)?),
+            _ => Some(ctx_data::graphs::dataset_lm(reg, name, subset)?),
         };
         Ok(Self {
             lm,
@@ -676,7 +678,7 @@ impl Setup {
             }),
             None => None,
         };
-        let report = dataset_graph_with(reg, name, kind, bpe_size, cache, boost.as_ref())
+        let report = dataset_graph_with(reg, name, kind, bpe_size, cache, subset, boost.as_ref())
             .with_context(|| format!("building the {} graph of {name}", kind.name()))?;
         let gboost = report.gboost.clone();
         let (graph, hclg_phrases) = hclg_boosted(report.graph, full, hclg_bias.as_ref())?;
@@ -687,7 +689,7 @@ impl Setup {
                     kind.name()
                 );
             }
-            Some(OtfGBoost::new(reg, name, &graph)?)
+            Some(OtfGBoost::new(reg, name, &graph, subset)?)
         } else {
             None
         };
@@ -782,7 +784,7 @@ impl Setup {
         let (graph, gboost) = crate::audio::audio_graph(reg, name, a, boost.as_ref(), opts.cache)?;
         let (graph, hclg_phrases) = hclg_boosted(graph, full, opts.hclg_bias.as_ref())?;
         let otf = if opts.gboost_otf {
-            Some(OtfGBoost::new(reg, name, &graph)?)
+            Some(OtfGBoost::new(reg, name, &graph, Subset::Full)?)
         } else {
             None
         };
@@ -876,7 +878,7 @@ impl Setup {
         )?;
         let (graph, hclg_phrases) = hclg_boosted(graph, &dataset, opts.hclg_bias.as_ref())?;
         let otf = if opts.gboost_otf {
-            Some(OtfGBoost::new(reg, name, &graph)?)
+            Some(OtfGBoost::new(reg, name, &graph, Subset::Full)?)
         } else {
             None
         };

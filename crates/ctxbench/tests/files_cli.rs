@@ -323,6 +323,7 @@ fn lattices_are_kaldi_text_archives_whose_best_path_is_the_one_best() {
         "export",
         "--dataset",
         "earnings21",
+        "--quick",
         "--out",
         s(&graph),
     ]);

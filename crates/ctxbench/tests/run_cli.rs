@@ -912,3 +912,45 @@ clients = 4
     assert!(!o.status.success());
     assert!(stderr(&o).contains("ctx_output 'later'"), "{}", stderr(&o));
 }
+
+/// `run --tour` (`make reproduce-quick`) runs exactly the shipped experiments marked
+/// `tour = true` (on the quick subsets: `[quick.settings]` is tested in experiment.rs); it
+/// takes no file names.
+#[test]
+fn the_tour_runs_the_marked_experiments_on_the_quick_subsets() {
+    let out = ctxbench(&["run", "--tour", "--dry-run"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut ran: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .filter_map(|l| l.split(':').next())
+        .collect();
+    ran.sort_unstable();
+    let dir = common::root().join("experiments");
+    let mut marked: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .lines()
+                .any(|l| l.trim() == "tour = true")
+        })
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    marked.sort_unstable();
+    assert!(
+        marked.len() >= 5,
+        "one table per paper at least: {marked:?}"
+    );
+    assert_eq!(ran, marked);
+    fails_with(
+        &["run", "--tour", "experiments/thesis-table3.3.toml"],
+        "name files without it",
+    );
+}

@@ -661,7 +661,12 @@ impl E2eSetup {
         }
         let t0 = Instant::now();
         let name = self.dataset.name.trim_end_matches("-quick");
-        let lm = ctx_data::graphs::dataset_lm(cx.reg, name)
+        let subset = if name.len() < self.dataset.name.len() {
+            ctx_data::dataset::Subset::Quick
+        } else {
+            ctx_data::dataset::Subset::Full
+        };
+        let lm = ctx_data::graphs::dataset_lm(cx.reg, name, subset)
             .with_context(|| format!("the word LM of {name}"))?;
         let words: Vec<&str> = lm.vocab().iter().map(String::as_str).collect();
         let spelled: std::collections::HashMap<&str, Option<Vec<u32>>> =
