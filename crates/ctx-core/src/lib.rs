@@ -6,6 +6,7 @@
 //! - [`score_table`] — per-utterance scores from an ark, scp or `.npy` folder, read on demand.
 //! - [`lexicon`] — Kaldi and CMUdict lexicons.
 //! - [`bias`] — biasing lists (global, per document, per utterance) and OOV reports.
+//! - [`context_list`] — weighted phrase lists for open-vocabulary contexts.
 //! - [`corpus`] — Kaldi data directories and Earnings `.nlp` transcripts.
 //! - [`metrics`] — WER, NE-WER, U-WER, NE-A, per-class WER, P/R/F1, fstalign-style normalisation.
 //! - [`transition`] — Kaldi transition models (`final.mdl`): transition-id → pdf-id.
@@ -15,6 +16,7 @@
 
 pub mod arpa;
 pub mod bias;
+pub mod context_list;
 pub mod corpus;
 pub mod e2e;
 pub mod error;

@@ -8,6 +8,7 @@
 //! - [`gboost`]: G-boosting (003 §3.1.3): phrase n-grams discounted, missing ones added.
 //! - [`biasing`]: the biasing FST of a phrase list (loop state + discounted phrase trie).
 //! - [`phrase_arcs`]: the arcs arc-index boosting discounts for a phrase list (000 Algorithm 1).
+//! - [`context`]: a stream's open-vocabulary context graph over CTC tokens (issue 42).
 //! - [`csr`]: the CSR decoding-graph layout every decoder reads (emitting arcs first).
 //! - [`external`]: OpenFst binary graphs from other tools (vector, const) and export of ours.
 //! - [`cache`]: an on-disk cache of built graphs keyed by a hash of their inputs.
@@ -20,6 +21,7 @@
 pub mod biasing;
 pub mod cache;
 pub mod compile;
+pub mod context;
 pub mod csr;
 pub mod ctc;
 pub mod error;
