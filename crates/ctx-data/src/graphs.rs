@@ -246,6 +246,7 @@ pub fn dataset_graph_with(
         silence,
         hmm: HmmTopology::default(),
         gboost,
+        context_slot: None,
     };
     let (graph, report) =
         build_graph(kind, &inputs).map_err(|e| DataError::Invalid(e.to_string()))?;

@@ -14,9 +14,11 @@
 use crate::ctc::{self, CtcTopology};
 use crate::error::{GraphError, Result};
 use crate::gboost::{gboost_edit, GBoost};
-use crate::grammar::{build_grammar_fst_with, GrammarEdit, GrammarReport, MissingWords};
+use crate::grammar::{
+    build_grammar_fst_with, GrammarEdit, GrammarReport, MissingWords, NULL_HISTORY,
+};
 use crate::hmm::{self, HmmTopology, UnitHmms};
-use crate::lexicon_fst::{build_lexicon_fst, LangSymbols, LexiconFst, SilenceOptions};
+use crate::lexicon_fst::{build_lexicon_fst_with, LangSymbols, LexiconFst, SilenceOptions};
 use crate::StdFst;
 use ctx_core::arpa::ArpaLm;
 use ctx_core::lexicon::Lexicon;
@@ -294,12 +296,23 @@ pub struct GraphInputs<'a> {
     pub hmm: HmmTopology,
     /// G-boosting applied to G before compiling (003 §3.1.3), if any.
     pub gboost: Option<&'a GBoost>,
+    /// The context slot and its entry cost (issue 42): the word
+    /// [`CONTEXT_SLOT`](crate::lexicon_fst::CONTEXT_SLOT) as a self-loop
+    /// of G's empty-history state costing this much, spelled by its own disambiguation unit in
+    /// L, so the graph holds ε:`#CONTEXT` arcs wherever a word may start after backing off.
+    /// `None`: no slot (the graph is the same as without the field).
+    pub context_slot: Option<f32>,
 }
 
 /// Builds L, G and the requested graph; returns it with G's report.
 pub fn build_graph(kind: GraphKind, inputs: &GraphInputs<'_>) -> Result<(Graph, GrammarReport)> {
     let t = Instant::now();
-    let l = build_lexicon_fst(inputs.lexicon, inputs.units, inputs.silence.as_ref())?;
+    let l = build_lexicon_fst_with(
+        inputs.lexicon,
+        inputs.units,
+        inputs.silence.as_ref(),
+        inputs.context_slot.is_some(),
+    )?;
     let l_secs = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let (edit, boosted) = match inputs.gboost {
@@ -309,13 +322,22 @@ pub fn build_graph(kind: GraphKind, inputs: &GraphInputs<'_>) -> Result<(Graph, 
         }
         None => (GrammarEdit::default(), None),
     };
-    let (g, mut report) = build_grammar_fst_with(
+    let (mut g, mut report) = build_grammar_fst_with(
         inputs.lm,
         &l.symbols.words,
         l.symbols.word_disambig,
         inputs.missing_words,
         &edit,
     )?;
+    if let (Some(cost), Some(w)) = (inputs.context_slot, l.symbols.context_slot()) {
+        if !cost.is_finite() {
+            return Err(GraphError::Invalid(format!(
+                "context slot entry cost {cost} is not finite"
+            )));
+        }
+        g.add_tr(NULL_HISTORY, Tr::new(w, w, cost, NULL_HISTORY))
+            .map_err(|e| GraphError::fst("G", e))?;
+    }
     report.gboost = boosted;
     let g_secs = t.elapsed().as_secs_f64();
     let mut graph = match kind {

@@ -56,6 +56,10 @@ pub struct GrammarReport {
 
 const LN10: f32 = std::f32::consts::LN_10;
 
+/// The state of G for the empty history (the unigrams), where every back-off chain ends; the
+/// first state a G is built with. The context slot is a self-loop there.
+pub const NULL_HISTORY: StateId = 0;
+
 /// Builds G over `words` (whose `#0` id is `backoff_label`) from an ARPA LM.
 pub fn build_grammar_fst(
     lm: &ArpaLm,
@@ -116,6 +120,7 @@ pub fn build_grammar_fst_with(
     let mut fst = StdFst::new();
     let mut states: HashMap<Vec<u32>, StateId> = HashMap::new();
     let null = fst.add_state();
+    debug_assert_eq!(null, NULL_HISTORY);
     states.insert(Vec::new(), null);
     // Histories in a deterministic order: listed n-grams below the top order, then contexts.
     let mut backoffs: Vec<(StateId, Vec<u32>, f32)> = Vec::new();

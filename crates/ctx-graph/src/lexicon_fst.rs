@@ -15,6 +15,11 @@ use ctx_core::symbols::SymbolTable;
 use rustfst::prelude::*;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+/// The word of the class slot through which the search enters a stream's context graph
+/// (issue 42; Kaldi's GrammarFst nonterminals): in L it is spelled by one disambiguation unit
+/// of its own, so after disambiguation removal the graph holds it as ε-input arcs.
+pub const CONTEXT_SLOT: &str = "#CONTEXT";
+
 /// Optional silence between words: a self-loop of L's loop state.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SilenceOptions {
@@ -48,6 +53,11 @@ impl LangSymbols {
     /// Whether a unit-table id is a disambiguation symbol.
     pub fn is_unit_disambig(&self, id: u32) -> bool {
         id > self.num_units
+    }
+
+    /// The word id of the context slot ([`CONTEXT_SLOT`]), when the graph was built with one.
+    pub fn context_slot(&self) -> Option<u32> {
+        self.words.id(CONTEXT_SLOT)
     }
 
     /// Word labels a decoder may output (every word except `#0`, `<s>`, `</s>`), ascending.
@@ -91,6 +101,18 @@ pub fn build_lexicon_fst(
     lexicon: &Lexicon,
     units: &[String],
     silence: Option<&SilenceOptions>,
+) -> Result<LexiconFst> {
+    build_lexicon_fst_with(lexicon, units, silence, false)
+}
+
+/// [`build_lexicon_fst`], with the context slot when `slot` is set: the word [`CONTEXT_SLOT`]
+/// after `</s>` in the word table, spelled by the last disambiguation unit (one more than the
+/// lexicon needs), a self-loop of the loop state.
+pub fn build_lexicon_fst_with(
+    lexicon: &Lexicon,
+    units: &[String],
+    silence: Option<&SilenceOptions>,
+    slot: bool,
 ) -> Result<LexiconFst> {
     let mut unit_ids: HashMap<&str, u32> = HashMap::new();
     for (i, u) in units.iter().enumerate() {
@@ -178,18 +200,20 @@ pub fn build_lexicon_fst(
     let word_disambig = words.add("#0");
     words.add(BOS);
     words.add(EOS);
+    let slot_word = slot.then(|| words.add(CONTEXT_SLOT));
+    let last_disambig = max_disambig + u32::from(slot);
     let mut unit_table = SymbolTable::with_epsilon();
     for u in units {
         unit_table.add(u);
     }
-    for k in 0..=max_disambig {
+    for k in 0..=last_disambig {
         unit_table.add(&format!("#{k}"));
     }
     let symbols = LangSymbols {
         words,
         units: unit_table,
         num_units: units.len() as u32,
-        num_disambig: max_disambig + 1,
+        num_disambig: last_disambig + 1,
         word_disambig,
     };
 
@@ -237,5 +261,12 @@ pub fn build_lexicon_fst(
         Tr::new(symbols.unit_disambig(0), word_disambig, 0.0, loop_state),
     )
     .map_err(|e| GraphError::fst("L", e))?;
+    if let Some(w) = slot_word {
+        fst.add_tr(
+            loop_state,
+            Tr::new(symbols.unit_disambig(last_disambig), w, 0.0, loop_state),
+        )
+        .map_err(|e| GraphError::fst("L", e))?;
+    }
     Ok(LexiconFst { fst, symbols })
 }

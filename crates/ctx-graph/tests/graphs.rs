@@ -484,6 +484,7 @@ fn graph_cache_round_trips_and_keys_on_inputs() {
         silence: None,
         hmm: HmmTopology::default(),
         gboost: None,
+        context_slot: None,
     };
     let (graph, _) = build_graph(GraphKind::Hclg, &inputs).unwrap();
     assert_eq!(graph.steps[0].name, "L");
@@ -541,4 +542,68 @@ fn bad_inputs_are_named() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("'x'") && e.contains("'Q'"), "{e}");
+}
+
+/// The context slot (issue 42): TLG and HCLG built with it hold ε-input `#CONTEXT` arcs, the
+/// language without the slot word is unchanged to the cost, and a slot between two words costs
+/// the back-off to the empty history, the entry cost, then the second word as a unigram.
+#[test]
+fn the_context_slot_is_entered_from_the_empty_history_at_its_entry_cost() {
+    let lm = toy_arpa();
+    let lexicon = lex(&[("ab", "A B", 1.0), ("ba", "B A", 1.0), ("c", "C", 1.0)]);
+    let units = strings(&["A", "B", "C"]);
+    let inputs = |slot| GraphInputs {
+        lexicon: &lexicon,
+        units: &units,
+        lm: &lm,
+        missing_words: MissingWords::Error,
+        silence: None,
+        hmm: HmmTopology::default(),
+        gboost: None,
+        context_slot: slot,
+    };
+    let ln10 = std::f32::consts::LN_10;
+    for kind in [GraphKind::Tlg(CtcTopology::Compact), GraphKind::Hclg] {
+        let (plain, _) = build_graph(kind, &inputs(None)).unwrap();
+        let (slotted, _) = build_graph(kind, &inputs(Some(5.0))).unwrap();
+        assert_eq!(plain.symbols.context_slot(), None);
+        let w = slotted.symbols.context_slot().unwrap();
+        assert!(
+            !slotted.symbols.word_labels().contains(&w),
+            "never a decoder output"
+        );
+        let id = |x: &str| slotted.symbols.words.id(x).unwrap();
+        // The slot arcs read nothing: the search jumps through them.
+        let g = DecodingGraph::from_fst(&slotted.fst, None).unwrap();
+        let slot_arcs = (0..g.ilabel.len())
+            .filter(|&a| g.olabel[a] == w)
+            .collect::<Vec<_>>();
+        assert!(!slot_arcs.is_empty(), "{kind:?}");
+        assert!(slot_arcs.iter().all(|&a| g.ilabel[a] == 0), "{kind:?}");
+        assert!(g.ilabel.iter().all(|&l| l <= slotted.num_columns));
+        let with = output_language(&slotted.fst, 3).unwrap();
+        let without = output_language(&plain.fst, 3).unwrap();
+        for (seq, c) in &without {
+            let c2 = with[seq];
+            assert!((c - c2).abs() < 1e-3, "{kind:?} {seq:?}: {c} vs {c2}");
+        }
+        assert_eq!(
+            with.keys().filter(|s| !s.contains(&w)).count(),
+            without.len()
+        );
+        // "ab c" backs off to the empty history between the words (no bigram "ab c"), and so
+        // does "<s> </s>": a slot there costs exactly its entry cost, whatever H adds per phone.
+        let (ab, c) = (id("ab"), id("c"));
+        let got = with[&vec![ab, w, c]] - without[&vec![ab, c]];
+        assert!((got - 5.0).abs() < 1e-3, "{kind:?}: {got}");
+        let got = with[&vec![w]] - without[&Vec::new()];
+        assert!((got - 5.0).abs() < 1e-3, "{kind:?}: {got}");
+        // Where the LM has the bigram ("c c"), the slot's way goes through the back-off:
+        // c's back-off (0.4) and c as a unigram (0.9) instead of the bigram (0.25).
+        let got = with[&vec![c, w, c]] - without[&vec![c, c]];
+        assert!(
+            (got - (5.0 + (0.4 + 0.9 - 0.25) * ln10)).abs() < 1e-3,
+            "{kind:?}: {got}"
+        );
+    }
 }
