@@ -72,6 +72,65 @@ fn a_thousand_earnings_entities_compile_in_milliseconds() {
     }
 }
 
+/// The hybrid form: the same 1,000 phrases pronounced by the shipped pronouncer (CMUdict, and
+/// letter-to-sound for the words it lacks) over the hybrid graphs' units (SIL, then the 39
+/// CMU phones), laid out as the simulated models' HMMs.
+#[test]
+fn the_same_entities_compile_as_phone_hmms() {
+    let reg =
+        Registry::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets.toml")).unwrap();
+    let ds = Dataset::load(&reg, "earnings21", Subset::Full).unwrap();
+    let pron = ctx_data::dataset::shipped_pronouncer(&reg).unwrap();
+    let unit_id: std::collections::HashMap<&str, u32> = ctx_data::pronounce::CMU_PHONES
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (*p, i as u32 + 2))
+        .collect();
+    let hmms = ctx_graph::hmm::UnitHmms::uniform(&ctx_graph::hmm::HmmTopology::default(), 40);
+    let list = ContextList {
+        phrases: ds.global_lists["oracle"].phrases[..1000]
+            .iter()
+            .map(|w| ContextPhrase {
+                words: w.clone(),
+                weight: 3.0,
+            })
+            .collect(),
+    };
+    let mut best = f64::INFINITY;
+    let mut g = None;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let c = ContextGraph::compile_hybrid(
+            &list,
+            |w| {
+                let (prons, _) = pron.pronounce(w).ok()?;
+                prons
+                    .first()?
+                    .iter()
+                    .map(|p| unit_id.get(p.as_str()).copied())
+                    .collect()
+            },
+            &hmms,
+        )
+        .unwrap();
+        best = best.min(t.elapsed().as_secs_f64());
+        g = Some(c);
+    }
+    let g = g.unwrap();
+    println!(
+        "hybrid: 1,000 phrases -> {} states, {} arcs in {:.2} ms (best of 3; {} unpronounceable)",
+        g.graph.num_states(),
+        g.graph.ilabel.len(),
+        best * 1e3,
+        g.unspellable.len()
+    );
+    let budget = if cfg!(debug_assertions) { 0.2 } else { 0.01 };
+    assert!(best < budget, "{best} s");
+    assert!(g.unspellable.len() < 10, "{:?}", g.unspellable);
+    assert_eq!(g.phrases + g.unspellable.len(), 1000);
+    assert!(g.graph.final_cost.iter().filter(|c| c.is_finite()).count() > 900);
+}
+
 /// Every state reachable from the start reading `frames` (ε arcs followed after each frame).
 fn reach(g: &ctx_graph::csr::DecodingGraph, frames: &[u32]) -> Vec<usize> {
     let close = |set: &mut Vec<usize>| {

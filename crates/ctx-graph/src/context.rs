@@ -1,7 +1,8 @@
-//! A stream's context graph for open-vocabulary biasing of CTC decoding (docs/design.md §3,
-//! issue 42): the phrases of a [`ContextList`] spelled in the model's tokens and laid out with the
-//! CTC rules of the main graph's topology, compiled at run time in the [`DecodingGraph`] layout
-//! so the search walks it as it walks TLG.
+//! A stream's context graph for open-vocabulary biasing (docs/design.md §3, issue 42): the
+//! phrases of a [`ContextList`] spelled in the model's tokens and laid out with the CTC rules of
+//! the main graph's topology ([`ContextGraph::compile`]), or pronounced in phones and laid out as
+//! their HMMs ([`ContextGraph::compile_hybrid`]), compiled at run time in the [`DecodingGraph`]
+//! layout so the search walks it as it walks TLG or HCLG.
 //!
 //! The phrases form a trie over (token, word output) pairs: phrases that start with the same
 //! words share states; a word's output label sits on the arc that reads its first token, so two
@@ -37,6 +38,7 @@
 use crate::csr::DecodingGraph;
 use crate::ctc::{unit_label, CtcTopology, BLANK_LABEL};
 use crate::error::{GraphError, Result};
+use crate::hmm::UnitHmms;
 use ctx_core::context_list::ContextList;
 use std::collections::HashMap;
 
@@ -77,8 +79,61 @@ impl ContextGraph {
     /// `topo`. A token id 0 (the blank) in a spelling is an error.
     pub fn compile(
         list: &ContextList,
-        mut spell: impl FnMut(&str) -> Option<Vec<u32>>,
+        spell: impl FnMut(&str) -> Option<Vec<u32>>,
         topo: CtcTopology,
+    ) -> Result<Self> {
+        let trie = Trie::build(list, spell, "token 0 (the blank)")?;
+        let graph = match topo {
+            CtcTopology::Normal => layout_normal(&trie.nodes),
+            CtcTopology::Compact => layout_compact(&trie.nodes),
+        };
+        Ok(trie.into_graph(graph))
+    }
+
+    /// The hybrid form: each word pronounced by `pronounce` as 1-based unit (phone) ids — for
+    /// words the lexicon lacks, letter-to-sound pronunciations — and each unit laid out as its
+    /// left-to-right HMM from `hmms` (C is the identity: monophones, as in the simulated hybrid
+    /// models' HCLG). A unit's states read their pdfs (input label pdf + 1), are entered at
+    /// their entry cost and loop at their loop cost, as in HCLG. An unknown unit id is an error.
+    pub fn compile_hybrid(
+        list: &ContextList,
+        pronounce: impl FnMut(&str) -> Option<Vec<u32>>,
+        hmms: &UnitHmms,
+    ) -> Result<Self> {
+        let trie = Trie::build(list, pronounce, "unit 0")?;
+        if let Some(n) = trie
+            .nodes
+            .iter()
+            .skip(1)
+            .find(|n| n.token as usize > hmms.pdfs.len())
+        {
+            return Err(GraphError::Invalid(format!(
+                "a pronunciation uses unit {} of {}",
+                n.token,
+                hmms.pdfs.len()
+            )));
+        }
+        let graph = layout_hmm(&trie.nodes, hmms);
+        Ok(trie.into_graph(graph))
+    }
+}
+
+/// The phrases as a trie over (unit, word output) pairs, with the output words and what was
+/// left out.
+struct Trie {
+    nodes: Vec<Node>,
+    words: Vec<String>,
+    phrases: usize,
+    unspellable: Vec<String>,
+}
+
+impl Trie {
+    /// Spells every word of every phrase (once per word); `zero` names unit 0 in the error a
+    /// spelling holding it gets.
+    fn build(
+        list: &ContextList,
+        mut spell: impl FnMut(&str) -> Option<Vec<u32>>,
+        zero: &str,
     ) -> Result<Self> {
         let mut words: Vec<String> = Vec::new();
         let mut word_ids: HashMap<String, u32> = HashMap::new();
@@ -99,7 +154,7 @@ impl ContextGraph {
                 };
                 if sp.contains(&0) {
                     return Err(GraphError::Invalid(format!(
-                        "the spelling of '{w}' holds token 0 (the blank)"
+                        "the spelling of '{w}' holds {zero}"
                     )));
                 }
                 let id = *word_ids.entry(w.clone()).or_insert_with(|| {
@@ -130,16 +185,21 @@ impl ContextGraph {
             nodes[n].weight = Some(best);
             phrases += 1;
         }
-        let graph = match topo {
-            CtcTopology::Normal => layout_normal(&nodes),
-            CtcTopology::Compact => layout_compact(&nodes),
-        };
         Ok(Self {
-            graph: to_csr(graph),
+            nodes,
             words,
             phrases,
             unspellable,
         })
+    }
+
+    fn into_graph(self, b: Building) -> ContextGraph {
+        ContextGraph {
+            graph: to_csr(b),
+            words: self.words,
+            phrases: self.phrases,
+            unspellable: self.unspellable,
+        }
     }
 }
 
@@ -164,12 +224,11 @@ impl Building {
     }
 
     fn arc(&mut self, from: u32, il: u32, ol: u32, next: u32) {
-        self.arcs[from as usize].push(Arc {
-            il,
-            ol,
-            w: 0.0,
-            next,
-        });
+        self.weighted(from, il, ol, 0.0, next);
+    }
+
+    fn weighted(&mut self, from: u32, il: u32, ol: u32, w: f32, next: u32) {
+        self.arcs[from as usize].push(Arc { il, ol, w, next });
     }
 }
 
@@ -241,6 +300,36 @@ fn layout_compact(nodes: &[Node]) -> Building {
         }
         for &(t, o, c) in &node.children {
             b.arc(l, unit_label(t), o, c as u32);
+        }
+    }
+    b
+}
+
+/// HMM layout: node n's unit is a chain of its pdfs, the first HMM state being state n and the
+/// others appended; a child is entered from the last state of its parent (the start state for
+/// the first unit), the phrase-end nodes' last states are final.
+fn layout_hmm(nodes: &[Node], hmms: &UnitHmms) -> Building {
+    let mut b = Building::with_states(nodes.len());
+    let mut last = vec![0u32; nodes.len()];
+    for (n, node) in nodes.iter().enumerate().skip(1) {
+        let pdfs = &hmms.pdfs[node.token as usize - 1];
+        let mut s = n as u32;
+        b.weighted(s, pdfs[0] + 1, 0, hmms.loop_cost[pdfs[0] as usize], s);
+        for &p in &pdfs[1..] {
+            let d = b.state();
+            b.weighted(s, p + 1, 0, hmms.enter_cost[p as usize], d);
+            b.weighted(d, p + 1, 0, hmms.loop_cost[p as usize], d);
+            s = d;
+        }
+        last[n] = s;
+        if let Some(w) = node.weight {
+            b.final_cost[s as usize] = -w;
+        }
+    }
+    for (n, node) in nodes.iter().enumerate() {
+        for &(t, o, c) in &node.children {
+            let p = hmms.pdfs[t as usize - 1][0];
+            b.weighted(last[n], p + 1, o, hmms.enter_cost[p as usize], c as u32);
         }
     }
     b
@@ -407,6 +496,39 @@ mod tests {
         assert_eq!(read(gr, &[t(7), t(7), t(9)]), None);
         // H/L per inner node: start, 3 nodes of zorblax (+3 L), corp, zorro's 7 (+L) and 5.
         assert_eq!(gr.num_states(), 1 + 3 + 3 + 1 + 2 + 1);
+    }
+
+    #[test]
+    fn hybrid_phrases_walk_their_phones_hmms() {
+        use crate::hmm::HmmTopology;
+        let topo = HmmTopology {
+            states_per_phone: 2,
+            self_loop_prob: 0.5,
+            transition_scale: 1.0,
+        };
+        let hmms = UnitHmms::uniform(&topo, 5);
+        let list = ContextList::parse("zorblax\t2\nzorblax corp\t4\n", Path::new("ctx"), 1.0, true)
+            .unwrap();
+        // Letter-to-sound stand-ins: zorblax = units 3 1, corp = unit 5.
+        let pron = |w: &str| match w {
+            "zorblax" => Some(vec![3, 1]),
+            "corp" => Some(vec![5]),
+            _ => None,
+        };
+        let g = ContextGraph::compile_hybrid(&list, pron, &hmms).unwrap();
+        let ln2 = std::f32::consts::LN_2;
+        // pdf(u, k) = 2(u − 1) + k, label = pdf + 1: unit 3 reads 5 6, unit 1 reads 1 2.
+        let (cost, out) = read(&g.graph, &[5, 5, 6, 1, 2]).unwrap();
+        assert!((cost - (5.0 * ln2 - 2.0)).abs() < 1e-5, "{cost}");
+        assert_eq!(out, [1]);
+        // On into corp (unit 5: labels 9 10): the longer phrase's weight.
+        let (cost, out) = read(&g.graph, &[5, 6, 1, 2, 9, 10, 10]).unwrap();
+        assert!((cost - (7.0 * ln2 - 4.0)).abs() < 1e-5, "{cost}");
+        assert_eq!(out, [1, 2]);
+        assert_eq!(read(&g.graph, &[5, 6, 1]), None, "a prefix earns nothing");
+        assert_eq!(read(&g.graph, &[1, 2, 5, 6]), None);
+        let e = ContextGraph::compile_hybrid(&list, |_| Some(vec![6]), &hmms).unwrap_err();
+        assert!(e.to_string().contains("unit 6 of 5"), "{e}");
     }
 
     #[test]
