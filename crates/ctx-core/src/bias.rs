@@ -47,7 +47,8 @@ impl OovReport {
     }
 }
 
-fn split_phrase(text: &str, lowercase: bool) -> Vec<String> {
+/// The words of a phrase, lower-cased when asked (shared by every list format of the crate).
+pub(crate) fn split_phrase(text: &str, lowercase: bool) -> Vec<String> {
     text.split_whitespace()
         .map(|w| {
             if lowercase {

@@ -22,6 +22,7 @@
 //! assert_eq!(err.to_string(), "calls.txt:1: weight 'lots' is not a number");
 //! ```
 
+use crate::bias::split_phrase;
 use crate::error::{CoreError, Result};
 use crate::io::read_text;
 use std::collections::HashMap;
@@ -77,16 +78,7 @@ impl ContextList {
                     "more than one tab (a phrase, then at most one weight)".into(),
                 ));
             }
-            let words: Vec<String> = phrase
-                .split_whitespace()
-                .map(|w| {
-                    if lowercase {
-                        w.to_lowercase()
-                    } else {
-                        w.to_string()
-                    }
-                })
-                .collect();
+            let words = split_phrase(phrase, lowercase);
             if words.is_empty() {
                 if raw.contains('\t') {
                     return Err(bad(line, "a weight without a phrase".into()));

@@ -534,6 +534,56 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "an experiment whose [quick.settings] sets what no row reads",
+            Box::new(|b| {
+                let d = b.case_dir("quick-settings");
+                let e = d.join("q.toml");
+                std::fs::write(
+                    &e,
+                    "title = \"t\"\ndescription = \"d\"\n[settings]\ndataset = \"atco2-sim-1h\"\n\
+                     [quick.settings]\ngboost_discount = -1.0\n[table]\nmeasures = [\"wer\"]\n\
+                     [[rows]]\nrow = \"A\"\n",
+                )
+                .unwrap();
+                (
+                    strs(&["run", "--dry-run", "--quick", e.to_str().unwrap()]),
+                    Expect::Fails(strs(&[
+                        "q.toml [quick.settings]",
+                        "no row's method reads 'gboost_discount'",
+                    ])),
+                )
+            }),
+        ),
+        (
+            "a registry whose quick_prune is not a list of counts",
+            Box::new(|b| {
+                let d = b.case_dir("quick-prune");
+                let reg = std::fs::read_to_string(common::root().join("datasets.toml"))
+                    .unwrap()
+                    .replace("quick_prune = [3, 3]", "quick_prune = \"3\"");
+                assert!(reg.contains("quick_prune = \"3\""));
+                let r = d.join("datasets.toml");
+                std::fs::write(&r, reg).unwrap();
+                (
+                    strs(&[
+                        "graph",
+                        "build",
+                        "--dataset",
+                        "earnings21",
+                        "--quick",
+                        "--registry",
+                        r.to_str().unwrap(),
+                    ]),
+                    // serde's tagged entries report the entry and the type, not the field.
+                    Expect::Fails(strs(&[
+                        "datasets.toml",
+                        "[earnings21]",
+                        "expected a sequence",
+                    ])),
+                )
+            }),
+        ),
+        (
             "a sweep of a million points",
             Box::new(|b| {
                 let d = b.case_dir("sweep");
