@@ -7,6 +7,7 @@
 #   throughput  002 Table 2 (HCLG) and 001 Tables 2-3 (compact TLG) decoder throughput
 #   lm          NGPU-LM batched queries (when the bundle holds the Earnings-22 LM)
 #   hclg        000 on the device: Table 1 (quick), speed ratio
+#   chen18      002 Table 1 on the device: lattice density, WER, OWER, CPU row against CUDA row
 #   load        000's load simulation on the device
 #   fusion      004 greedy fusion with the LM's queries on the device (bataev-device)
 #   ctc-stream  001 Table 4: the CTC decoder's streaming channels on the device
@@ -164,6 +165,11 @@ phase_hclg() {
     run_exp 150 "$OUT/hclg-boost.log" nigmatulina23-speed --set backend=cuda --set threads=16
 }
 
+phase_chen18() {
+    # 002 Table 1 with the CUDA backend beside the CPU backend (quick sets, every utterance).
+    run_exp 200 "$OUT/chen18.log" chen18-table1-gpu
+}
+
 phase_load() {
     # 000's load simulation on the device (9 client counts, every utterance decoded once per
     # count; its own call: ~8 min).
@@ -204,11 +210,11 @@ phase_sanitize() {
 }
 
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(tests parity throughput lm hclg load fusion ctc-stream profile sanitize)
+[ ${#phases[@]} -eq 0 ] && phases=(tests parity throughput lm hclg chen18 load fusion ctc-stream profile sanitize)
 for p in "${phases[@]}"; do
     f="phase_${p//-/_}"
     if ! declare -F "$f" > /dev/null; then
-        echo "unknown phase '$p' (tests parity throughput lm hclg load fusion ctc-stream profile sanitize)" >&2
+        echo "unknown phase '$p' (tests parity throughput lm hclg chen18 load fusion ctc-stream profile sanitize)" >&2
         exit 2
     fi
     t0=$(date +%s)
