@@ -222,6 +222,7 @@ mod tests {
             reached_final: true,
             lattice,
             endpoint: false,
+            context: None,
         }
     }
 

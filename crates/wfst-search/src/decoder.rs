@@ -1,11 +1,13 @@
 //! Many streams at once and whole utterances: the entry points of the CPU backend.
 
 use crate::config::DecoderConfig;
+use crate::context::{ContextWords, SlotInfo};
 use crate::endpoint::EndpointConfig;
 use crate::error::{DecodeError, Result};
 use crate::lattice::{self, LatticePath, WordLattice};
 use crate::search::{Partial, Stream};
 use ctx_core::scores::ScoreMatrix;
+use ctx_graph::context::ContextGraph;
 use ctx_graph::csr::DecodingGraph;
 use rayon::prelude::*;
 
@@ -16,6 +18,8 @@ pub struct Decoder<'g> {
     config: DecoderConfig,
     silence: Vec<bool>,
     max_ilabel: u32,
+    /// The graph's class slot, when its streams may carry open-vocabulary contexts.
+    slot: Option<SlotInfo>,
 }
 
 /// One finished segment (an utterance, or the part of a stream between endpoints).
@@ -37,6 +41,9 @@ pub struct SegmentResult {
     pub lattice: Option<WordLattice>,
     /// Whether an endpoint rule ended the segment (false: end of stream).
     pub endpoint: bool,
+    /// The open-vocabulary context the segment was decoded with: it spells the word ids from
+    /// its base on (words the graph's table may not have).
+    pub context: Option<ContextWords>,
 }
 
 /// A whole utterance decoded, possibly in several segments.
@@ -95,7 +102,22 @@ impl<'g> Decoder<'g> {
             max_ilabel: graph.max_ilabel(),
             config,
             silence: Vec::new(),
+            slot: None,
         })
+    }
+
+    /// Declares the graph's class slot (the output label of `LangSymbols::context_slot`), so
+    /// its streams may carry open-vocabulary contexts ([`Stream::set_context`]) and streams
+    /// without one skip the slot's arcs. A graph built with a slot must be opened this way: its
+    /// slot arcs are otherwise ordinary ε arcs. Fails when the graph has no slot arc.
+    pub fn with_context_slot(mut self, word: u32) -> Result<Self> {
+        self.slot = Some(SlotInfo::find(self.graph, word).map_err(DecodeError::Config)?);
+        Ok(self)
+    }
+
+    /// The graph's class slot, when declared.
+    pub fn slot(&self) -> Option<&SlotInfo> {
+        self.slot.as_ref()
     }
 
     /// Input labels that count as silence for endpointing (hybrid: the SIL pdfs + 1; CTC: the
@@ -127,7 +149,7 @@ impl<'g> Decoder<'g> {
 
     /// Checks a chunk: wide enough for the graph, finite.
     pub(crate) fn check_scores(&self, utt: &str, m: &ScoreMatrix, row0: usize) -> Result<()> {
-        self.check_rows(utt, m, 0..m.rows(), row0)
+        self.check_rows(utt, m, 0..m.rows(), row0, self.max_ilabel)
     }
 
     /// Checks rows `rows` of `m` (stream row `row0` is the first of them).
@@ -137,13 +159,14 @@ impl<'g> Decoder<'g> {
         m: &ScoreMatrix,
         rows: std::ops::Range<usize>,
         row0: usize,
+        max_ilabel: u32,
     ) -> Result<()> {
-        if !rows.is_empty() && m.cols() < self.max_ilabel as usize {
+        if !rows.is_empty() && m.cols() < max_ilabel as usize {
             return Err(DecodeError::ScoreWidth {
                 utt: utt.to_string(),
                 cols: m.cols(),
-                needed: self.max_ilabel as usize - 1,
-                needed_label: self.max_ilabel,
+                needed: max_ilabel as usize - 1,
+                needed_label: max_ilabel,
             });
         }
         let cols = m.cols();
@@ -182,7 +205,18 @@ impl<'g> Decoder<'g> {
         rows: std::ops::Range<usize>,
         endpoint: Option<&EndpointConfig>,
     ) -> Result<Vec<SegmentResult>> {
-        self.check_rows(&stream.id, m, rows.clone(), stream.rows_total() as usize)?;
+        // A stream's context may read columns the main graph does not.
+        let needed = stream
+            .context()
+            .map_or(0, |c| c.graph.max_ilabel())
+            .max(self.max_ilabel);
+        self.check_rows(
+            &stream.id,
+            m,
+            rows.clone(),
+            stream.rows_total() as usize,
+            needed,
+        )?;
         stream
             .booster()
             .validate(self.graph.num_arcs(), self.graph.num_states())?;
@@ -255,16 +289,22 @@ impl<'g> Decoder<'g> {
             // Frontier tokens were compacted with the same order; recompute their finals.
             let front = &stream.frames.last().unwrap().toks;
             let finals = final_costs(front, g, stream.booster(), reached_final);
-            let lat = lattice::word_lattice(&stream.frames, g, &finals).map_err(|message| {
-                DecodeError::Lattice {
-                    utt: stream.id.clone(),
-                    message,
-                }
-            })?;
+            let labels = stream.labels(self);
+            let lat =
+                lattice::word_lattice(&stream.frames, &labels, &finals).map_err(|message| {
+                    DecodeError::Lattice {
+                        utt: stream.id.clone(),
+                        message,
+                    }
+                })?;
             Some(lat)
         } else {
             None
         };
+        let context = stream.active.as_ref().map(|a| ContextWords {
+            base: a.word_base,
+            graph: a.graph.clone(),
+        });
         stream.end_segment();
         let best = LatticePath {
             words: best.words,
@@ -280,6 +320,7 @@ impl<'g> Decoder<'g> {
             reached_final,
             lattice,
             endpoint: false,
+            context,
         })
     }
 }
@@ -295,7 +336,7 @@ fn final_costs(
         .iter()
         .map(|t| {
             if reached_final {
-                g.final_cost[t.state as usize] + booster.final_cost(t.lm)
+                crate::search::main_final(g, t.state) + booster.final_cost(t.lm)
             } else {
                 0.0
             }

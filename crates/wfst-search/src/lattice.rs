@@ -11,8 +11,8 @@
 //! from each, the cheapest ε-output path to every reachable word link becomes one arc (costs
 //! summed per kind). Every word sequence within the lattice beam keeps its best cost.
 
+use crate::context::ArcLabels;
 use crate::search::{LatFrame, NONE};
-use ctx_graph::csr::DecodingGraph;
 use ctx_graph::StdFst;
 use rustfst::prelude::*;
 use std::cmp::Reverse;
@@ -543,9 +543,10 @@ impl WordLattice {
 /// token i (+∞ = not final). Fails with what went wrong (an ε cycle names its frame).
 pub(crate) fn word_lattice(
     frames: &[LatFrame],
-    g: &DecodingGraph,
+    labels: &ArcLabels<'_>,
     final_graph: &[f32],
 ) -> Result<WordLattice, String> {
+    let g = labels.g;
     let nf = frames.len();
     let mut base = Vec::with_capacity(nf + 1);
     base.push(0usize);
@@ -626,7 +627,7 @@ pub(crate) fn word_lattice(
     is_state[start] = true;
     for (f, fr) in frames.iter().enumerate() {
         for l in &fr.links {
-            if g.olabel[l.arc as usize] != 0 {
+            if labels.olabel(l.arc) != 0 {
                 is_state[base[f] + l.dst as usize] = true;
             }
         }
@@ -668,7 +669,7 @@ pub(crate) fn word_lattice(
                 let l = &frames[f].links[r];
                 let v = base[f] + l.dst as usize;
                 let (ng, na) = (ug + l.graph, ua + l.ac);
-                let word = g.olabel[l.arc as usize];
+                let word = labels.olabel(l.arc);
                 if word != 0 {
                     let to = wl_id[v];
                     let row = if r < frames[f].num_emitting {

@@ -8,6 +8,8 @@
 //!   the graph on the fly (online G-boosting, exact reference).
 //! - [`phrase_automaton`]: the phrase-prefix automaton, G-boosting's cost change in a trie
 //!   (online G-boosting, fast).
+//! - [`context`]: open-vocabulary contexts: a stream's context graph entered at the graph's
+//!   class slot, its states and arcs numbered after the main graph's.
 //! - [`search`]: one stream's token passing, recombination, pruning and raw lattice.
 //! - [`lattice`]: lattice pruning and the word lattice (graph and acoustic costs apart).
 //! - [`endpoint`]: Kaldi-style endpoint rules on trailing silence.
@@ -18,6 +20,7 @@
 
 pub mod booster;
 pub mod config;
+pub mod context;
 pub mod cuda;
 pub mod decoder;
 pub mod endpoint;
@@ -30,6 +33,7 @@ pub mod search;
 
 pub use booster::{ArcSetBooster, Booster, PoolSlot, WordArcIndex, WordBooster};
 pub use config::DecoderConfig;
+pub use context::{ContextWords, SlotInfo};
 pub use cuda::{GpuDecoder, GpuStats, MAX_BATCH as GPU_MAX_BATCH};
 pub use decoder::{decode_utterance, Decoder, SegmentResult, UtteranceResult};
 pub use endpoint::EndpointConfig;

@@ -29,10 +29,13 @@
 
 use crate::booster::{ArcDelta, Booster, NoDelta};
 use crate::config::{DecoderConfig, HISTOGRAM_BINS};
+use crate::context::{Active, ArcLabels, SlotInfo};
 use crate::decoder::Decoder;
 use crate::error::{DecodeError, Result};
 use crate::lattice;
+use ctx_graph::context::ContextGraph;
 use ctx_graph::csr::DecodingGraph;
+use std::sync::Arc;
 
 /// "No index".
 pub(crate) const NONE: u32 = u32::MAX;
@@ -132,6 +135,16 @@ fn find<B: ArcDelta>(map: &[u32], chain: &[u32], toks: &[LTok], d: usize, lm: u3
         }
     }
     j
+}
+
+/// The main graph's final cost of search state `s` (+∞ for a context state: a phrase returns
+/// to the main graph before the utterance may end).
+#[inline]
+pub(crate) fn main_final(g: &DecodingGraph, s: u32) -> f32 {
+    g.final_cost
+        .get(s as usize)
+        .copied()
+        .unwrap_or(f32::INFINITY)
 }
 
 /// A lattice token: the graph state, the word automaton's state (0 without one), its best
@@ -276,6 +289,10 @@ pub struct Stream {
     dirty: bool,
     /// Which device lane holds this stream's frontier (its `commit` number; 0: none does).
     pub(crate) gpu_epoch: u64,
+    /// The open-vocabulary context asked for ([`Self::set_context`]).
+    context: Option<Arc<ContextGraph>>,
+    /// The context the current segment decodes with (its states after the main graph's).
+    pub(crate) active: Option<Active>,
 }
 
 impl Stream {
@@ -304,6 +321,8 @@ impl Stream {
             since_prune: 0,
             dirty: false,
             gpu_epoch: 0,
+            context: None,
+            active: None,
         }
     }
 
@@ -337,6 +356,20 @@ impl Stream {
         &self.booster
     }
 
+    /// Sets (or, with `None`, removes) the stream's open-vocabulary context: the phrases of
+    /// `context` become decodable through the graph's class slot, whether the graph knows their
+    /// words or not (docs/design.md §3). Takes effect at the next segment — at once between
+    /// segments or utterances — so a segment's tokens never straddle two contexts; the graph
+    /// is not touched. Needs a decoder opened with [`Decoder::with_context_slot`].
+    pub fn set_context(&mut self, context: Option<Arc<ContextGraph>>) {
+        self.context = context;
+    }
+
+    /// The context asked for.
+    pub fn context(&self) -> Option<&Arc<ContextGraph>> {
+        self.context.as_ref()
+    }
+
     /// Rows consumed since the stream began.
     pub fn rows_total(&self) -> u64 {
         self.rows_total
@@ -360,9 +393,21 @@ impl Stream {
     /// Starts a segment at the current row: the start state and its ε-closure.
     pub(crate) fn begin_segment(&mut self, dec: &Decoder<'_>) -> Result<()> {
         let (g, cfg) = (dec.graph(), dec.config());
-        if self.map.len() != g.num_states() {
-            self.map = vec![NONE; g.num_states()];
-        }
+        // Every entry is NONE between steps; a context's states may have grown the map.
+        self.map.truncate(g.num_states());
+        self.map.resize(g.num_states(), NONE);
+        self.active = match (&self.context, dec.slot()) {
+            (None, _) => None,
+            (Some(c), Some(slot)) => Some(Active::new(c.clone(), g, slot)),
+            (Some(_), None) => {
+                return Err(DecodeError::Config(format!(
+                    "utterance {}: the stream has an open-vocabulary context but the decoder \
+                     has no class slot (a graph built with the slot, opened with \
+                     with_context_slot)",
+                    self.id
+                )))
+            }
+        };
         self.dirty = true;
         self.frames.clear();
         self.traces.clear();
@@ -389,8 +434,15 @@ impl Stream {
         let cutoff = cfg.beam;
         let mut links = Vec::new();
         let booster = std::mem::take(&mut self.booster);
-        let r = with_delta!(booster, g, |b| self
-            .closure(g, cfg, b, &mut toks, cutoff, &mut links));
+        let r = with_delta!(booster, g, |b| self.closure(
+            g,
+            dec.slot(),
+            cfg,
+            b,
+            &mut toks,
+            cutoff,
+            &mut links
+        ));
         self.booster = booster;
         r?;
         let prev_aux = Vec::new();
@@ -435,9 +487,16 @@ impl Stream {
                 bp,
                 cand,
                 expand,
+                active,
                 ..
             } = self;
             let prev = &frames[k].toks;
+            // Tokens of states from `n_ctx` on are in the stream's context (none without one).
+            let n_ctx = if active.is_some() {
+                g.num_states() as u32
+            } else {
+                u32::MAX
+            };
             // Early bound from the best expandable token.
             let mut ub = f32::INFINITY;
             let best = prev
@@ -446,12 +505,21 @@ impl Stream {
                 .filter(|(_, t)| expand.keeps(t.cost))
                 .min_by(|a, b| a.1.cost.total_cmp(&b.1.cost).then(a.0.cmp(&b.0)));
             if let Some((_, t)) = best {
-                let touched = booster.touches(t.state);
-                for a in g.emitting(t.state) {
-                    let delta = delta_of(booster, touched, a);
-                    let (gc, ac) = arc_costs(g.weight[a], g.ilabel[a], delta, row, scale);
-                    let (_, wc) = word_step(g, booster, a, t.lm);
-                    ub = ub.min(t.cost + (gc + wc) + ac);
+                if t.state >= n_ctx {
+                    let cx = active.as_ref().expect("a context token has a context");
+                    let cg = &cx.graph.graph;
+                    for a in cg.emitting(cx.split(t.state).1) {
+                        let (gc, ac) = arc_costs(cg.weight[a], cg.ilabel[a], -0.0, row, scale);
+                        ub = ub.min(t.cost + gc + ac);
+                    }
+                } else {
+                    let touched = booster.touches(t.state);
+                    for a in g.emitting(t.state) {
+                        let delta = delta_of(booster, touched, a);
+                        let (gc, ac) = arc_costs(g.weight[a], g.ilabel[a], delta, row, scale);
+                        let (_, wc) = word_step(g, booster, a, t.lm);
+                        ub = ub.min(t.cost + (gc + wc) + ac);
+                    }
                 }
             }
             let bound = ub + cfg.beam;
@@ -468,13 +536,20 @@ impl Stream {
                 ($i:expr, $t:expr, $a:expr, $gc:expr, $ac:expr, $nx:expr) => {{
                     let (i, t, a, gc, ac) = ($i, $t, $a, $gc, $ac);
                     let (lm, wc) = word_step(g, booster, a, t.lm);
-                    let gc = gc + wc;
+                    relax_to!(i, t, a as u32, gc + wc, ac, $nx as usize, lm)
+                }};
+            }
+            // The relaxation itself, by arc id `$a` (a main arc's index, or a context arc's
+            // id), total graph cost `$gc`, destination search state `$d` and automaton state
+            // `$lm`.
+            macro_rules! relax_to {
+                ($i:expr, $t:expr, $a:expr, $gc:expr, $ac:expr, $d:expr, $lm:expr) => {{
+                    let (i, t, a, gc, ac, d, lm): (usize, &LTok, u32, f32, f32, usize, u32) =
+                        ($i, $t, $a, $gc, $ac, $d, $lm);
                     let c = t.cost + gc + ac;
                     if c > bound {
                         continue;
                     }
-                    let d = $nx as usize;
-                    let a = a as u32;
                     let j = find::<B>(map, chain, &nt, d, lm);
                     let j = if j == NONE {
                         let j = nt.len() as u32;
@@ -516,8 +591,13 @@ impl Stream {
                     }
                 }};
             }
+            let mut in_ctx = false;
             for (i, t) in prev.iter().enumerate() {
                 if !expand.keeps(t.cost) {
+                    continue;
+                }
+                if t.state >= n_ctx {
+                    in_ctx = true;
                     continue;
                 }
                 let arcs = g.emitting(t.state);
@@ -562,6 +642,24 @@ impl Stream {
                     }
                 }
             }
+            // The context's tokens after the main graph's, in ascending order: their arcs lead
+            // to context states only, so the two never recombine with each other. A context
+            // arc has no booster delta and moves no word automaton (its words are the list's).
+            if in_ctx {
+                let cx = active.as_ref().expect("a context token has a context");
+                let cg = &cx.graph.graph;
+                for (i, t) in prev.iter().enumerate() {
+                    if t.state < n_ctx || !expand.keeps(t.cost) {
+                        continue;
+                    }
+                    let (ri, c) = cx.split(t.state);
+                    for a in cg.emitting(c) {
+                        let (gc, ac) = arc_costs(cg.weight[a], cg.ilabel[a], -0.0, row, scale);
+                        let d = cx.state(ri, cg.next[a]) as usize;
+                        relax_to!(i, t, cx.a_main + a as u32, gc, ac, d, t.lm);
+                    }
+                }
+            }
         }
         if nt.is_empty() {
             return Err(DecodeError::NoSurvivors {
@@ -577,7 +675,7 @@ impl Stream {
         };
         let num_emitting = links.len();
         let mut toks = nt;
-        self.closure(g, cfg, booster, &mut toks, cutoff, &mut links)?;
+        self.closure(g, dec.slot(), cfg, booster, &mut toks, cutoff, &mut links)?;
         self.gpu_epoch = 0;
         self.commit_frame(dec, toks, links, num_emitting, cutoff);
         Ok(())
@@ -667,10 +765,14 @@ impl Stream {
         cutoff
     }
 
-    /// ε-closure of the frontier tokens `toks` under `cutoff`; appends the ε links.
+    /// ε-closure of the frontier tokens `toks` under `cutoff`; appends the ε links. With a
+    /// context, a slot arc enters it and a final context state leaves it (module
+    /// [`crate::context`]); with a slot but no context, slot arcs are not followed.
+    #[allow(clippy::too_many_arguments)]
     fn closure<B: ArcDelta>(
         &mut self,
         g: &DecodingGraph,
+        slot: Option<&SlotInfo>,
         cfg: &DecoderConfig,
         booster: &B,
         toks: &mut Vec<LTok>,
@@ -684,11 +786,25 @@ impl Stream {
             frontier,
             next_frontier: flagged,
             inq,
+            active,
             ..
         } = self;
+        let cx = active.as_ref();
+        let n_main = g.num_states() as u32;
         // Only tokens of states with ε arcs enter a frontier (most states have none: no
-        // relaxation or booster question for them).
-        let has_eps = |s: u32| !g.non_emitting(s).is_empty();
+        // relaxation or booster question for them). A context state has them when it has ε
+        // arcs or completes a phrase (the exit step).
+        let has_eps = |s: u32| {
+            if s < n_main {
+                !g.non_emitting(s).is_empty()
+            } else {
+                let cx = cx.expect("a context token has a context");
+                let c = cx.split(s).1;
+                let cg = &cx.graph.graph;
+                !cg.non_emitting(c).is_empty() || cg.final_cost[c as usize].is_finite()
+            }
+        };
+        let has_slot = |s: u32| slot.is_some_and(|sl| s < n_main && sl.has_slot(s));
         // Round 0: every token with ε arcs, ascending, with its cost.
         frontier.clear();
         frontier.extend(
@@ -711,21 +827,16 @@ impl Stream {
             flagged.clear();
             for &(u, cost) in frontier.iter() {
                 let LTok { state, lm, .. } = toks[u as usize];
-                let arcs = g.non_emitting(state);
-                // Relaxes ε arc `$a` with the booster's `$delta` (two loops, as in the
-                // expansion: a token of an unmarked state asks nothing per arc). `cost` is the
-                // source's cost at the start of the round, not its current one.
-                macro_rules! relax_eps {
-                    ($a:expr, $delta:expr) => {{
-                        let a = $a;
-                        let (lm, wc) = word_step(g, booster, a, lm);
-                        let gc = g.weight[a] + $delta + wc;
+                // Relaxes the ε step `$a` (an arc id) of graph cost `$gc` to search state `$d`
+                // with automaton state `$lm`. `cost` is the source's cost at the start of the
+                // round, not its current one.
+                macro_rules! relax_eps_to {
+                    ($a:expr, $gc:expr, $d:expr, $lm:expr) => {{
+                        let (a, gc, d, lm): (u32, f32, usize, u32) = ($a, $gc, $d, $lm);
                         let c = cost + gc;
                         if c > cutoff {
                             continue;
                         }
-                        let d = g.next[a] as usize;
-                        let a = a as u32;
                         let j = find::<B>(map, chain, toks, d, lm);
                         if j == NONE {
                             let j = toks.len() as u32;
@@ -761,7 +872,52 @@ impl Stream {
                         }
                     }};
                 }
-                if booster.touches_eps(state) {
+                // Relaxes main ε arc `$a` with the booster's `$delta` (two loops, as in the
+                // expansion: a token of an unmarked state asks nothing per arc).
+                macro_rules! relax_eps {
+                    ($a:expr, $delta:expr) => {{
+                        let a = $a;
+                        let (lm, wc) = word_step(g, booster, a, lm);
+                        let gc = g.weight[a] + $delta + wc;
+                        relax_eps_to!(a as u32, gc, g.next[a] as usize, lm)
+                    }};
+                }
+                if state >= n_main {
+                    // Inside the context: its ε arcs, then the exit of a completed phrase.
+                    let cx = cx.expect("a context token has a context");
+                    let cg = &cx.graph.graph;
+                    let (ri, c) = cx.split(state);
+                    for a in cg.non_emitting(c) {
+                        let d = cx.state(ri, cg.next[a]) as usize;
+                        relax_eps_to!(cx.a_main + a as u32, cg.weight[a], d, lm);
+                    }
+                    let fc = cg.final_cost[c as usize];
+                    if fc.is_finite() {
+                        let r = slot.expect("a context has a slot").returns[ri as usize];
+                        // (Last step of this token: a cut `continue`s to the next.)
+                        relax_eps_to!(cx.exit_arc, fc, r as usize, lm);
+                    }
+                    continue;
+                }
+                let arcs = g.non_emitting(state);
+                if has_slot(state) {
+                    // Slot arcs enter the context at the arc's (entry) cost, returning to the
+                    // arc's destination; without a context they are not followed.
+                    let sl = slot.expect("checked");
+                    let touched = booster.touches_eps(state);
+                    for a in arcs {
+                        if g.olabel[a] != sl.word {
+                            relax_eps!(a, delta_of(booster, touched, a));
+                        } else if let Some(cx) = cx {
+                            let ri = sl.return_index(g.next[a]);
+                            if map.len() < cx.map_len(ri) {
+                                map.resize(cx.map_len(ri), NONE);
+                            }
+                            let d = cx.state(ri, cx.graph.graph.start) as usize;
+                            relax_eps_to!(a as u32, g.weight[a], d, lm);
+                        }
+                    }
+                } else if booster.touches_eps(state) {
                     for a in arcs {
                         relax_eps!(a, booster.delta(a as u32));
                     }
@@ -782,30 +938,66 @@ impl Stream {
         }
         if cfg.lattice {
             for (u, t) in toks.iter().enumerate() {
-                let arcs = g.non_emitting(t.state);
-                if arcs.is_empty() {
-                    continue;
+                // Records the ε step `$a` of graph cost `$gc` to search state `$d` (its token
+                // exists: the rounds relaxed every step within the cut).
+                macro_rules! link_to {
+                    ($a:expr, $gc:expr, $d:expr, $lm:expr) => {{
+                        let (a, gc, d, lm): (u32, f32, usize, u32) = ($a, $gc, $d, $lm);
+                        if t.cost + gc > cutoff {
+                            continue;
+                        }
+                        let dst = find::<B>(map, chain, toks, d, lm);
+                        debug_assert_ne!(dst, NONE);
+                        links.push(Link {
+                            src: u as u32,
+                            dst,
+                            arc: a,
+                            graph: gc,
+                            ac: 0.0,
+                        });
+                    }};
                 }
                 macro_rules! link_eps {
                     ($a:expr, $delta:expr) => {{
                         let a = $a;
                         let (lm, wc) = word_step(g, booster, a, t.lm);
                         let gc = g.weight[a] + $delta + wc;
-                        if t.cost + gc > cutoff {
-                            continue;
-                        }
-                        let dst = find::<B>(map, chain, toks, g.next[a] as usize, lm);
-                        debug_assert_ne!(dst, NONE);
-                        links.push(Link {
-                            src: u as u32,
-                            dst,
-                            arc: a as u32,
-                            graph: gc,
-                            ac: 0.0,
-                        });
+                        link_to!(a as u32, gc, g.next[a] as usize, lm)
                     }};
                 }
-                if booster.touches_eps(t.state) {
+                if t.state >= n_main {
+                    let cx = cx.expect("a context token has a context");
+                    let cg = &cx.graph.graph;
+                    let (ri, c) = cx.split(t.state);
+                    for a in cg.non_emitting(c) {
+                        let d = cx.state(ri, cg.next[a]) as usize;
+                        link_to!(cx.a_main + a as u32, cg.weight[a], d, t.lm);
+                    }
+                    let fc = cg.final_cost[c as usize];
+                    if fc.is_finite() {
+                        let r = slot.expect("a context has a slot").returns[ri as usize];
+                        // (Last step of this token: a cut `continue`s to the next.)
+                        link_to!(cx.exit_arc, fc, r as usize, t.lm);
+                    }
+                    continue;
+                }
+                let arcs = g.non_emitting(t.state);
+                if arcs.is_empty() {
+                    continue;
+                }
+                if has_slot(t.state) {
+                    let sl = slot.expect("checked");
+                    let touched = booster.touches_eps(t.state);
+                    for a in arcs {
+                        if g.olabel[a] != sl.word {
+                            link_eps!(a, delta_of(booster, touched, a));
+                        } else if let Some(cx) = cx {
+                            let ri = sl.return_index(g.next[a]);
+                            let d = cx.state(ri, cx.graph.graph.start) as usize;
+                            link_to!(a as u32, g.weight[a], d, t.lm);
+                        }
+                    }
+                } else if booster.touches_eps(t.state) {
                     for a in arcs {
                         link_eps!(a, booster.delta(a as u32));
                     }
@@ -834,7 +1026,11 @@ impl Stream {
     ) {
         let (g, cfg) = (dec.graph(), dec.config());
         let n = toks.len();
-        let num_e = g.num_emitting() as u32;
+        let labels = ArcLabels {
+            g,
+            ctx: self.active.as_ref(),
+            slot: dec.slot().map_or(u32::MAX, |s| s.word),
+        };
         let mut aux = vec![
             Aux {
                 trace: NONE,
@@ -855,7 +1051,7 @@ impl Stream {
                         trace: NONE,
                         sil: 0,
                     })
-                } else if b.arc < num_e {
+                } else if labels.is_emitting(b.arc) {
                     Some(prev_aux[b.src as usize])
                 } else if aux[b.src as usize].sil != u32::MAX {
                     Some(aux[b.src as usize])
@@ -869,10 +1065,10 @@ impl Stream {
                         aux[u as usize] = if b.arc == NONE {
                             s
                         } else {
-                            let a = b.arc as usize;
-                            let word = g.olabel[a];
+                            let emitting = labels.is_emitting(b.arc);
+                            let word = labels.olabel(b.arc);
                             let trace = if word != 0 {
-                                let row = if b.arc < num_e { frame - 1 } else { frame };
+                                let row = if emitting { frame - 1 } else { frame };
                                 self.traces.push(Trace {
                                     word,
                                     row,
@@ -882,8 +1078,8 @@ impl Stream {
                             } else {
                                 s.trace
                             };
-                            let sil = if b.arc < num_e {
-                                if dec.is_silence(g.ilabel[a]) {
+                            let sil = if emitting {
+                                if dec.is_silence(labels.ilabel(b.arc)) {
                                     s.sil + 1
                                 } else {
                                     0
@@ -1014,7 +1210,7 @@ impl Stream {
     /// a final state was reached.
     pub fn best_final(&self, g: &DecodingGraph) -> Option<(Partial, bool)> {
         let toks = &self.frames.last()?.toks;
-        let fin = |t: &LTok| g.final_cost[t.state as usize] + self.booster.final_cost(t.lm);
+        let fin = |t: &LTok| main_final(g, t.state) + self.booster.final_cost(t.lm);
         let any_final = toks.iter().any(|t| fin(t).is_finite());
         let total = |t: &LTok| {
             if any_final {
@@ -1055,9 +1251,18 @@ impl Stream {
         let best_final = f
             .toks
             .iter()
-            .map(|t| t.cost + g.final_cost[t.state as usize] + self.booster.final_cost(t.lm))
+            .map(|t| t.cost + main_final(g, t.state) + self.booster.final_cost(t.lm))
             .fold(f32::INFINITY, f32::min);
         best_final - best
+    }
+
+    /// The arc labels of the current segment (main graph and context).
+    pub(crate) fn labels<'a>(&'a self, dec: &Decoder<'a>) -> ArcLabels<'a> {
+        ArcLabels {
+            g: dec.graph(),
+            ctx: self.active.as_ref(),
+            slot: dec.slot().map_or(u32::MAX, |s| s.word),
+        }
     }
 
     /// Marks the segment finished: the next row starts a new segment at the start state.

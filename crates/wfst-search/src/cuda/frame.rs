@@ -126,19 +126,34 @@ pub(crate) struct GraphBufs {
 }
 
 impl GraphBufs {
-    /// Uploads the CSR arrays and the source state of every arc.
-    pub fn upload(dev: &mut dyn Device, g: &DecodingGraph) -> Result<Self> {
+    /// Uploads the CSR arrays and the source state of every arc. With a class slot
+    /// (`slot_word`), the slot's arcs go up at +∞ weight: a lane never follows them, as the CPU
+    /// search does not for a stream without a context (the device has no contexts yet).
+    pub fn upload(dev: &mut dyn Device, g: &DecodingGraph, slot_word: Option<u32>) -> Result<Self> {
         let mut src = vec![0u32; g.num_arcs()];
         for s in 0..g.num_states() as u32 {
             for a in g.emitting(s).chain(g.non_emitting(s)) {
                 src[a] = s;
             }
         }
+        let closed;
+        let weight = match slot_word {
+            None => &g.weight,
+            Some(w) => {
+                closed = g
+                    .weight
+                    .iter()
+                    .zip(&g.olabel)
+                    .map(|(&c, &o)| if o == w { f32::INFINITY } else { c })
+                    .collect::<Vec<f32>>();
+                &closed
+            }
+        };
         Ok(Self {
             e_off: upload_new(dev, &g.e_offsets, "the graph's emitting offsets")?,
             ne_off: upload_new(dev, &g.ne_offsets, "the graph's epsilon offsets")?,
             ilabel: upload_new(dev, &g.ilabel, "the graph's input labels")?,
-            weight: upload_new(dev, &g.weight, "the graph's arc weights")?,
+            weight: upload_new(dev, weight, "the graph's arc weights")?,
             next: upload_new(dev, &g.next, "the graph's destinations")?,
             src: upload_new(dev, &src, "the graph's arc sources")?,
             olabel: upload_new(dev, &g.olabel, "the graph's output labels")?,

@@ -130,7 +130,7 @@ impl std::fmt::Debug for GpuDecoder<'_> {
 impl<'g> GpuDecoder<'g> {
     /// A decoder with `dec`'s graph and settings on `dev` (the graph is uploaded once).
     pub fn new(dec: Decoder<'g>, mut dev: Box<dyn Device>) -> Result<Self> {
-        let graph = GraphBufs::upload(dev.as_mut(), dec.graph())?;
+        let graph = GraphBufs::upload(dev.as_mut(), dec.graph(), dec.slot().map(|s| s.word))?;
         Ok(Self {
             dec,
             dev,
@@ -581,8 +581,15 @@ fn batch_error(e: &ctx_cuda::CudaError, n: usize) -> DecodeError {
     }
 }
 
-/// Whether the device can run this stream's booster.
+/// Whether the device can run this stream's booster and context.
 fn supported(s: &Stream) -> Result<()> {
+    if s.context().is_some() {
+        return Err(DecodeError::Gpu(format!(
+            "utterance {}: the CUDA backend does not follow open-vocabulary contexts yet (issue \
+             42: the device pool of context graphs); decode it with --backend cpu",
+            s.id
+        )));
+    }
     match s.booster() {
         Booster::None | Booster::ArcSet(_) | Booster::Words(_) => Ok(()),
         Booster::Lm(_) | Booster::Phrases(_) => Err(DecodeError::Gpu(format!(
