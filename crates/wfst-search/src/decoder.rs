@@ -7,7 +7,6 @@ use crate::error::{DecodeError, Result};
 use crate::lattice::{self, LatticePath, WordLattice};
 use crate::search::{Partial, Stream};
 use ctx_core::scores::ScoreMatrix;
-use ctx_graph::context::ContextGraph;
 use ctx_graph::csr::DecodingGraph;
 use rayon::prelude::*;
 
