@@ -143,8 +143,11 @@ fn decode(dec: &Decoder<'_>, stream: &mut Stream, scores: &ScoreMatrix) -> Optio
     }
 }
 
+/// A lattice's word sequences with their costs.
+type Sequences = Vec<(Vec<u32>, f32)>;
+
 /// Best words, cost, and the lattice's word sequences of a segment.
-fn summary(seg: &SegmentResult) -> (Vec<u32>, f32, Vec<(Vec<u32>, f32)>) {
+fn summary(seg: &SegmentResult) -> (Vec<u32>, f32, Sequences) {
     let lat = seg.lattice.as_ref().unwrap();
     let seqs = lat.word_sequences().into_iter().collect();
     (seg.best.words.clone(), seg.best.cost(), seqs)
