@@ -18,6 +18,9 @@ pub struct CtcConfig {
     pub word_insertion_penalty: f32,
     /// Tolerance of the normalisation check |log Σ exp(row)| (0 = no check).
     pub normalised_tol: f64,
+    /// The TLG's class slot (the output label of `LangSymbols::context_slot`) when it was
+    /// built with one: its streams may then carry open-vocabulary contexts (issue 42).
+    pub context_slot: Option<u32>,
 }
 
 impl Default for CtcConfig {
@@ -31,6 +34,7 @@ impl Default for CtcConfig {
             blank_penalty: 0.0,
             word_insertion_penalty: 0.0,
             normalised_tol: 1e-2,
+            context_slot: None,
         }
     }
 }

@@ -9,10 +9,12 @@ use crate::check::{check_normalised, check_topology, check_width};
 use crate::config::CtcConfig;
 use crate::error::{CtcError, Result};
 use ctx_core::scores::ScoreMatrix;
+use ctx_graph::context::ContextGraph;
 use ctx_graph::csr::DecodingGraph;
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::Arc;
 use wfst_search::{
     decode_utterance, Booster, Decoder, EndpointConfig, Engine, SegmentResult, Stream,
     UtteranceResult,
@@ -35,6 +37,8 @@ pub struct CtcInput<'a> {
     pub scores: &'a ScoreMatrix,
     /// Its context (word or phrase boosting), or [`Booster::None`].
     pub booster: Booster,
+    /// Its open-vocabulary context ([`CtcDecoder::context`]; needs a graph with a slot).
+    pub context: Option<Arc<ContextGraph>>,
 }
 
 impl<'g> CtcDecoder<'g> {
@@ -46,8 +50,10 @@ impl<'g> CtcDecoder<'g> {
         check_topology(graph, config.blank)?;
         let graph = if config.word_insertion_penalty != 0.0 {
             let mut g = graph.clone();
+            let slot = config.context_slot.unwrap_or(0);
             for (w, &o) in g.weight.iter_mut().zip(&graph.olabel) {
-                if o != 0 {
+                // (The slot writes no word: its arcs keep their entry cost.)
+                if o != 0 && o != slot {
                     *w += config.word_insertion_penalty;
                 }
             }
@@ -78,10 +84,31 @@ impl<'g> CtcDecoder<'g> {
         &self.config
     }
 
-    /// The search engine over the graph, with the blank as its silence label.
+    /// The search engine over the graph, with the blank as its silence label (and the class
+    /// slot, when the graph has one).
     pub fn engine(&self) -> Result<Decoder<'_>> {
-        Ok(Decoder::new(&self.graph, self.config.search.clone())?
-            .with_silence(&[self.config.blank + 1]))
+        let d = Decoder::new(&self.graph, self.config.search.clone())?
+            .with_silence(&[self.config.blank + 1]);
+        Ok(match self.config.context_slot {
+            Some(w) => d.with_context_slot(w)?,
+            None => d,
+        })
+    }
+
+    /// A stream's open-vocabulary context ready for this decoder: the word insertion penalty
+    /// on every arc that writes a word, as on the TLG's own word arcs, so a phrase from the list
+    /// and the same words through the graph pay alike.
+    pub fn context(&self, mut context: ContextGraph) -> Arc<ContextGraph> {
+        let p = self.config.word_insertion_penalty;
+        if p != 0.0 {
+            let g = &mut context.graph;
+            for (w, &o) in g.weight.iter_mut().zip(&g.olabel) {
+                if o != 0 {
+                    *w += p;
+                }
+            }
+        }
+        Arc::new(context)
     }
 
     /// Checks an utterance's scores (width, normalisation) and applies the blank penalty.
@@ -131,6 +158,7 @@ impl<'g> CtcDecoder<'g> {
             .map(|i| {
                 let m = self.prepare(i.id, i.scores)?;
                 let mut s = Stream::new(i.id, i.booster.clone());
+                s.set_context(i.context.clone());
                 Ok(decode_utterance(&engine, &mut s, &m, chunk_rows, None)?)
             })
             .collect()
@@ -195,6 +223,18 @@ impl<'d> StreamingCtc<'d> {
             .get_mut(&id)
             .ok_or_else(|| CtcError::Channel(id, "not open".into()))?;
         s.set_booster(booster);
+        Ok(())
+    }
+
+    /// Sets, switches or (with `None`) removes channel `id`'s open-vocabulary context
+    /// ([`CtcDecoder::context`]); it applies from the channel's next segment (at once when no
+    /// segment is open), so a segment never mixes two lists.
+    pub fn set_open_context(&mut self, id: u64, context: Option<Arc<ContextGraph>>) -> Result<()> {
+        let s = self
+            .channels
+            .get_mut(&id)
+            .ok_or_else(|| CtcError::Channel(id, "not open".into()))?;
+        s.set_context(context);
         Ok(())
     }
 

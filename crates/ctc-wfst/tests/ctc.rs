@@ -248,6 +248,7 @@ fn decoding_equals_the_exhaustive_search_for_both_topologies() {
                 id: "u",
                 scores: &m,
                 booster: Booster::None,
+                context: None,
             }],
             2,
         );
@@ -306,6 +307,7 @@ fn word_boosting_equals_decoding_the_composed_tlg_b() {
                     id: "u",
                     scores: &m,
                     booster: b,
+                    context: None,
                 }],
                 3,
             )
@@ -353,6 +355,7 @@ fn streaming_in_any_chunk_size_equals_offline() {
                 id: "u",
                 scores: m,
                 booster: Booster::None,
+                context: None,
             })
             .collect();
         let offline: Vec<_> = dec

@@ -242,3 +242,53 @@ fn a_context_decodes_as_the_graph_with_the_context_spliced_in() {
         "{used_context} best paths through the context"
     );
 }
+
+/// The CUDA kernels (on the CPU shim) over a graph with a slot: streams without a context equal
+/// the CPU backend (the slot's arcs go up at +∞ and are never followed); a stream with a
+/// context is refused with the way out, not decoded wrongly.
+#[test]
+fn the_shim_skips_the_slot_and_refuses_contexts_clearly() {
+    use ctx_cuda::shim::ShimDevice;
+    use wfst_search::GpuDecoder;
+    let mut rng = Rng(11);
+    let mut checked = 0;
+    for case in 0..40 {
+        let main = random_graph(&mut rng, 4 + (case % 5) as u32, 4, 3);
+        let main = with_slots(&mut rng, main, 2);
+        let scores = random_scores(&mut rng, 3 + case % 5, LABELS as usize);
+        let graph = DecodingGraph::from_fst(&main, None).unwrap();
+        let dec = Decoder::new(&graph, wide())
+            .unwrap()
+            .with_context_slot(SLOT)
+            .unwrap();
+        let cpu = format!(
+            "{:?}",
+            decode_utterance(&dec, &mut Stream::new("u", Booster::None), &scores, 2, None)
+        );
+        let mut gpu = GpuDecoder::new(dec.clone(), Box::new(ShimDevice::new())).unwrap();
+        let mut streams = vec![Stream::new("u", Booster::None)];
+        let got = gpu.decode_utterances(&mut streams, &[&scores], 2, None);
+        assert_eq!(format!("{:?}", got[0]), cpu, "case {case}");
+        checked += cpu.starts_with("Ok") as usize;
+    }
+    assert!(checked > 20, "{checked}");
+    let main = with_slots(&mut rng, random_graph(&mut Rng(3), 6, 4, 3), 2);
+    let graph = DecodingGraph::from_fst(&main, None).unwrap();
+    let dec = Decoder::new(&graph, wide())
+        .unwrap()
+        .with_context_slot(SLOT)
+        .unwrap();
+    let mut gpu = GpuDecoder::new(dec, Box::new(ShimDevice::new())).unwrap();
+    let mut s = Stream::new("named", Booster::None);
+    s.set_context(Some(Arc::new(context(CtcTopology::Compact, "p q"))));
+    let m = random_scores(&mut rng, 3, LABELS as usize);
+    let e = gpu
+        .advance(&mut [s], &[&m], None)
+        .remove(0)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("utterance named") && e.contains("--backend cpu"),
+        "{e}"
+    );
+}
