@@ -12,6 +12,10 @@ ROWS = [
     ("pyctcdecode", "pyctcdecode + KenLM"),
     ("ours-normal-boost", "ctxbench ctc-wfst, TLG normal, word boosting (list words, +6)"),
     ("pyctcdecode-hotwords", "pyctcdecode + KenLM, hotwords (list words, 6 / scale)"),
+    (
+        "ours-normal-open",
+        "ctxbench ctc-wfst, TLG normal, open-vocabulary context (list phrases, weight 5, entry 4)",
+    ),
 ]
 
 

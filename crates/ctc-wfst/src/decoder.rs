@@ -99,15 +99,7 @@ impl<'g> CtcDecoder<'g> {
     /// on every arc that writes a word, as on the TLG's own word arcs, so a phrase from the list
     /// and the same words through the graph pay alike.
     pub fn context(&self, mut context: ContextGraph) -> Arc<ContextGraph> {
-        let p = self.config.word_insertion_penalty;
-        if p != 0.0 {
-            let g = &mut context.graph;
-            for (w, &o) in g.weight.iter_mut().zip(&g.olabel) {
-                if o != 0 {
-                    *w += p;
-                }
-            }
-        }
+        add_word_penalty(&mut context, self.config.word_insertion_penalty);
         Arc::new(context)
     }
 
@@ -184,6 +176,19 @@ impl<'g> CtcDecoder<'g> {
             endpoint,
             channels: HashMap::new(),
         })
+    }
+}
+
+/// Adds a word insertion penalty `p` to every arc of `context` that writes a word (what
+/// [`CtcDecoder::context`] does; for callers that compile contexts without a decoder at hand).
+pub fn add_word_penalty(context: &mut ContextGraph, p: f32) {
+    if p != 0.0 {
+        let g = &mut context.graph;
+        for (w, &o) in g.weight.iter_mut().zip(&g.olabel) {
+            if o != 0 {
+                *w += p;
+            }
+        }
     }
 }
 

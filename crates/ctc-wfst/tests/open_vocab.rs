@@ -173,6 +173,22 @@ fn unknown_names_are_decoded_from_the_list_and_only_from_it() {
         let g = tlg(topo, 3.0);
         let csr = DecodingGraph::from_fst(&g.fst, None).unwrap();
         let dec = CtcDecoder::new(&csr, config(&g, 0.0)).unwrap();
+        // The normal topology has a slot arc per T state; only the blank state's enters (one
+        // return state, one copy of the context's search).
+        let slot_arcs = csr
+            .olabel
+            .iter()
+            .filter(|&&o| Some(o) == g.symbols.context_slot());
+        let n = slot_arcs.count();
+        assert!(
+            n >= if topo == CtcTopology::Normal { 2 } else { 1 },
+            "{topo:?}: {n}"
+        );
+        assert_eq!(
+            dec.engine().unwrap().slot().unwrap().returns.len(),
+            1,
+            "{topo:?}"
+        );
         let said = say(&["the", "zed", "corp", "call"]);
         let list = dec.context(context("zed corp\t4\nzen", topo));
         let known = say(&["the", "call", "on"]);

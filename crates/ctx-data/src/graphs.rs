@@ -152,11 +152,29 @@ pub fn dataset_graph(
     cache_dir: &Path,
     subset: Subset,
 ) -> Result<GraphBuildReport, DataError> {
-    dataset_graph_with(reg, name, kind, bpe_size, cache_dir, subset, None)
+    dataset_graph_with(
+        reg,
+        name,
+        kind,
+        bpe_size,
+        cache_dir,
+        subset,
+        &GraphExtras::default(),
+    )
 }
 
-/// Like [`dataset_graph`], with G boosted towards a phrase list before compiling (003 §3.1.3);
-/// the phrases and the discount are part of the cache key.
+/// What a dataset's graph may carry beyond the LM and lexicon; each part is in the cache key.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GraphExtras<'a> {
+    /// G boosted towards a phrase list before compiling (003 §3.1.3).
+    pub gboost: Option<&'a GBoost>,
+    /// The class slot for open-vocabulary contexts at this entry cost (issue 42).
+    pub context_slot: Option<f32>,
+}
+
+/// Like [`dataset_graph`], with `extras`: G boosted towards a phrase list before compiling (003
+/// §3.1.3; the phrases and the discount are part of the cache key) and the context slot (its
+/// entry cost too).
 pub fn dataset_graph_with(
     reg: &Registry,
     name: &str,
@@ -164,8 +182,9 @@ pub fn dataset_graph_with(
     bpe_size: usize,
     cache_dir: &Path,
     subset: Subset,
-    gboost: Option<&GBoost>,
+    extras: &GraphExtras<'_>,
 ) -> Result<GraphBuildReport, DataError> {
+    let gboost = extras.gboost;
     let t0 = Instant::now();
     match reg.get(name)? {
         crate::registry::DatasetSpec::Files(f) => {
@@ -198,6 +217,9 @@ pub fn dataset_graph_with(
         for p in &b.phrases {
             key.add("gboost-phrase", p.join(" ").as_bytes());
         }
+    }
+    if let Some(c) = extras.context_slot {
+        key.add("context-slot", &c.to_le_bytes());
     }
     let cache = GraphCache::new(cache_dir);
     // A boosted entry keeps its G-boosting report beside the graph; an entry without one (a
@@ -246,7 +268,7 @@ pub fn dataset_graph_with(
         silence,
         hmm: HmmTopology::default(),
         gboost,
-        context_slot: None,
+        context_slot: extras.context_slot,
     };
     let (graph, report) =
         build_graph(kind, &inputs).map_err(|e| DataError::Invalid(e.to_string()))?;

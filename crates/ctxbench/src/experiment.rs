@@ -609,6 +609,7 @@ pub const MEASURES: &[&str] = &[
     "list_entries",
     "am_s",
     "rtfx_am",
+    "context_words",
 ];
 
 /// Resolved settings by key.

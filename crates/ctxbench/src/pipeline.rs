@@ -15,6 +15,7 @@ use ctx_data::pronounce::Pronouncer;
 use ctx_data::registry::Registry;
 use ctx_graph::biasing::build_biasing_fst;
 use ctx_graph::compile::{compose_with_biasing, Graph, GraphKind};
+use ctx_graph::context::ContextGraph;
 use ctx_graph::csr::DecodingGraph;
 use ctx_graph::gboost::{GBoost, GBoostReport};
 use ctx_graph::hmm::HmmTopology;
@@ -24,6 +25,7 @@ use rayon::prelude::*;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 use wfst_search::{
     decode_utterance, ArcSetBooster, Booster, Decoder, DecoderConfig, EndpointConfig,
@@ -596,6 +598,8 @@ pub struct SetupOptions<'a> {
     pub hclg_bias: Option<StaticBoost>,
     /// Prepare on-the-fly G-boosting ([`OtfGBoost`]; the lists come per decode).
     pub gboost_otf: bool,
+    /// Build the graph with the class slot for open-vocabulary contexts, at this entry cost.
+    pub context_slot: Option<f32>,
 }
 
 impl<'a> SetupOptions<'a> {
@@ -610,6 +614,7 @@ impl<'a> SetupOptions<'a> {
             gboost: None,
             hclg_bias: None,
             gboost_otf: false,
+            context_slot: None,
         }
     }
 }
@@ -644,6 +649,7 @@ impl Setup {
             ref gboost,
             ref hclg_bias,
             gboost_otf,
+            context_slot,
         } = *opts;
         match reg.get(name)? {
             ctx_data::registry::DatasetSpec::Files(f) => {
@@ -678,7 +684,11 @@ impl Setup {
             }),
             None => None,
         };
-        let report = dataset_graph_with(reg, name, kind, bpe_size, cache, subset, boost.as_ref())
+        let extras = ctx_data::graphs::GraphExtras {
+            gboost: boost.as_ref(),
+            context_slot,
+        };
+        let report = dataset_graph_with(reg, name, kind, bpe_size, cache, subset, &extras)
             .with_context(|| format!("building the {} graph of {name}", kind.name()))?;
         let gboost = report.gboost.clone();
         let (graph, hclg_phrases) = hclg_boosted(report.graph, full, hclg_bias.as_ref())?;
@@ -1205,9 +1215,29 @@ pub struct DecodeRun {
     pub backend: String,
     /// The device's name ("" on the CPU backend).
     pub device: String,
+    /// Context words (open-vocabulary decoding): word id `words.len() + k` of the graph's
+    /// table is `open_words[k]`.
+    pub open_words: Vec<String>,
 }
 
 impl DecodeRun {
+    /// Word strings of word ids: the graph's words, then the run's context words.
+    pub fn words(&self, setup: &Setup, ids: &[u32]) -> Vec<String> {
+        let base = setup.graph.symbols.words.len();
+        ids.iter()
+            .map(|&i| match (i as usize).checked_sub(base) {
+                Some(k) if k < self.open_words.len() => self.open_words[k].clone(),
+                _ => setup
+                    .graph
+                    .symbols
+                    .words
+                    .symbol(i)
+                    .unwrap_or("<unk>")
+                    .to_string(),
+            })
+            .collect()
+    }
+
     /// Audio seconds per decoding second.
     pub fn rtfx(&self) -> f64 {
         self.audio_s / self.decode_s.max(1e-9)
@@ -1231,12 +1261,148 @@ pub fn decode_indexed(
     decode(setup, settings, &|u| booster(index[u.id.as_str()]))
 }
 
+/// [`decode_indexed`] with each utterance's open-vocabulary context (by dataset index).
+pub fn decode_indexed_with(
+    setup: &Setup,
+    settings: &DecodeSettings,
+    booster: &(dyn Fn(usize) -> Booster + Sync),
+    contexts: &Contexts,
+) -> Result<DecodeRun> {
+    let index: std::collections::HashMap<&str, usize> = setup
+        .dataset
+        .utterances
+        .iter()
+        .enumerate()
+        .map(|(i, u)| (u.id.as_str(), i))
+        .collect();
+    decode_with(
+        setup,
+        settings,
+        &|u| booster(index[u.id.as_str()]),
+        Some(contexts),
+    )
+}
+
+/// Every utterance's open-vocabulary context (issue 42), compiled from its list at run time.
+pub struct OpenContexts {
+    /// Per utterance in dataset order (`None`: an empty list).
+    pub contexts: Vec<Option<Arc<ContextGraph>>>,
+    /// Phrases compiled, summed over utterances.
+    pub phrases: usize,
+    /// Phrases left out (a word the model's pieces cannot spell), summed over utterances.
+    pub unspellable: usize,
+    /// Seconds spent compiling (each distinct list once).
+    pub build_s: f64,
+}
+
+/// Compiles each utterance's `kind` list at `weight` into a context graph over the TLG's
+/// tokens (the simulated CTC model's BPE pieces, the TLG's topology, the decoder's word
+/// insertion penalty); utterances sharing a list share its graph.
+pub fn open_contexts(
+    setup: &Setup,
+    kind: &ListKind,
+    weight: f32,
+    settings: &DecodeSettings,
+) -> Result<OpenContexts> {
+    let (Acoustic::Ctc(sim), GraphKind::Tlg(topo)) = (&setup.acoustic, setup.graph.kind) else {
+        bail!(
+            "dataset {}: open-vocabulary contexts are spelled in the simulated CTC model's BPE \
+             pieces over a TLG (this setup: {} graph)",
+            setup.dataset.name,
+            setup.graph.kind.name()
+        );
+    };
+    if let ListKind::Global(name) = kind {
+        if !setup.dataset.global_lists.contains_key(name) {
+            bail!("dataset {} has no global list '{name}'", setup.dataset.name);
+        }
+    }
+    let t = Instant::now();
+    let bpe = sim.bpe();
+    let wip = settings.word_insertion_penalty;
+    let mut built: BTreeMap<Vec<Vec<String>>, Option<Arc<ContextGraph>>> = BTreeMap::new();
+    let mut out = OpenContexts {
+        contexts: Vec::with_capacity(setup.dataset.utterances.len()),
+        phrases: 0,
+        unspellable: 0,
+        build_s: 0.0,
+    };
+    for u in &setup.dataset.utterances {
+        let list = list_of(setup, u, kind);
+        let c = match built.entry(list.phrases) {
+            Entry::Occupied(e) => e.get().clone(),
+            Entry::Vacant(e) => {
+                let cl = ctx_core::context_list::ContextList {
+                    phrases: e
+                        .key()
+                        .iter()
+                        .map(|w| ctx_core::context_list::ContextPhrase {
+                            words: w.clone(),
+                            weight,
+                        })
+                        .collect(),
+                };
+                let c = if cl.phrases.is_empty() {
+                    None
+                } else {
+                    let mut g = ContextGraph::compile(&cl, |w| Some(bpe.encode(w)), topo)?;
+                    ctc_wfst::add_word_penalty(&mut g, wip);
+                    Some(Arc::new(g))
+                };
+                e.insert(c).clone()
+            }
+        };
+        if let Some(g) = &c {
+            out.phrases += g.phrases;
+            out.unspellable += g.unspellable.len();
+        }
+        out.contexts.push(c);
+    }
+    out.build_s = t.elapsed().as_secs_f64();
+    Ok(out)
+}
+
 /// Decodes every utterance of the setup, `booster(u)` choosing each stream's booster.
 pub fn decode(
     setup: &Setup,
     settings: &DecodeSettings,
     booster: &(dyn Fn(&Utterance) -> Booster + Sync),
 ) -> Result<DecodeRun> {
+    decode_with(setup, settings, booster, None)
+}
+
+/// Each utterance's open-vocabulary context (issue 42), by its index in the dataset.
+pub type Contexts = [Option<Arc<ContextGraph>>];
+
+/// [`decode`] with open-vocabulary contexts (the graph must have the class slot): context
+/// words come out numbered after the graph's words table, the same word the same id over
+/// the run ([`DecodeRun::open_words`]).
+pub fn decode_with(
+    setup: &Setup,
+    settings: &DecodeSettings,
+    booster: &(dyn Fn(&Utterance) -> Booster + Sync),
+    contexts: Option<&Contexts>,
+) -> Result<DecodeRun> {
+    let slot = setup.graph.symbols.context_slot();
+    if contexts.is_some() && slot.is_none() {
+        bail!(
+            "dataset {}: open-vocabulary contexts need a graph built with the class slot",
+            setup.dataset.name
+        );
+    }
+    let index: std::collections::HashMap<&str, usize> = match contexts {
+        Some(_) => setup
+            .dataset
+            .utterances
+            .iter()
+            .enumerate()
+            .map(|(i, u)| (u.id.as_str(), i))
+            .collect(),
+        None => Default::default(),
+    };
+    let context_of = |u: &Utterance| -> Option<Arc<ContextGraph>> {
+        contexts.and_then(|c| c[index[u.id.as_str()]].clone())
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(settings.threads.max(1))
         .build()?;
@@ -1250,6 +1416,7 @@ pub fn decode(
                 blank,
                 blank_penalty: settings.blank_penalty,
                 word_insertion_penalty: settings.word_insertion_penalty,
+                context_slot: slot,
                 ..ctc_wfst::CtcConfig::default()
             },
         )?),
@@ -1266,6 +1433,11 @@ pub fn decode(
     };
     let graph = ctc.as_ref().map_or(&setup.csr, |c| c.graph());
     let dec = Decoder::new(graph, settings.config.clone())?.with_silence(&setup.silence);
+    // A graph with the slot declares it, with contexts or without (its arcs are no word).
+    let dec = match slot {
+        Some(w) => dec.with_context_slot(w)?,
+        None => dec,
+    };
     let prepare = |u: &Utterance, m: ScoreMatrix| -> Result<ScoreMatrix> {
         match &ctc {
             Some(c) => {
@@ -1284,6 +1456,8 @@ pub fn decode(
         .then(|| EndpointConfig::kaldi(setup.frame_s as f32));
     let utts = &setup.dataset.utterances;
     let mut results = Vec::with_capacity(utts.len());
+    let open_base = setup.graph.symbols.words.len() as u32;
+    let mut open_words = OpenWords::default();
     let (mut decode_s, mut sim_s, mut check_s, mut audio_s) = (0.0, 0.0, 0.0, 0.0);
     let mut gpu = match ctx_cuda::open(settings.backend)? {
         ctx_cuda::Opened::Cpu => None,
@@ -1321,7 +1495,11 @@ pub fn decode(
             Some(gpu) => {
                 let mut streams: Vec<Stream> = group
                     .iter()
-                    .map(|u| Stream::new(u.id.clone(), booster(u)))
+                    .map(|u| {
+                        let mut s = Stream::new(u.id.clone(), booster(u));
+                        s.set_context(context_of(u));
+                        s
+                    })
                     .collect();
                 let refs: Vec<&ScoreMatrix> = mats.iter().collect();
                 gpu.decode_utterances(&mut streams, &refs, chunk_rows, endpoint.as_ref())
@@ -1334,6 +1512,7 @@ pub fn decode(
                         || Stream::new("", Booster::None),
                         |stream, (u, m)| {
                             stream.reset(u.id.clone(), booster(u));
+                            stream.set_context(context_of(u));
                             decode_utterance(&dec, stream, m, chunk_rows, endpoint.as_ref())
                         },
                     )
@@ -1342,7 +1521,9 @@ pub fn decode(
         };
         decode_s += t.elapsed().as_secs_f64();
         for r in out {
-            results.push(r?);
+            let mut r = r?;
+            renumber_context_words(&mut r, open_base, &mut open_words);
+            results.push(r);
         }
         audio_s += group.iter().map(|u| u.duration_s).sum::<f64>();
     }
@@ -1360,7 +1541,41 @@ pub fn decode(
         threads: settings.threads.max(1),
         backend,
         device,
+        open_words: open_words.words,
     })
+}
+
+/// The context words of a run in order of first appearance (dataset order, so deterministic).
+#[derive(Default)]
+struct OpenWords {
+    words: Vec<String>,
+    ids: std::collections::HashMap<String, u32>,
+}
+
+/// Renumbers an utterance's context words (best paths, lattices, partial hypotheses) from its
+/// segments' own numbering to the run's: `base + k` for the run's k-th context word.
+fn renumber_context_words(r: &mut UtteranceResult, base: u32, open: &mut OpenWords) {
+    let Some(cw) = r.segments.iter().find_map(|s| s.context.clone()) else {
+        return;
+    };
+    let mut map = |w: &mut u32| {
+        if let Some(text) = cw.word(*w) {
+            let next = base + open.words.len() as u32;
+            *w = *open.ids.entry(text.to_string()).or_insert_with(|| {
+                open.words.push(text.to_string());
+                next
+            });
+        }
+    };
+    for seg in &mut r.segments {
+        seg.best.words.iter_mut().for_each(&mut map);
+        if let Some(lat) = &mut seg.lattice {
+            lat.arcs.iter_mut().for_each(|a| map(&mut a.word));
+        }
+    }
+    for (_, p) in &mut r.partials {
+        p.iter_mut().for_each(&mut map);
+    }
 }
 
 /// Which list an utterance is biased with (Table 1's rows).
@@ -1671,7 +1886,7 @@ pub fn output(
     };
     let hyps: Vec<Vec<String>> = timed
         .iter()
-        .map(|t| setup.words(&t.iter().map(|w| w.word).collect::<Vec<_>>()))
+        .map(|t| run.words(setup, &t.iter().map(|w| w.word).collect::<Vec<_>>()))
         .collect();
     let totals = setup.score(&hyps, targets)?;
     Ok(Output {

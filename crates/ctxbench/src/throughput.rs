@@ -82,6 +82,7 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
             noise: None,
             gboost: None,
             hclg_bias: None,
+            context_slot: None,
         },
     )?;
     let utts = &setup.dataset.utterances;

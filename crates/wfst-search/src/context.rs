@@ -31,8 +31,10 @@ use std::sync::Arc;
 pub struct SlotInfo {
     /// The slot's output label (`LangSymbols::context_slot`).
     pub word: u32,
-    /// Per main state, one bit: the state has a slot arc.
+    /// Per main state, one bit: the state has a slot arc (followed or not).
     has_slot: Vec<u64>,
+    /// Per arc, one bit: a slot arc the search follows into a context.
+    slot_arc: Vec<u64>,
     /// The slot arcs' distinct destinations, ascending (return index = position).
     pub returns: Vec<u32>,
     /// Word id of the first context word: one past the main graph's largest output label.
@@ -42,10 +44,20 @@ pub struct SlotInfo {
 impl SlotInfo {
     /// Scans `g` for the arcs with output `word`. Fails when one is emitting (the slot is an ε
     /// step of the main graph) or when there is none (the graph was built without the slot).
-    pub fn find(g: &DecodingGraph, word: u32) -> Result<Self, String> {
-        let mut has_slot = vec![0u64; g.num_states().div_ceil(64)];
-        let mut returns = Vec::new();
+    ///
+    /// `silence`: where some slot arcs leave a state that loops on a silence label (a CTC
+    /// graph's blank state), only those are kept — the phrase starts after a blank, as the
+    /// context graph's start state expects ("blanks before a phrase belong to the main graph").
+    /// A normal-topology TLG has one slot arc per T state (869 on Earnings-21: the last token
+    /// before the slot), each its own return state and so its own copy of the context's search;
+    /// the blank state's is the one that lets the phrase's first token be anything.
+    pub fn find(
+        g: &DecodingGraph,
+        word: u32,
+        silence: &dyn Fn(u32) -> bool,
+    ) -> Result<Self, String> {
         let num_e = g.num_emitting();
+        let mut arcs: Vec<(u32, usize, bool)> = Vec::new();
         for s in 0..g.num_states() as u32 {
             for a in g.emitting(s).chain(g.non_emitting(s)) {
                 if g.olabel[a] == word {
@@ -55,16 +67,33 @@ impl SlotInfo {
                              the slot must be an epsilon-input arc"
                         ));
                     }
-                    has_slot[s as usize / 64] |= 1 << (s % 64);
-                    returns.push(g.next[a]);
+                    let quiet = g
+                        .emitting(s)
+                        .any(|e| g.next[e] == s && silence(g.ilabel[e]));
+                    arcs.push((s, a, quiet));
                 }
             }
         }
-        if returns.is_empty() {
+        if arcs.is_empty() {
             return Err(format!(
                 "the graph has no arc with the slot word (output label {word}): build it with \
                  a context slot to decode open-vocabulary contexts"
             ));
+        }
+        // Every state with a slot arc is marked (its slot arcs are never plain ε arcs); only
+        // the kept ones enter.
+        let mut has_slot = vec![0u64; g.num_states().div_ceil(64)];
+        for &(s, _, _) in &arcs {
+            has_slot[s as usize / 64] |= 1 << (s % 64);
+        }
+        if arcs.iter().any(|x| x.2) {
+            arcs.retain(|x| x.2);
+        }
+        let mut slot_arc = vec![0u64; g.num_arcs().div_ceil(64)];
+        let mut returns = Vec::new();
+        for &(_, a, _) in &arcs {
+            slot_arc[a / 64] |= 1 << (a % 64);
+            returns.push(g.next[a]);
         }
         returns.sort_unstable();
         returns.dedup();
@@ -72,9 +101,16 @@ impl SlotInfo {
         Ok(Self {
             word,
             has_slot,
+            slot_arc,
             returns,
             word_base,
         })
+    }
+
+    /// Whether arc `a` (with the slot word) is an entry the search follows.
+    #[inline]
+    pub fn is_entry(&self, a: usize) -> bool {
+        self.slot_arc[a / 64] >> (a % 64) & 1 != 0
     }
 
     /// Whether main state `s` has a slot arc.

@@ -109,8 +109,13 @@ impl<'g> Decoder<'g> {
     /// its streams may carry open-vocabulary contexts ([`Stream::set_context`]) and streams
     /// without one skip the slot's arcs. A graph built with a slot must be opened this way: its
     /// slot arcs are otherwise ordinary ε arcs. Fails when the graph has no slot arc.
+    ///
+    /// Where the graph's slot arcs leave states that loop on a silence label ([`Self::with_silence`],
+    /// given before or after), only those enter a context ([`SlotInfo::find`]).
     pub fn with_context_slot(mut self, word: u32) -> Result<Self> {
-        self.slot = Some(SlotInfo::find(self.graph, word).map_err(DecodeError::Config)?);
+        let silence = |l: u32| self.is_silence(l);
+        let slot = SlotInfo::find(self.graph, word, &silence).map_err(DecodeError::Config)?;
+        self.slot = Some(slot);
         Ok(self)
     }
 
@@ -126,6 +131,11 @@ impl<'g> Decoder<'g> {
         self.silence = vec![false; n];
         for &l in labels {
             self.silence[l as usize] = true;
+        }
+        // The slot's entries depend on the silence labels.
+        if let Some(w) = self.slot.as_ref().map(|s| s.word) {
+            let silence = |l: u32| self.is_silence(l);
+            self.slot = SlotInfo::find(self.graph, w, &silence).ok();
         }
         self
     }

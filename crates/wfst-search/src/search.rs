@@ -908,7 +908,7 @@ impl Stream {
                     for a in arcs {
                         if g.olabel[a] != sl.word {
                             relax_eps!(a, delta_of(booster, touched, a));
-                        } else if let Some(cx) = cx {
+                        } else if let Some(cx) = cx.filter(|_| sl.is_entry(a)) {
                             let ri = sl.return_index(g.next[a]);
                             if map.len() < cx.map_len(ri) {
                                 map.resize(cx.map_len(ri), NONE);
@@ -991,7 +991,7 @@ impl Stream {
                     for a in arcs {
                         if g.olabel[a] != sl.word {
                             link_eps!(a, delta_of(booster, touched, a));
-                        } else if let Some(cx) = cx {
+                        } else if let Some(cx) = cx.filter(|_| sl.is_entry(a)) {
                             let ri = sl.return_index(g.next[a]);
                             let d = cx.state(ri, cx.graph.graph.start) as usize;
                             link_to!(a as u32, g.weight[a], d, t.lm);

@@ -34,6 +34,12 @@ const COMPONENTS: &[Component] = &[
         name: "phrase-boosting",
         doc: "per-utterance phrase boosting with partial-match take-back (beyond 001)",
     },
+    Component {
+        name: "open-vocab",
+        doc: "per-utterance open-vocabulary context: the list's phrases spelled in BPE pieces, \
+              compiled at run time and entered through the TLG's class slot, so names the \
+              graph lacks are decoded (issue 42)",
+    },
 ];
 
 const SETTINGS: &[SettingSpec] = &[
@@ -78,6 +84,25 @@ const SETTINGS: &[SettingSpec] = &[
         "phrase-boosting",
         "bonus per word of a phrase matched in order (taken back when the phrase breaks off)",
     ),
+    spec(
+        "open_vocab",
+        Type::Str,
+        "open-vocab",
+        "per-utterance open-vocabulary list: sequences, gt or list:NAME",
+    ),
+    spec(
+        "open_vocab_weight",
+        Type::Float,
+        "open-vocab",
+        "reward of a completed phrase of the list (graph units; earned only at its end)",
+    ),
+    spec(
+        "open_vocab_entry",
+        Type::Float,
+        "open-vocab",
+        "cost of entering the class slot from the LM's empty history (graph units; part of the \
+         graph, so a new value builds a new TLG)",
+    ),
 ];
 
 impl FamilySpec for CtcWfst {
@@ -103,12 +128,15 @@ impl FamilySpec for CtcWfst {
         s.insert("word_boost_score".into(), Value::Float(3.0));
         s.insert("phrase_boost_score".into(), Value::Float(3.0));
         s.insert("max_batch".into(), Value::Int(256));
+        s.insert("open_vocab_weight".into(), Value::Float(5.0));
+        s.insert("open_vocab_entry".into(), Value::Float(4.0));
     }
 
     fn required(&self) -> &'static [(&'static str, &'static str)] {
         &[
             ("word_boost", "word-boosting"),
             ("phrase_boost", "phrase-boosting"),
+            ("open_vocab", "open-vocab"),
         ]
     }
 
@@ -122,7 +150,7 @@ impl FamilySpec for CtcWfst {
                 bail!("{what}: '{k}' must be at least 1");
             }
         }
-        for k in ["word_boost", "phrase_boost"] {
+        for k in ["word_boost", "phrase_boost", "open_vocab"] {
             if let Some(v) = s.get(k).and_then(Value::as_str) {
                 if ListKind::parse(v).is_none() {
                     bail!("{what}: {k} '{v}' (sequences, unigrams, gt, test-words, other-words, list:NAME)");
@@ -136,7 +164,7 @@ impl FamilySpec for CtcWfst {
 impl Family for CtcWfst {
     fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
         check_targets(ds, p)?;
-        for k in ["word_boost", "phrase_boost"] {
+        for k in ["word_boost", "phrase_boost", "open_vocab"] {
             if let Some(Some(ListKind::Global(n))) = p
                 .settings
                 .get(k)
@@ -155,7 +183,12 @@ impl Family for CtcWfst {
     }
 
     fn setup_key(&self, p: &Point) -> String {
-        key_of("ctc-wfst", p, SETUP_KEYS, &[])
+        let key = key_of("ctc-wfst", p, SETUP_KEYS, &[]);
+        // The class slot is part of the graph (rows without a list keep the plain TLG).
+        match p.settings.get("open_vocab") {
+            Some(_) => key + &format!(";slot={}", s(p, "open_vocab_entry")),
+            None => key,
+        }
     }
 
     fn decode_key(&self, p: &Point) -> String {
@@ -181,6 +214,10 @@ impl Family for CtcWfst {
             kind,
             bpe_size: num(first, "bpe_size", ctx_data::graphs::DEFAULT_BPE_SIZE as f64) as usize,
             noise: first.settings.get("noise").and_then(Value::as_f64),
+            context_slot: first
+                .settings
+                .get("open_vocab")
+                .map(|_| num(first, "open_vocab_entry", 4.0) as f32),
             ..SetupOptions::hclg(subset_of(first), cx.cache)
         };
         let st = load_setup(cx, first, self.setup_key(first), &opts, setup)?;
@@ -214,6 +251,14 @@ impl Family for CtcWfst {
             }
             None => None,
         };
+        let open = match first.settings.get("open_vocab").and_then(Value::as_str) {
+            Some(l) => {
+                let kind = ListKind::parse(l).ok_or_else(|| anyhow!("bad open_vocab '{l}'"))?;
+                let weight = num(first, "open_vocab_weight", 5.0) as f32;
+                Some(pipeline::open_contexts(st, &kind, weight, &settings)?)
+            }
+            None => None,
+        };
         let booster = |i: usize| {
             Booster::stack([
                 words.as_ref().map(|b| b.boosters[i].clone()),
@@ -224,15 +269,22 @@ impl Family for CtcWfst {
             if cx.sink.is_some() {
                 bail!("streaming rows (streams = {n}) write no hypothesis or lattice files");
             }
+            if open.is_some() {
+                bail!("streaming rows (streams = {n}) take no open_vocab list yet");
+            }
             return streaming(cx, group, st, &settings, n as usize, &booster);
         }
-        let run = pipeline::decode_indexed(st, &settings, &booster)?;
+        let run = match &open {
+            Some(o) => pipeline::decode_indexed_with(st, &settings, &booster, &o.contexts)?,
+            None => pipeline::decode_indexed(st, &settings, &booster)?,
+        };
         if let Some(sink) = cx.sink {
             sink.decoded(st, &run)?;
         }
         // Lists arrive with their utterances: building them counts in RTFx.
-        let context_s =
-            words.as_ref().map_or(0.0, |w| w.build_s) + phrases.as_ref().map_or(0.0, |p| p.build_s);
+        let context_s = words.as_ref().map_or(0.0, |w| w.build_s)
+            + phrases.as_ref().map_or(0.0, |p| p.build_s)
+            + open.as_ref().map_or(0.0, |o| o.build_s);
         let lattice = (
             pipeline::lattice_density(&run),
             pipeline::oracle_wer(st, &run),
@@ -255,8 +307,13 @@ impl Family for CtcWfst {
                 "repeats".into(),
                 excess_repeats(&st.dataset.utterances, &o.hyps),
             );
-            if words.is_some() || phrases.is_some() {
+            if words.is_some() || phrases.is_some() || open.is_some() {
                 m.insert("context_s".into(), context_s);
+            }
+            if let Some(o) = &open {
+                m.insert("phrases_kept".into(), o.phrases as f64 / n);
+                m.insert("phrases_dropped".into(), o.unspellable as f64 / n);
+                m.insert("context_words".into(), run.open_words.len() as f64);
             }
             if let Some(w) = &words {
                 m.insert("boosted_words".into(), w.applied as f64 / n);

@@ -408,6 +408,7 @@ fn setup_options<'a>(p: &Point, cache: &'a Path) -> Result<SetupOptions<'a>> {
         gboost: boost("gboost_list", "gboost_discount").filter(|_| !otf),
         hclg_bias: boost("hclg_list", "hclg_discount"),
         gboost_otf: otf,
+        context_slot: None,
     })
 }
 
