@@ -47,6 +47,9 @@ def main():
             if not (os.path.exists(sp) and os.path.exists(tp)):
                 continue
             s, t = load(sp), load(tp)
+            # ctxbench decode's JSON holds its figures per output (the peers' at the top).
+            if "outputs" in t:
+                t = t["outputs"][0]
             audio, secs = t["audio_s"], t["decode_s"]
             rtfx[key] = audio / max(secs, 1e-9)
             rows.append((key, label, s))

@@ -75,6 +75,7 @@ fn decode_all(setup: &Setup, mats: &[ScoreMatrix], booster: &Booster, t0: Instan
         threads: 1,
         backend: "cpu".into(),
         device: String::new(),
+        open_words: Vec::new(),
     }
 }
 

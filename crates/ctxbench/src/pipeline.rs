@@ -1304,13 +1304,36 @@ pub fn open_contexts(
     weight: f32,
     settings: &DecodeSettings,
 ) -> Result<OpenContexts> {
-    let (Acoustic::Ctc(sim), GraphKind::Tlg(topo)) = (&setup.acoustic, setup.graph.kind) else {
-        bail!(
-            "dataset {}: open-vocabulary contexts are spelled in the simulated CTC model's BPE \
-             pieces over a TLG (this setup: {} graph)",
+    // How a phrase's words become the graph's input units: BPE pieces over a TLG (a simulated
+    // CTC model), or phones (the lexicon, letter-to-sound for unknown words) laid out as the
+    // HCLG's monophone HMMs (a simulated hybrid model).
+    enum Spell<'a> {
+        Pieces(&'a Bpe, ctx_graph::ctc::CtcTopology),
+        Phones(&'a Pronouncer, ctx_graph::hmm::UnitHmms),
+    }
+    let spell = match (&setup.acoustic, setup.graph.kind) {
+        (Acoustic::Ctc(sim), GraphKind::Tlg(topo)) => Spell::Pieces(sim.bpe(), topo),
+        (Acoustic::Hybrid { pron, .. }, GraphKind::Hclg) => Spell::Phones(
+            pron,
+            ctx_graph::hmm::UnitHmms::uniform(
+                &HmmTopology::default(),
+                setup.graph.symbols.num_units,
+            ),
+        ),
+        _ => bail!(
+            "dataset {}: open-vocabulary contexts are compiled for a simulated CTC model's TLG \
+             or a simulated hybrid model's HCLG (this setup: {} graph)",
             setup.dataset.name,
             setup.graph.kind.name()
-        );
+        ),
+    };
+    let units = &setup.graph.symbols.units;
+    let pronounce = |w: &str| -> Option<Vec<u32>> {
+        let Spell::Phones(pron, _) = &spell else {
+            return None;
+        };
+        let (prons, _) = pron.pronounce(w).ok()?;
+        prons.first()?.iter().map(|p| units.id(p)).collect()
     };
     if let ListKind::Global(name) = kind {
         if !setup.dataset.global_lists.contains_key(name) {
@@ -1318,7 +1341,6 @@ pub fn open_contexts(
         }
     }
     let t = Instant::now();
-    let bpe = sim.bpe();
     let wip = settings.word_insertion_penalty;
     let mut built: BTreeMap<Vec<Vec<String>>, Option<Arc<ContextGraph>>> = BTreeMap::new();
     let mut out = OpenContexts {
@@ -1345,7 +1367,14 @@ pub fn open_contexts(
                 let c = if cl.phrases.is_empty() {
                     None
                 } else {
-                    let mut g = ContextGraph::compile(&cl, |w| Some(bpe.encode(w)), topo)?;
+                    let mut g = match &spell {
+                        Spell::Pieces(bpe, topo) => {
+                            ContextGraph::compile(&cl, |w| Some(bpe.encode(w)), *topo)?
+                        }
+                        Spell::Phones(_, hmms) => {
+                            ContextGraph::compile_hybrid(&cl, pronounce, hmms)?
+                        }
+                    };
                     ctc_wfst::add_word_penalty(&mut g, wip);
                     Some(Arc::new(g))
                 };

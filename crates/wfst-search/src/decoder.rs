@@ -215,10 +215,7 @@ impl<'g> Decoder<'g> {
         endpoint: Option<&EndpointConfig>,
     ) -> Result<Vec<SegmentResult>> {
         // A stream's context may read columns the main graph does not.
-        let needed = stream
-            .context()
-            .map_or(0, |c| c.graph.max_ilabel())
-            .max(self.max_ilabel);
+        let needed = stream.context_max_ilabel().max(self.max_ilabel);
         self.check_rows(
             &stream.id,
             m,

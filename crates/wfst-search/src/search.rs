@@ -289,8 +289,9 @@ pub struct Stream {
     dirty: bool,
     /// Which device lane holds this stream's frontier (its `commit` number; 0: none does).
     pub(crate) gpu_epoch: u64,
-    /// The open-vocabulary context asked for ([`Self::set_context`]).
-    context: Option<Arc<ContextGraph>>,
+    /// The open-vocabulary context asked for ([`Self::set_context`]) and the largest input
+    /// label it reads (checked against each chunk's width).
+    context: Option<(Arc<ContextGraph>, u32)>,
     /// The context the current segment decodes with (its states after the main graph's).
     pub(crate) active: Option<Active>,
 }
@@ -362,12 +363,20 @@ impl Stream {
     /// segments or utterances — so a segment's tokens never straddle two contexts; the graph
     /// is not touched. Needs a decoder opened with [`Decoder::with_context_slot`].
     pub fn set_context(&mut self, context: Option<Arc<ContextGraph>>) {
-        self.context = context;
+        self.context = context.map(|c| {
+            let m = c.graph.max_ilabel();
+            (c, m)
+        });
     }
 
     /// The context asked for.
     pub fn context(&self) -> Option<&Arc<ContextGraph>> {
-        self.context.as_ref()
+        self.context.as_ref().map(|c| &c.0)
+    }
+
+    /// The largest input label the context asked for reads (0 without one).
+    pub(crate) fn context_max_ilabel(&self) -> u32 {
+        self.context.as_ref().map_or(0, |c| c.1)
     }
 
     /// Rows consumed since the stream began.
@@ -398,7 +407,7 @@ impl Stream {
         self.map.resize(g.num_states(), NONE);
         self.active = match (&self.context, dec.slot()) {
             (None, _) => None,
-            (Some(c), Some(slot)) => Some(Active::new(c.clone(), g, slot)),
+            (Some((c, _)), Some(slot)) => Some(Active::new(c.clone(), g, slot)),
             (Some(_), None) => {
                 return Err(DecodeError::Config(format!(
                     "utterance {}: the stream has an open-vocabulary context but the decoder \

@@ -6,8 +6,9 @@
 
 use super::family::{
     accuracy_measures, base_measures, check_targets, decode_settings, excess_repeats, key_of,
-    load_setup, num, record, s, subset_of, Component, Family, FamilySpec, GroupContext, SetupCache,
-    DECODE_KEYS, SETUP_KEYS, WORD_BOOST, WORD_BOOST_SCORE,
+    load_setup, num, open_vocab_of, record, s, subset_of, Component, Family, FamilySpec,
+    GroupContext, SetupCache, DECODE_KEYS, OPEN_VOCAB, OPEN_VOCAB_ENTRY, OPEN_VOCAB_WEIGHT,
+    SETUP_KEYS, WORD_BOOST, WORD_BOOST_SCORE,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
 use crate::pipeline::{self, ContextBoosters, ListKind, Setup, SetupOptions};
@@ -84,26 +85,14 @@ const SETTINGS: &[SettingSpec] = &[
         "phrase-boosting",
         "bonus per word of a phrase matched in order (taken back when the phrase breaks off)",
     ),
-    spec(
-        "open_vocab",
-        Type::Str,
-        "open-vocab",
-        "per-utterance open-vocabulary list: sequences, gt or list:NAME",
-    ),
-    spec(
-        "open_vocab_weight",
-        Type::Float,
-        "open-vocab",
-        "reward of a completed phrase of the list (graph units; earned only at its end)",
-    ),
-    spec(
-        "open_vocab_entry",
-        Type::Float,
-        "open-vocab",
-        "cost of entering the class slot from the LM's empty history (graph units; part of the \
-         graph, so a new value builds a new TLG)",
-    ),
+    OPEN_VOCAB,
+    OPEN_VOCAB_WEIGHT,
+    OPEN_VOCAB_ENTRY,
 ];
+
+/// The open-vocabulary defaults over a TLG (weight, entry), chosen on the quick subsets of
+/// ATCO2-1h and Earnings-21 from a grid (experiments/open-vocab-ctc.toml).
+const OPEN_DEFAULTS: (f64, f64) = (5.0, 4.0);
 
 impl FamilySpec for CtcWfst {
     fn name(&self) -> &'static str {
@@ -128,8 +117,8 @@ impl FamilySpec for CtcWfst {
         s.insert("word_boost_score".into(), Value::Float(3.0));
         s.insert("phrase_boost_score".into(), Value::Float(3.0));
         s.insert("max_batch".into(), Value::Int(256));
-        s.insert("open_vocab_weight".into(), Value::Float(5.0));
-        s.insert("open_vocab_entry".into(), Value::Float(4.0));
+        s.insert("open_vocab_weight".into(), Value::Float(OPEN_DEFAULTS.0));
+        s.insert("open_vocab_entry".into(), Value::Float(OPEN_DEFAULTS.1));
     }
 
     fn required(&self) -> &'static [(&'static str, &'static str)] {
@@ -210,14 +199,12 @@ impl Family for CtcWfst {
         let first = &cx.points[group[0]];
         pipeline::reset_peak_mem();
         let kind = GraphKind::parse(&s(first, "graph")).ok_or_else(|| anyhow!("bad graph"))?;
+        let open = open_vocab_of(first, OPEN_DEFAULTS.0, OPEN_DEFAULTS.1)?;
         let opts = SetupOptions {
             kind,
             bpe_size: num(first, "bpe_size", ctx_data::graphs::DEFAULT_BPE_SIZE as f64) as usize,
             noise: first.settings.get("noise").and_then(Value::as_f64),
-            context_slot: first
-                .settings
-                .get("open_vocab")
-                .map(|_| num(first, "open_vocab_entry", 4.0) as f32),
+            context_slot: open.as_ref().map(|o| o.2),
             ..SetupOptions::hclg(subset_of(first), cx.cache)
         };
         let st = load_setup(cx, first, self.setup_key(first), &opts, setup)?;
@@ -251,12 +238,8 @@ impl Family for CtcWfst {
             }
             None => None,
         };
-        let open = match first.settings.get("open_vocab").and_then(Value::as_str) {
-            Some(l) => {
-                let kind = ListKind::parse(l).ok_or_else(|| anyhow!("bad open_vocab '{l}'"))?;
-                let weight = num(first, "open_vocab_weight", 5.0) as f32;
-                Some(pipeline::open_contexts(st, &kind, weight, &settings)?)
-            }
+        let open = match &open {
+            Some((kind, weight, _)) => Some(pipeline::open_contexts(st, kind, *weight, &settings)?),
             None => None,
         };
         let booster = |i: usize| {

@@ -4,7 +4,7 @@
 
 use crate::experiment::{spec, Point, SettingSpec, Type, Value};
 pub use crate::experiment::{Component, FamilySpec};
-use crate::pipeline::{self, DecodeRun, DecodeSettings, Output, Setup, SetupOptions};
+use crate::pipeline::{self, DecodeRun, DecodeSettings, ListKind, Output, Setup, SetupOptions};
 use crate::results::PointRecord;
 use crate::version::CODE_VERSION;
 use anyhow::{anyhow, bail, Result};
@@ -50,6 +50,49 @@ pub(crate) const WORD_BOOST_SCORE: SettingSpec = spec(
     "word-boosting",
     "bonus per boosted word (positive = favoured; 001's rule: at most half the beam)",
 );
+
+/// The open-vocabulary list (issue 42), shared by the families that decode a graph with the
+/// class slot (ctc-wfst over a TLG, wfst over an HCLG).
+pub(crate) const OPEN_VOCAB: SettingSpec = spec(
+    "open_vocab",
+    Type::Str,
+    "open-vocab",
+    "per-utterance open-vocabulary list: sequences, gt or list:NAME",
+);
+
+/// A completed open-vocabulary phrase's reward, shared like [`OPEN_VOCAB`].
+pub(crate) const OPEN_VOCAB_WEIGHT: SettingSpec = spec(
+    "open_vocab_weight",
+    Type::Float,
+    "open-vocab",
+    "reward of a completed phrase of the list (graph units; earned only at its end)",
+);
+
+/// The class slot's entry cost, shared like [`OPEN_VOCAB`].
+pub(crate) const OPEN_VOCAB_ENTRY: SettingSpec = spec(
+    "open_vocab_entry",
+    Type::Float,
+    "open-vocab",
+    "cost of entering the class slot from the LM's empty history (graph units; part of the \
+     graph, so a new value builds a new graph)",
+);
+
+/// The open-vocabulary component's settings on a point: its list kind, weight and the slot's
+/// entry cost (`None` without a list).
+pub(crate) fn open_vocab_of(
+    p: &Point,
+    weight: f64,
+    entry: f64,
+) -> Result<Option<(ListKind, f32, f32)>> {
+    match p.settings.get("open_vocab").and_then(Value::as_str) {
+        None => Ok(None),
+        Some(l) => Ok(Some((
+            ListKind::parse(l).ok_or_else(|| anyhow!("bad open_vocab '{l}'"))?,
+            num(p, "open_vocab_weight", weight) as f32,
+            num(p, "open_vocab_entry", entry) as f32,
+        ))),
+    }
+}
 
 /// Files a single decode writes beside its figures (`ctxbench decode`: lattices, running
 /// hypotheses, each point's hypotheses and CTM). The runner passes none; a family that calls

@@ -9,9 +9,9 @@
 //! of that method alone would.
 
 use super::family::{
-    base_measures, check_targets, decode_settings, key_of, load_setup, num, record, s, subset_of,
-    Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS, SETUP_KEYS, WORD_BOOST,
-    WORD_BOOST_SCORE,
+    base_measures, check_targets, decode_settings, key_of, load_setup, num, open_vocab_of, record,
+    s, subset_of, Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS, OPEN_VOCAB,
+    OPEN_VOCAB_ENTRY, OPEN_VOCAB_WEIGHT, SETUP_KEYS, WORD_BOOST, WORD_BOOST_SCORE,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
 use crate::pipeline::{self, ListKind, Setup, SetupOptions, StaticBoost};
@@ -48,7 +48,16 @@ const COMPONENTS: &[Component] = &[
         name: "lattice-biasing",
         doc: "lattice ∘ biasing FST after decoding (003 §3.1.2)",
     },
+    Component {
+        name: "open-vocab",
+        doc: "per-utterance open-vocabulary context: the list's phrases pronounced (the lexicon, \
+              letter-to-sound for unknown words) as phone HMMs, compiled at run time and entered \
+              through the HCLG's class slot, so names the graph lacks are decoded (issue 42)",
+    },
 ];
+
+/// The open-vocabulary defaults over an HCLG (weight, entry), in the hybrid models' graph units.
+const OPEN_DEFAULTS: (f64, f64) = (5.0, 4.0);
 
 /// The family's settings, in points.csv column order.
 const SETTINGS: &[SettingSpec] = &[
@@ -129,6 +138,9 @@ const SETTINGS: &[SettingSpec] = &[
         "lattice-biasing",
         "lattice-biasing discount per word",
     ),
+    OPEN_VOCAB,
+    OPEN_VOCAB_WEIGHT,
+    OPEN_VOCAB_ENTRY,
 ];
 
 impl FamilySpec for Wfst {
@@ -155,6 +167,8 @@ impl FamilySpec for Wfst {
         s.insert("hclg_discount".into(), Value::Float(-2.0));
         s.insert("discount".into(), Value::Float(-2.0));
         s.insert("word_boost_score".into(), Value::Float(3.0));
+        s.insert("open_vocab_weight".into(), Value::Float(OPEN_DEFAULTS.0));
+        s.insert("open_vocab_entry".into(), Value::Float(OPEN_DEFAULTS.1));
     }
 
     fn required(&self) -> &'static [(&'static str, &'static str)] {
@@ -164,12 +178,13 @@ impl FamilySpec for Wfst {
             ("arcs_list", "arc-boosting"),
             ("word_boost", "word-boosting"),
             ("bias_list", "lattice-biasing"),
+            ("open_vocab", "open-vocab"),
         ]
     }
 
     fn check(&self, s: &Settings, what: &str) -> Result<()> {
         let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_string);
-        for k in ["bias_list", "arcs_list", "word_boost"] {
+        for k in ["bias_list", "arcs_list", "word_boost", "open_vocab"] {
             if let Some(v) = str_of(k) {
                 if crate::pipeline::ListKind::parse(&v).is_none() {
                     bail!("{what}: {k} '{v}' (sequences, unigrams, gt, list:NAME)");
@@ -227,7 +242,13 @@ impl Family for Wfst {
                 }
             }
         }
-        for k in ["bias_list", "arcs_list", "word_boost", "gboost_list"] {
+        for k in [
+            "bias_list",
+            "arcs_list",
+            "word_boost",
+            "gboost_list",
+            "open_vocab",
+        ] {
             if k == "gboost_list" && !per_utt {
                 continue;
             }
@@ -256,7 +277,12 @@ impl Family for Wfst {
                 "hclg_discount",
             ]
         };
-        key_of("wfst", p, SETUP_KEYS, boosts)
+        let key = key_of("wfst", p, SETUP_KEYS, boosts);
+        // The class slot is part of the graph (rows without a list keep the plain graph).
+        match p.settings.get("open_vocab") {
+            Some(_) => key + &format!(";slot={}", s(p, "open_vocab_entry")),
+            None => key,
+        }
     }
 
     fn decode_key(&self, p: &Point) -> String {
@@ -275,6 +301,8 @@ impl Family for Wfst {
                 "word_boost_score",
                 "blank_penalty",
                 "word_insertion_penalty",
+                "open_vocab",
+                "open_vocab_weight",
             ],
         );
         setup + &decode
@@ -306,20 +334,29 @@ impl Family for Wfst {
         let arcs = arc_boosters(first, st, settings.threads)?;
         let words = word_boosters(first, st, settings.config.beam)?;
         report_lists(cx, first, st, otf.as_ref(), words.as_ref(), arcs.as_ref());
-        let run = pipeline::decode_indexed(st, &settings, &|i| {
+        let open = match open_vocab_of(first, OPEN_DEFAULTS.0, OPEN_DEFAULTS.1)? {
+            Some((kind, weight, _)) => Some(pipeline::open_contexts(st, &kind, weight, &settings)?),
+            None => None,
+        };
+        let booster = |i: usize| {
             Booster::stack([
                 otf.as_ref().map(|o| o.boosters[i].clone()),
                 words.as_ref().map(|w| w.boosters[i].clone()),
                 arcs.as_ref().map(|a| a.boosters[i].clone()),
             ])
-        })?;
+        };
+        let run = match &open {
+            Some(o) => pipeline::decode_indexed_with(st, &settings, &booster, &o.contexts)?,
+            None => pipeline::decode_indexed(st, &settings, &booster)?,
+        };
         if let Some(sink) = cx.sink {
             sink.decoded(st, &run)?;
         }
         // Lists that arrive per utterance are compiled while decoding: their time counts.
         let context_s = otf.as_ref().map_or(0.0, |o| o.context_s())
             + words.as_ref().map_or(0.0, |w| w.build_s)
-            + arcs.as_ref().map_or(0.0, |a| a.build_s);
+            + arcs.as_ref().map_or(0.0, |a| a.build_s)
+            + open.as_ref().map_or(0.0, |o| o.build_s);
         let lattice = (
             pipeline::lattice_density(&run),
             pipeline::oracle_wer(st, &run),
@@ -357,6 +394,7 @@ impl Family for Wfst {
             let built: Vec<f64> = built
                 .chain(words.as_ref().map(|w| w.build_s))
                 .chain(arcs.as_ref().map(|a| a.build_s))
+                .chain(open.as_ref().map(|o| o.build_s))
                 .collect();
             put("context_s", (!built.is_empty()).then(|| built.iter().sum()));
             put(
@@ -379,8 +417,16 @@ impl Family for Wfst {
                 words.as_ref().map(|w| w.applied as f64 / n),
             );
             put("boost_oov", words.as_ref().map(|w| w.oov as f64 / n));
-            put("phrases_kept", kept.map(|x| x as f64));
-            put("phrases_dropped", dropped.map(|x| x as f64));
+            let (kept, dropped) = match &open {
+                Some(o) => (Some(o.phrases as f64 / n), Some(o.unspellable as f64 / n)),
+                None => (kept.map(|x| x as f64), dropped.map(|x| x as f64)),
+            };
+            put("phrases_kept", kept);
+            put("phrases_dropped", dropped);
+            put(
+                "context_words",
+                open.as_ref().map(|_| run.open_words.len() as f64),
+            );
             out.push(record(cx, i, m, &run.device));
         }
         Ok(out)
@@ -408,7 +454,7 @@ fn setup_options<'a>(p: &Point, cache: &'a Path) -> Result<SetupOptions<'a>> {
         gboost: boost("gboost_list", "gboost_discount").filter(|_| !otf),
         hclg_bias: boost("hclg_list", "hclg_discount"),
         gboost_otf: otf,
-        context_slot: None,
+        context_slot: open_vocab_of(p, OPEN_DEFAULTS.0, OPEN_DEFAULTS.1)?.map(|o| o.2),
     })
 }
 
