@@ -49,8 +49,8 @@ run() { # dataset limit-args
 	# The simulated dataset itself (the export's log-probs are its scores; the slot TLG is built
 	# from the same LM); context compilation counts in its RTFx.
 	"$BIN" decode --dataset "$ds" "$@" --kind tlg-normal --threads 1 --no-endpointing --beam $BEAM \
-		--methods none --method ctc-wfst+open-vocab --set open_vocab=sequences \
-		--set open_vocab_weight=$OPEN_WEIGHT --set open_vocab_entry=$OPEN_ENTRY \
+		--methods none --method ctc-wfst --open-vocab sequences \
+		--open-vocab-weight $OPEN_WEIGHT --open-vocab-entry $OPEN_ENTRY \
 		--hyp-dir "$h/ours-normal-open" --json "$h/ours-normal-open.json"
 	"$PY" scripts/peers_ctc.py "$ex" "$h" --beam $BEAM --hotword-boost $BOOST
 	rm -f "$h"/ours-*/none.ctm

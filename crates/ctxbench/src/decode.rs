@@ -124,6 +124,18 @@ pub struct DecodeArgs {
     /// Word-boosting bonus per word (positive = favoured; 001's rule: at most half the beam).
     #[arg(long, default_value_t = 3.0, allow_hyphen_values = true)]
     pub word_boost_score: f32,
+    /// Open-vocabulary contexts (issue 42): each utterance's list of this kind (sequences, gt,
+    /// list:NAME) compiled at run time over the graph's input units and entered through the
+    /// graph's class slot, so its phrases are decoded whether the graph knows their words or
+    /// not (the graph is built with the slot).
+    #[arg(long)]
+    pub open_vocab: Option<String>,
+    /// Reward of a completed open-vocabulary phrase (graph units; default: the family's).
+    #[arg(long, allow_hyphen_values = true)]
+    pub open_vocab_weight: Option<f32>,
+    /// Cost of entering the class slot (graph units; part of the graph; default: the family's).
+    #[arg(long, allow_hyphen_values = true)]
+    pub open_vocab_entry: Option<f32>,
     /// Arc-index boosting (000 §4.2, its "partial hypotheses" rows): the graph's arcs that
     /// spell each utterance's list of this kind (sequences, unigrams, gt, list:NAME), found by
     /// Algorithm 1, earn --arcs-discount during the search; stacks with an on-the-fly
@@ -337,6 +349,7 @@ fn default_row(output: &str, l: &Lists) -> String {
         });
     }
     for (list, how) in [
+        (&l.open, "Open-vocabulary context:"),
         (&l.words, "Word-boosted"),
         (&l.gboost, "G-boosted"),
         (&l.hclg, "HCLG-boosted"),
@@ -359,6 +372,7 @@ struct Lists {
     hclg: Option<String>,
     arcs: Option<String>,
     words: Option<String>,
+    open: Option<String>,
 }
 
 /// A flag and its old spelling: the value given (with a deprecation notice for the old one) and
@@ -457,6 +471,7 @@ impl DecodeRequest {
             hclg: hclg.clone(),
             arcs: arcs.clone(),
             words: a.word_boost.clone(),
+            open: a.open_vocab.clone(),
         };
         let subset = if a.quick { Subset::Quick } else { Subset::Full };
         // A G-boosting mode or scope without a list would be dropped with the component it
@@ -480,6 +495,7 @@ impl DecodeRequest {
             (hclg.is_some(), "hclg-boosting"),
             (arcs.is_some(), "arc-boosting"),
             (a.word_boost.is_some(), "word-boosting"),
+            (a.open_vocab.is_some(), "open-vocab"),
         ] {
             if on && !parts.iter().any(|p| p == c) {
                 parts.push(c.to_string());
@@ -611,6 +627,15 @@ impl DecodeRequest {
             put("word_boost", Value::Str(l.clone()));
         }
         put("word_boost_score", f(a.word_boost_score));
+        if let Some(l) = &a.open_vocab {
+            put("open_vocab", Value::Str(l.clone()));
+        }
+        if let Some(w) = a.open_vocab_weight {
+            put("open_vocab_weight", f(w));
+        }
+        if let Some(e) = a.open_vocab_entry {
+            put("open_vocab_entry", f(e));
+        }
         put("blank_penalty", f(a.blank_penalty));
         put("word_insertion_penalty", f(a.word_insertion_penalty));
         put("discount", f(a.discount));
@@ -895,11 +920,11 @@ impl OutputSink for DecodeFiles {
             let secs = |row: u64| row as f64 * st.frame_s;
             for r in &run.results {
                 for (row, words) in r.running_partials() {
-                    let w = st.words(&words).join(" ");
+                    let w = run.words(st, &words).join(" ");
                     text.push_str(&format!("{}\t{:.2}\tpartial\t{w}\n", r.id, secs(row)));
                 }
                 let end = r.segments.last().map_or(0, |s| s.start_row + s.rows);
-                let w = st.words(&r.words()).join(" ");
+                let w = run.words(st, &r.words()).join(" ");
                 text.push_str(&format!("{}\t{:.2}\tfinal\t{w}\n", r.id, secs(end)));
             }
             self.partials
@@ -930,8 +955,8 @@ impl OutputSink for DecodeFiles {
         })?;
         // CTM: utterance, channel, start, duration, word (times from the frame shift).
         let mut ctm = String::new();
-        for (u, t) in st.dataset.utterances.iter().zip(&o.timed) {
-            let words = st.words(&t.iter().map(|x| x.word).collect::<Vec<_>>());
+        // (The words as written in the text: context words spelled as in their list.)
+        for ((u, t), words) in st.dataset.utterances.iter().zip(&o.timed).zip(&o.hyps) {
             for (w, tw) in words.iter().zip(t) {
                 ctm.push_str(&format!(
                     "{} 1 {:.2} {:.2} {w}\n",

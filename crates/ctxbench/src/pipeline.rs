@@ -1244,6 +1244,17 @@ impl DecodeRun {
     }
 }
 
+/// Each utterance's index in the dataset, by id.
+fn utterance_index(setup: &Setup) -> std::collections::HashMap<&str, usize> {
+    setup
+        .dataset
+        .utterances
+        .iter()
+        .enumerate()
+        .map(|(i, u)| (u.id.as_str(), i))
+        .collect()
+}
+
 /// [`decode`] with each utterance's booster chosen by its index in the dataset (per-utterance
 /// booster tables built in dataset order).
 pub fn decode_indexed(
@@ -1251,13 +1262,7 @@ pub fn decode_indexed(
     settings: &DecodeSettings,
     booster: &(dyn Fn(usize) -> Booster + Sync),
 ) -> Result<DecodeRun> {
-    let index: std::collections::HashMap<&str, usize> = setup
-        .dataset
-        .utterances
-        .iter()
-        .enumerate()
-        .map(|(i, u)| (u.id.as_str(), i))
-        .collect();
+    let index = utterance_index(setup);
     decode(setup, settings, &|u| booster(index[u.id.as_str()]))
 }
 
@@ -1268,13 +1273,7 @@ pub fn decode_indexed_with(
     booster: &(dyn Fn(usize) -> Booster + Sync),
     contexts: &Contexts,
 ) -> Result<DecodeRun> {
-    let index: std::collections::HashMap<&str, usize> = setup
-        .dataset
-        .utterances
-        .iter()
-        .enumerate()
-        .map(|(i, u)| (u.id.as_str(), i))
-        .collect();
+    let index = utterance_index(setup);
     decode_with(
         setup,
         settings,
@@ -1419,14 +1418,8 @@ pub fn decode_with(
             setup.dataset.name
         );
     }
-    let index: std::collections::HashMap<&str, usize> = match contexts {
-        Some(_) => setup
-            .dataset
-            .utterances
-            .iter()
-            .enumerate()
-            .map(|(i, u)| (u.id.as_str(), i))
-            .collect(),
+    let index = match contexts {
+        Some(_) => utterance_index(setup),
         None => Default::default(),
     };
     let context_of = |u: &Utterance| -> Option<Arc<ContextGraph>> {
@@ -1750,7 +1743,7 @@ pub fn lattice_bias(
     let (timed, report, secs) = lattice_bias_timed(setup, run, kind, discount)?;
     let hyps = timed
         .iter()
-        .map(|t| setup.words(&t.iter().map(|w| w.word).collect::<Vec<_>>()))
+        .map(|t| run.words(setup, &t.iter().map(|w| w.word).collect::<Vec<_>>()))
         .collect();
     Ok((hyps, report, secs))
 }
@@ -1861,7 +1854,7 @@ pub fn lattice_bias_timed(
 pub fn best_hyps(setup: &Setup, run: &DecodeRun) -> Vec<Vec<String>> {
     run.results
         .iter()
-        .map(|r| setup.words(&r.words()))
+        .map(|r| run.words(setup, &r.words()))
         .collect()
 }
 

@@ -515,3 +515,103 @@ fn partials_out_streams_each_utterance_to_its_one_best() {
         "{partials} partial lines for 6 utterances of ~4 s"
     );
 }
+
+/// Open-vocabulary contexts (issue 42) through `decode --open-vocab`, on a CTC TLG and a hybrid
+/// HCLG: names of Earnings-21's quick segments that the graph cannot write (not in its
+/// words.txt) come out as spelled in the call's list, in the text and the CTM, and NE-WER drops.
+#[test]
+fn open_vocabulary_contexts_write_names_the_graph_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let reference: std::collections::HashSet<String> = {
+        let reg = ctx_data::registry::Registry::read(&root().join("datasets.toml")).unwrap();
+        let ds =
+            ctx_data::dataset::Dataset::load(&reg, "earnings21", ctx_data::dataset::Subset::Quick)
+                .unwrap();
+        ds.utterances
+            .iter()
+            .flat_map(|u| u.words.iter().cloned())
+            .collect()
+    };
+    for (kind, method) in [("tlg-normal", "ctc-wfst"), ("hclg", "baseline")] {
+        let graph = d.join(format!("graph-{kind}"));
+        let out = ctxbench(&[
+            "graph",
+            "export",
+            "--dataset",
+            "earnings21",
+            "--quick",
+            "--kind",
+            kind,
+            "--out",
+            graph.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let vocab: std::collections::HashSet<String> =
+            std::fs::read_to_string(graph.join("words.txt"))
+                .unwrap()
+                .lines()
+                .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+                .collect();
+        let mut ne = Vec::new();
+        for open in [false, true] {
+            let hyps = d.join(format!("h-{kind}-{open}"));
+            let json = d.join(format!("h-{kind}-{open}.json"));
+            let mut a = vec![
+                "decode",
+                "--dataset",
+                "earnings21",
+                "--quick",
+                "--limit",
+                "4",
+                "--kind",
+                kind,
+                "--method",
+                method,
+                "--methods",
+                "none",
+                "--hyp-dir",
+                hyps.to_str().unwrap(),
+                "--json",
+                json.to_str().unwrap(),
+            ];
+            if open {
+                a.extend(["--open-vocab", "sequences"]);
+            }
+            let out = ctxbench(&a);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let text = std::fs::read_to_string(hyps.join("none.txt")).unwrap();
+            let said: Vec<&str> = text
+                .lines()
+                .flat_map(|l| l.split_whitespace().skip(1))
+                .filter(|w| !vocab.contains(*w) && reference.contains(*w))
+                .collect();
+            let ctm = std::fs::read_to_string(hyps.join("none.ctm")).unwrap();
+            if open {
+                assert!(
+                    said.len() >= 3,
+                    "{kind}: names outside words.txt decoded: {said:?}"
+                );
+                assert!(ctm.split_whitespace().any(|w| w == said[0]), "{kind}: CTM");
+                assert!(
+                    !text.contains("<unk>") && !text.contains("#CONTEXT"),
+                    "{kind}"
+                );
+            } else {
+                assert!(said.is_empty(), "{kind}: {said:?}");
+            }
+            let j: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+            ne.push(j["outputs"][0]["ne_wer"].as_f64().unwrap());
+        }
+        assert!(ne[1] < ne[0] - 5.0, "{kind}: NE-WER {ne:?}");
+    }
+}
