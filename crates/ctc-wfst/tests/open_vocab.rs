@@ -224,6 +224,24 @@ fn unknown_names_are_decoded_from_the_list_and_only_from_it() {
     }
 }
 
+/// One utterance decoded with `context` (through [`CtcDecoder::context`]): its words and cost.
+fn decode_one(
+    dec: &CtcDecoder<'_>,
+    g: &Graph,
+    said: &ScoreMatrix,
+    context: ContextGraph,
+) -> (String, f32) {
+    let inputs = [CtcInput {
+        id: "u",
+        scores: said,
+        booster: Booster::None,
+        context: Some(dec.context(context)),
+    }];
+    let r = dec.decode_batch(&inputs, 4).remove(0).unwrap();
+    let seg = &r.segments[0];
+    (words(g, seg), seg.best.cost())
+}
+
 #[test]
 fn weights_count_only_for_a_completed_phrase_and_may_be_negative() {
     let topo = CtcTopology::Compact;
@@ -231,18 +249,7 @@ fn weights_count_only_for_a_completed_phrase_and_may_be_negative() {
     let csr = DecodingGraph::from_fst(&g.fst, None).unwrap();
     let dec = CtcDecoder::new(&csr, config(&g, 0.0)).unwrap();
     let said = say(&["the", "zed", "corp", "call"]);
-    let run = |text: &str| -> (String, f32) {
-        let c = dec.context(context(text, topo));
-        let inputs = [CtcInput {
-            id: "u",
-            scores: &said,
-            booster: Booster::None,
-            context: Some(c),
-        }];
-        let r = dec.decode_batch(&inputs, 4).remove(0).unwrap();
-        let seg = &r.segments[0];
-        (words(&g, seg), seg.best.cost())
-    };
+    let run = |text: &str| decode_one(&dec, &g, &said, context(text, topo));
     let (w4, c4) = run("zed corp\t4");
     let (w6, c6) = run("zed corp\t6");
     assert_eq!(w4, "the zed corp call");
@@ -272,16 +279,9 @@ fn the_word_insertion_penalty_applies_to_context_words() {
     let said = say(&["the", "zed", "corp", "call"]);
     let cost = |wip: f32| -> f32 {
         let dec = CtcDecoder::new(&csr, config(&g, wip)).unwrap();
-        let c = dec.context(context("zed corp\t4", topo));
-        let inputs = [CtcInput {
-            id: "u",
-            scores: &said,
-            booster: Booster::None,
-            context: Some(c),
-        }];
-        let r = dec.decode_batch(&inputs, 4).remove(0).unwrap();
-        assert_eq!(words(&g, &r.segments[0]), "the zed corp call");
-        r.segments[0].best.cost()
+        let (w, c) = decode_one(&dec, &g, &said, context("zed corp\t4", topo));
+        assert_eq!(w, "the zed corp call");
+        c
     };
     // Four words on the path, the two of the context included; the slot arc pays none.
     let d = cost(0.5) - cost(0.0);

@@ -584,6 +584,59 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "an open-vocabulary list of an unknown kind",
+            Box::new(|_| {
+                (
+                    strs(&[
+                        "decode",
+                        "--dataset",
+                        "atco2-sim-1h",
+                        "--quick",
+                        "--open-vocab",
+                        "bogus",
+                    ]),
+                    Expect::Fails(strs(&["open_vocab 'bogus'", "list:NAME"])),
+                )
+            }),
+        ),
+        (
+            "an open-vocabulary global list the dataset lacks",
+            Box::new(|_| {
+                (
+                    strs(&[
+                        "decode",
+                        "--dataset",
+                        "atco2-sim-1h",
+                        "--quick",
+                        "--open-vocab",
+                        "list:nosuch",
+                    ]),
+                    Expect::Fails(strs(&[
+                        "open_vocab 'list:nosuch'",
+                        "no global list 'nosuch'",
+                    ])),
+                )
+            }),
+        ),
+        (
+            "a class slot entry cost that is not a number",
+            Box::new(|_| {
+                (
+                    strs(&[
+                        "decode",
+                        "--dataset",
+                        "atco2-sim-1h",
+                        "--quick",
+                        "--open-vocab",
+                        "gt",
+                        "--open-vocab-entry",
+                        "nan",
+                    ]),
+                    Expect::Fails(strs(&["context slot entry cost NaN is not finite"])),
+                )
+            }),
+        ),
+        (
             "a sweep of a million points",
             Box::new(|b| {
                 let d = b.case_dir("sweep");

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{random_graph, Rng, LABELS};
+use common::{random_graph, random_scores, Rng, LABELS};
 use ctx_core::context_list::ContextList;
 use ctx_core::scores::ScoreMatrix;
 use ctx_graph::context::ContextGraph;
@@ -21,11 +21,6 @@ use wfst_search::{
 
 /// The slot's output label in the random graphs (above their words 1..=5).
 const SLOT: u32 = 9;
-
-fn random_scores(rng: &mut Rng, rows: usize, cols: usize) -> ScoreMatrix {
-    let data = (0..rows * cols).map(|_| -4.0 * rng.unit()).collect();
-    ScoreMatrix::new(rows, cols, data).unwrap()
-}
 
 fn wide() -> DecoderConfig {
     DecoderConfig {

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{brute_force, random_graph, Rng, LABELS};
+use common::{brute_force, random_graph, random_scores, Rng, LABELS};
 use ctx_core::scores::ScoreMatrix;
 use ctx_graph::csr::DecodingGraph;
 use ctx_graph::StdFst;
@@ -13,11 +13,6 @@ use wfst_search::{
     decode_utterance, ArcSetBooster, Booster, DecodeError, Decoder, DecoderConfig, EndpointConfig,
     Stream,
 };
-
-fn random_scores(rng: &mut Rng, rows: usize, cols: usize) -> ScoreMatrix {
-    let data = (0..rows * cols).map(|_| -4.0 * rng.unit()).collect();
-    ScoreMatrix::new(rows, cols, data).unwrap()
-}
 
 fn wide() -> DecoderConfig {
     DecoderConfig {

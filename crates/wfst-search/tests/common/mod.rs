@@ -26,6 +26,12 @@ impl Rng {
     }
 }
 
+/// Random scores in [−4, 0): `rows` × `cols`.
+pub fn random_scores(rng: &mut Rng, rows: usize, cols: usize) -> ScoreMatrix {
+    let data = (0..rows * cols).map(|_| -4.0 * rng.unit()).collect();
+    ScoreMatrix::new(rows, cols, data).unwrap()
+}
+
 /// Input labels of the random graphs (score columns).
 pub const LABELS: u32 = 3;
 
