@@ -3,7 +3,7 @@
 // kernels is crates/wfst-search/src/cuda/).
 //
 // Layout. Every kernel takes the same `Frame` by value. Per-lane arrays are lane-major with a
-// fixed stride (`tok_cap`, `arc_cap`, `num_states`); per-lane scalars are indexed by lane. The
+// fixed stride (`tok_cap`, `arc_cap`, `state_stride`); per-lane scalars are indexed by lane. The
 // grid is (blocks, lanes): `blockIdx.y` is the lane, and threads stride over the lane's items
 // (`blockIdx.x * blockDim.x + threadIdx.x`, step `gridDim.x * blockDim.x`), so any grid width
 // is correct. No kernel synchronises inside a block: what one thread reads was written by an
@@ -26,6 +26,15 @@
 // the CPU's `<` sees them equal. Token numbers follow the CPU's discovery order: an emitting
 // token is numbered by the first (token, arc) enumeration index that reached it within the
 // bound, an ε token by its first relaxation in its closure round.
+//
+// Open-vocabulary contexts (issue 42; the CPU layout of crates/wfst-search/src/context.rs). A
+// lane may follow a context graph of the batch's pool: its context state c with return index
+// ri is search state N + ri·M + c (per-state arrays have `state_stride` entries per lane), its
+// arc a is arc id A + a, the exit of final state c is A + arcs + c. A slot arc of the main graph
+// (output `slot_word`) enters the context when it is one of the entry arcs and the lane has a
+// context, and is never followed otherwise (its uploaded weight is +∞). The expansion
+// enumerates a context lane's previous tokens twice (`n_items` = 2 · n_prev): main-graph tokens
+// first, then context tokens — the CPU's order, which numbers the tokens.
 
 #ifdef CTX_SHIM
 #include "shim.h"
@@ -92,7 +101,7 @@ struct Frame {
   // Closure frontier (stride tok_cap).
   u32* fr_tok;
   float* fr_cost;
-  // Per-state slots (stride num_states): recombination key, first discovery, token number.
+  // Per-state slots (stride state_stride): recombination key, first discovery, token number.
   u64* slot;
   u32* first;
   u32* map;
@@ -134,6 +143,24 @@ struct Frame {
   u32* o_larc;
   float* o_lgraph;
   float* o_lac;
+  // Open-vocabulary contexts: the batch's context graphs in one pool (per graph, state arrays
+  // of M + 1 entries from its state base — CSR offsets local to its arcs, final costs — and arc
+  // arrays from its arc base); per lane LANE_CTX words (see `Ctx`); the main graph's entry slot
+  // arcs (sorted ids, their weights and return indices) and return states; per lane the
+  // expansion's enumeration items (n_prev, or 2 · n_prev with a context).
+  const u32* x_e_off;
+  const u32* x_ne_off;
+  const float* x_final;
+  const u32* x_ilabel;
+  const float* x_weight;
+  const u32* x_next;
+  const u32* x_src;
+  const u32* lane_ctx;
+  const u32* entry_arc;
+  const float* entry_weight;
+  const u32* entry_ri;
+  const u32* returns;
+  const u32* n_items;
   // Sizes.
   u32 num_states;
   u32 cols;
@@ -147,6 +174,12 @@ struct Frame {
   float beam;
   float scale;
   u32 lanes;
+  u32 state_stride;  // per-lane per-state arrays: N main states, then the context states
+  u32 eoff_stride;   // enumeration offsets per lane (2 · tok_cap + 1)
+  u32 a_main;        // A: the main graph's arcs
+  u32 slot_word;     // the class slot's output label (NONE without a slot)
+  u32 n_entries;
+  u32 n_returns;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -224,23 +257,173 @@ __device__ __forceinline__ u32 owner(const u32* off, u32 n, u32 e) {
   return lo;
 }
 
-// Enumeration index i of the expansion: its previous-frame token (*t) and emitting arc.
-__device__ __forceinline__ u32 emit_arc(const Frame& p, u32 l, u32 i, u32* t) {
-  const u32* off = p.eoff + (u64)l * (p.tok_cap + 1);
-  *t = owner(off, p.n_prev[l], i);
-  u32 s = p.p_state[(u64)l * p.tok_cap + *t];
-  return p.e_off[s] + (i - off[*t]);
+#define LANE_CTX 8u
+
+// A lane's context: M states (0: none), its graph's state and arc bases in the pool, its arcs,
+// emitting arcs and start state.
+struct Ctx {
+  u32 m, sbase, abase, narcs, nemit, start;
+};
+__device__ __forceinline__ Ctx lane_ctx(const Frame& p, u32 l) {
+  const u32* c = p.lane_ctx + LANE_CTX * l;
+  Ctx x;
+  x.m = c[0];
+  x.sbase = c[1];
+  x.abase = c[2];
+  x.narcs = c[3];
+  x.nemit = c[4];
+  x.start = c[5];
+  return x;
 }
 
-// Enumeration index i over the ε arcs of n items of this frame (item k is token toks[k], or
-// token k when toks is null): the item (*k) and its ε arc.
-__device__ __forceinline__ u32 eps_arc(const Frame& p, u32 l, u32 i, u32 n, const u32* toks,
-                                       u32* k) {
-  const u32* off = p.eoff + (u64)l * (p.tok_cap + 1);
+__device__ __forceinline__ bool finite_cost(float f) {
+  return (__float_as_uint(f) & 0x7f800000u) != 0x7f800000u;
+}
+
+// An arc or step as the search sees it: arc id, input label (0 for ε), graph cost (with the
+// booster's delta), destination search state.
+struct Step {
+  u32 id, il;
+  float gc;
+  u32 dst;
+};
+
+// Emitting degree of search state s.
+__device__ __forceinline__ u32 emit_degree(const Frame& p, u32 l, u32 s) {
+  if (s < p.num_states) return p.e_off[s + 1] - p.e_off[s];
+  Ctx x = lane_ctx(p, l);
+  u32 c = (s - p.num_states) % x.m;
+  return p.x_e_off[x.sbase + c + 1] - p.x_e_off[x.sbase + c];
+}
+
+// Emitting arc j of search state s: a main arc with the booster's delta, or a context arc
+// (no delta) to the context state of the same return index.
+__device__ __forceinline__ Step emit_step(const Frame& p, u32 l, u32 s, u32 j) {
+  Step st;
+  if (s < p.num_states) {
+    u32 a = p.e_off[s] + j;
+    st.id = a;
+    st.il = p.ilabel[a];
+    st.gc = p.weight[a] + boost_delta(p, l, a);
+    st.dst = p.next[a];
+    return st;
+  }
+  Ctx x = lane_ctx(p, l);
+  u32 v = s - p.num_states, ri = v / x.m, c = v % x.m;
+  u32 la = p.x_e_off[x.sbase + c] + j;
+  st.id = p.a_main + la;
+  st.il = p.x_ilabel[x.abase + la];
+  st.gc = p.x_weight[x.abase + la] + -0.0f;
+  st.dst = p.num_states + ri * x.m + p.x_next[x.abase + la];
+  return st;
+}
+
+// ε degree of search state s: a main state's ε arcs (slot arcs included: they are skipped
+// when relaxed), a context state's ε arcs plus its exit when it completes a phrase.
+__device__ __forceinline__ u32 eps_degree(const Frame& p, u32 l, u32 s) {
+  if (s < p.num_states) return p.ne_off[s + 1] - p.ne_off[s];
+  Ctx x = lane_ctx(p, l);
+  u32 c = (s - p.num_states) % x.m;
+  return p.x_ne_off[x.sbase + c + 1] - p.x_ne_off[x.sbase + c] +
+         (finite_cost(p.x_final[x.sbase + c]) ? 1u : 0u);
+}
+
+// The return index of main state r (a slot arc's destination; binary search).
+__device__ __forceinline__ u32 return_index(const Frame& p, u32 r) {
+  u32 lo = 0, hi = p.n_returns;
+  while (lo < hi) {
+    u32 mid = (lo + hi) >> 1;
+    if (p.returns[mid] < r) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+// ε step j of search state s (search.rs `closure`): a main ε arc with the booster's delta; a
+// slot arc — into the context's start state at the arc's weight when the lane has a context
+// and the arc is an entry, else not taken (cost +∞); a context ε arc; a context state's exit
+// to its return state at its final cost.
+__device__ __forceinline__ Step eps_step(const Frame& p, u32 l, u32 s, u32 j) {
+  Step st;
+  st.il = 0;
+  if (s < p.num_states) {
+    u32 a = p.ne_off[s] + j;
+    st.id = a;
+    st.dst = p.next[a];
+    if (p.olabel[a] != p.slot_word) {
+      st.gc = p.weight[a] + boost_delta(p, l, a);
+      return st;
+    }
+    st.gc = CTX_INF();
+    Ctx x = lane_ctx(p, l);
+    if (x.m == 0) return st;
+    u32 lo = 0, hi = p.n_entries;
+    while (lo < hi) {
+      u32 mid = (lo + hi) >> 1;
+      if (p.entry_arc[mid] < a) lo = mid + 1; else hi = mid;
+    }
+    if (lo < p.n_entries && p.entry_arc[lo] == a) {
+      st.gc = p.entry_weight[lo];
+      st.dst = p.num_states + p.entry_ri[lo] * x.m + x.start;
+    }
+    return st;
+  }
+  Ctx x = lane_ctx(p, l);
+  u32 v = s - p.num_states, ri = v / x.m, c = v % x.m;
+  u32 lo = p.x_ne_off[x.sbase + c], n = p.x_ne_off[x.sbase + c + 1] - lo;
+  if (j < n) {
+    u32 la = lo + j;
+    st.id = p.a_main + la;
+    st.gc = p.x_weight[x.abase + la];
+    st.dst = p.num_states + ri * x.m + p.x_next[x.abase + la];
+  } else {
+    st.id = p.a_main + x.narcs + c;
+    st.gc = p.x_final[x.sbase + c];
+    st.dst = p.returns[ri];
+  }
+  return st;
+}
+
+// Whether arc id a (into search state d) is an ε step, and its source search state: a main ε
+// arc's source; a context ε arc's source in d's return index; an exit's final state in the
+// return index of d.
+__device__ __forceinline__ bool eps_source(const Frame& p, u32 l, u32 a, u32 d, u32* src) {
+  if (a < p.a_main) {
+    *src = p.src[a];
+    return a >= p.e_off[p.num_states];
+  }
+  Ctx x = lane_ctx(p, l);
+  u32 la = a - p.a_main;
+  if (la < x.nemit) return false;
+  if (la < x.narcs) {
+    u32 ri = (d - p.num_states) / x.m;
+    *src = p.num_states + ri * x.m + p.x_src[x.abase + la];
+  } else {
+    *src = p.num_states + return_index(p, d) * x.m + (la - x.narcs);
+  }
+  return true;
+}
+
+// Enumeration index i of the expansion: its previous-frame token (*t) and emitting step. With
+// a context the lane's items are its tokens twice: main-graph tokens' arcs first, then
+// context tokens' (degrees_emit gives each token its arcs in one of the two passes).
+__device__ __forceinline__ Step emit_arc(const Frame& p, u32 l, u32 i, u32* t) {
+  const u32* off = p.eoff + (u64)l * p.eoff_stride;
+  u32 k = owner(off, p.n_items[l], i);
+  u32 n = p.n_prev[l];
+  *t = k < n ? k : k - n;
+  u32 s = p.p_state[(u64)l * p.tok_cap + *t];
+  return emit_step(p, l, s, i - off[k]);
+}
+
+// Enumeration index i over the ε steps of n items of this frame (item k is token toks[k], or
+// token k when toks is null): the item (*k) and its ε step.
+__device__ __forceinline__ Step eps_arc(const Frame& p, u32 l, u32 i, u32 n, const u32* toks,
+                                        u32* k) {
+  const u32* off = p.eoff + (u64)l * p.eoff_stride;
   *k = owner(off, n, i);
   u32 u = toks ? toks[*k] : *k;
   u32 s = p.c_state[(u64)l * p.tok_cap + u];
-  return p.ne_off[s] + (i - off[*k]);
+  return eps_step(p, l, s, i - off[*k]);
 }
 
 #define LANE_LOOP(count)                                                   \
@@ -328,21 +511,26 @@ extern "C" __global__ void bound(const Frame p) {
     u32 s = p.p_state[(u64)l * p.tok_cap + i];
     float cost = p.p_cost[(u64)l * p.tok_cap + i];
     const float* row = p.rows + (u64)l * p.cols;
-    for (u32 a = p.e_off[s]; a < p.e_off[s + 1]; ++a) {
-      float gc = p.weight[a] + boost_delta(p, l, a);
-      float ac = -p.scale * row[p.ilabel[a] - 1];
-      ub = CTX_FMIN(ub, cost + gc + ac);
+    u32 n = emit_degree(p, l, s);
+    for (u32 j = 0; j < n; ++j) {
+      Step st = emit_step(p, l, s, j);
+      float ac = -p.scale * row[st.il - 1];
+      ub = CTX_FMIN(ub, cost + st.gc + ac);
     }
   }
   p.bound[l] = ub + p.beam;
 }
 
-// One thread per previous token: its emitting degree if it is expanded, else 0 (scan input).
+// One thread per enumeration item (a previous token; with a context each token twice, main
+// pass then context pass): its emitting degree if it is expanded in this pass, else 0 (scan
+// input).
 extern "C" __global__ void degrees_emit(const Frame p) {
-  LANE_LOOP(p.n_prev[l]) {
-    u64 t = (u64)l * p.tok_cap + i;
+  LANE_LOOP(p.n_items[l]) {
+    u32 n = p.n_prev[l], pass = i >= n;
+    u64 t = (u64)l * p.tok_cap + (pass ? i - n : i);
     u32 s = p.p_state[t];
-    p.sx[(u64)l * p.sx_stride + i] = keeps(p, l, p.p_cost[t]) ? p.e_off[s + 1] - p.e_off[s] : 0;
+    bool here = (s >= p.num_states) == (pass != 0);
+    p.sx[(u64)l * p.sx_stride + i] = here && keeps(p, l, p.p_cost[t]) ? emit_degree(p, l, s) : 0;
   }
 }
 
@@ -353,9 +541,9 @@ extern "C" __global__ void degrees_emit(const Frame p) {
 extern "C" __global__ void expand(const Frame p) {
   LANE_LOOP(p.n_exp[l]) {
     u32 t;
-    u32 a = emit_arc(p, l, i, &t);
-    float gc = p.weight[a] + boost_delta(p, l, a);
-    float ac = -p.scale * p.rows[(u64)l * p.cols + p.ilabel[a] - 1];
+    Step st = emit_arc(p, l, i, &t);
+    float gc = st.gc;
+    float ac = -p.scale * p.rows[(u64)l * p.cols + st.il - 1];
     float c = p.p_cost[(u64)l * p.tok_cap + t] + gc + ac;
     u64 e = (u64)l * p.arc_cap + i;
     p.e_gc[e] = gc;
@@ -364,9 +552,9 @@ extern "C" __global__ void expand(const Frame p) {
     bool ok = c <= p.bound[l];
     p.e_ok[e] = ok;
     if (ok) {
-      u32 d = p.next[a];
-      u64 sl = (u64)l * p.num_states + d;
-      atomicMin(&p.slot[sl], pack(c, a));
+      u32 d = st.dst;
+      u64 sl = (u64)l * p.state_stride + d;
+      atomicMin(&p.slot[sl], pack(c, st.id));
       if (atomicMin(&p.first[sl], i) == NONE) {
         p.touched[(u64)l * p.arc_cap + atomicAdd(&p.n_touched[l], 1u)] = d;
       }
@@ -378,7 +566,7 @@ extern "C" __global__ void expand(const Frame p) {
 extern "C" __global__ void emit_min(const Frame p) {
   LANE_LOOP(p.n_touched[l]) {
     u32 d = p.touched[(u64)l * p.arc_cap + i];
-    atomicMin(&p.emit_min[l], ord_bits(key_cost(p.slot[(u64)l * p.num_states + d])));
+    atomicMin(&p.emit_min[l], ord_bits(key_cost(p.slot[(u64)l * p.state_stride + d])));
   }
 }
 
@@ -393,7 +581,7 @@ extern "C" __global__ void cutoff(const Frame p) {
 extern "C" __global__ void mark_emit(const Frame p) {
   LANE_LOOP(p.n_touched[l]) {
     u32 d = p.touched[(u64)l * p.arc_cap + i];
-    u64 sl = (u64)l * p.num_states + d;
+    u64 sl = (u64)l * p.state_stride + d;
     if (key_cost(p.slot[sl]) <= p.cutoff[l]) {
       p.flags[(u64)l * p.arc_cap + p.first[sl]] = 1;
     } else {
@@ -409,7 +597,7 @@ extern "C" __global__ void mark_emit(const Frame p) {
 extern "C" __global__ void write_emit(const Frame p) {
   LANE_LOOP(p.n_touched[l]) {
     u32 d = p.touched[(u64)l * p.arc_cap + i];
-    u64 sl = (u64)l * p.num_states + d;
+    u64 sl = (u64)l * p.state_stride + d;
     u32 f = p.first[sl];
     if (f == NONE) continue;
     u32 j = p.pos[(u64)l * (p.arc_cap + 1) + f];
@@ -435,12 +623,12 @@ extern "C" __global__ void emit_bp_links(const Frame p) {
     p.flags[e] = 0;
     if (!p.e_ok[e]) continue;
     u32 t;
-    u32 a = emit_arc(p, l, i, &t);
-    u64 sl = (u64)l * p.num_states + p.next[a];
+    Step st = emit_arc(p, l, i, &t);
+    u64 sl = (u64)l * p.state_stride + st.dst;
     u32 j = p.map[sl];
     if (j == NONE) continue;
     float c = p.p_cost[(u64)l * p.tok_cap + t] + p.e_gc[e] + p.e_ac[e];
-    if (p.slot[sl] == pack(c, a)) p.c_bpsrc[(u64)l * p.tok_cap + j] = t;
+    if (p.slot[sl] == pack(c, st.id)) p.c_bpsrc[(u64)l * p.tok_cap + j] = t;
     if (c <= p.cutoff[l]) p.flags[e] = 1;
   }
 }
@@ -452,13 +640,13 @@ extern "C" __global__ void write_emit_links(const Frame p) {
     u64 e = (u64)l * p.arc_cap + i;
     if (!p.flags[e]) continue;
     u32 t;
-    u32 a = emit_arc(p, l, i, &t);
+    Step st = emit_arc(p, l, i, &t);
     u32 k = p.pos[(u64)l * (p.arc_cap + 1) + i];
     if (k >= p.link_cap) continue;  // the host checks the count and grows the buffer
     u64 o = (u64)l * p.link_cap + k;
     p.l_src[o] = t;
-    p.l_dst[o] = p.map[(u64)l * p.num_states + p.next[a]];
-    p.l_arc[o] = a;
+    p.l_dst[o] = p.map[(u64)l * p.state_stride + st.dst];
+    p.l_arc[o] = st.id;
     p.l_graph[o] = p.e_gc[e];
     p.l_ac[o] = p.e_ac[e];
   }
@@ -480,10 +668,10 @@ extern "C" __global__ void tok_init(const Frame p) {
   LANE_LOOP(p.n_tok[l]) {
     u64 t = (u64)l * p.tok_cap + i;
     u32 d = p.c_state[t];
-    u64 k = p.slot[(u64)l * p.num_states + d];
+    u64 k = p.slot[(u64)l * p.state_stride + d];
     p.c_cost[t] = key_cost(k);
     p.c_bparc[t] = key_idx(k);
-    p.sx[(u64)l * p.sx_stride + i] = p.ne_off[d + 1] > p.ne_off[d];
+    p.sx[(u64)l * p.sx_stride + i] = eps_degree(p, l, d) > 0;
   }
 }
 
@@ -509,7 +697,7 @@ extern "C" __global__ void degrees_front(const Frame p) {
   LANE_LOOP(p.n_front[l]) {
     u32 u = p.fr_tok[(u64)l * p.tok_cap + i];
     u32 d = p.c_state[(u64)l * p.tok_cap + u];
-    p.sx[(u64)l * p.sx_stride + i] = p.ne_off[d + 1] - p.ne_off[d];
+    p.sx[(u64)l * p.sx_stride + i] = eps_degree(p, l, d);
   }
 }
 
@@ -522,14 +710,12 @@ extern "C" __global__ void relax_eps(const Frame p) {
     u64 e = (u64)l * p.arc_cap + i;
     p.flags[e] = 0;
     u32 f;
-    u32 a = eps_arc(p, l, i, p.n_front[l], p.fr_tok + (u64)l * p.tok_cap, &f);
-    u32 u = p.fr_tok[(u64)l * p.tok_cap + f];
-    float gc = p.weight[a] + boost_delta(p, l, a);
-    float c = p.fr_cost[(u64)l * p.tok_cap + f] + gc;
+    Step st = eps_arc(p, l, i, p.n_front[l], p.fr_tok + (u64)l * p.tok_cap, &f);
+    float c = p.fr_cost[(u64)l * p.tok_cap + f] + st.gc;
     if (c > p.cutoff[l]) continue;
-    u32 d = p.next[a];
-    u64 sl = (u64)l * p.num_states + d;
-    atomicMin(&p.slot[sl], pack(c, a));
+    u32 d = st.dst;
+    u64 sl = (u64)l * p.state_stride + d;
+    atomicMin(&p.slot[sl], pack(c, st.id));
     if (p.map[sl] == NONE && atomicMin(&p.first[sl], i) == NONE) {
       p.touched[(u64)l * p.arc_cap + atomicAdd(&p.n_new[l], 1u)] = d;
     }
@@ -540,7 +726,7 @@ extern "C" __global__ void relax_eps(const Frame p) {
 extern "C" __global__ void mark_new(const Frame p) {
   LANE_LOOP(p.n_new[l]) {
     u32 d = p.touched[(u64)l * p.arc_cap + i];
-    p.flags[(u64)l * p.arc_cap + p.first[(u64)l * p.num_states + d]] = 1;
+    p.flags[(u64)l * p.arc_cap + p.first[(u64)l * p.state_stride + d]] = 1;
   }
 }
 
@@ -549,7 +735,7 @@ extern "C" __global__ void mark_new(const Frame p) {
 extern "C" __global__ void write_new(const Frame p) {
   LANE_LOOP(p.n_new[l]) {
     u32 d = p.touched[(u64)l * p.arc_cap + i];
-    u64 sl = (u64)l * p.num_states + d;
+    u64 sl = (u64)l * p.state_stride + d;
     u32 j = p.n_tok[l] + p.pos[(u64)l * (p.arc_cap + 1) + p.first[sl]];
     if (j >= p.tok_cap) continue;  // the host checks the count and grows the buffers
     p.map[sl] = j;
@@ -573,16 +759,17 @@ extern "C" __global__ void tok_update(const Frame p) {
   LANE_LOOP(p.n_tok[l]) {
     u64 t = (u64)l * p.tok_cap + i;
     u32 d = p.c_state[t];
-    u64 k = p.slot[(u64)l * p.num_states + d];
+    u64 k = p.slot[(u64)l * p.state_stride + d];
     float c = key_cost(k);
     u32 a = key_idx(k);
     bool improved = c < p.c_cost[t];
     if (a != p.c_bparc[t] || improved) {
       p.c_cost[t] = c;
       p.c_bparc[t] = a;
-      if (a >= p.e_off[p.num_states]) p.c_bpsrc[t] = p.map[(u64)l * p.num_states + p.src[a]];
+      u32 src;
+      if (eps_source(p, l, a, d, &src)) p.c_bpsrc[t] = p.map[(u64)l * p.state_stride + src];
     }
-    p.sx[(u64)l * p.sx_stride + i] = improved && p.ne_off[d + 1] > p.ne_off[d];
+    p.sx[(u64)l * p.sx_stride + i] = improved && eps_degree(p, l, d) > 0;
   }
 }
 
@@ -593,7 +780,7 @@ extern "C" __global__ void tok_update(const Frame p) {
 extern "C" __global__ void degrees_all_eps(const Frame p) {
   LANE_LOOP(p.n_tok[l]) {
     u32 d = p.c_state[(u64)l * p.tok_cap + i];
-    p.sx[(u64)l * p.sx_stride + i] = p.ne_off[d + 1] - p.ne_off[d];
+    p.sx[(u64)l * p.sx_stride + i] = eps_degree(p, l, d);
   }
 }
 
@@ -603,10 +790,9 @@ extern "C" __global__ void eps_link_flags(const Frame p) {
   LANE_LOOP(p.n_fexp[l]) {
     u64 e = (u64)l * p.arc_cap + i;
     u32 u;
-    u32 a = eps_arc(p, l, i, p.n_tok[l], 0, &u);
-    float gc = p.weight[a] + boost_delta(p, l, a);
-    p.e_gc[e] = gc;
-    p.flags[e] = p.c_cost[(u64)l * p.tok_cap + u] + gc <= p.cutoff[l];
+    Step st = eps_arc(p, l, i, p.n_tok[l], 0, &u);
+    p.e_gc[e] = st.gc;
+    p.flags[e] = p.c_cost[(u64)l * p.tok_cap + u] + st.gc <= p.cutoff[l];
   }
 }
 
@@ -616,13 +802,13 @@ extern "C" __global__ void write_eps_links(const Frame p) {
     u64 e = (u64)l * p.arc_cap + i;
     if (!p.flags[e]) continue;
     u32 u;
-    u32 a = eps_arc(p, l, i, p.n_tok[l], 0, &u);
+    Step st = eps_arc(p, l, i, p.n_tok[l], 0, &u);
     u32 k = p.n_link_e[l] + p.pos[(u64)l * (p.arc_cap + 1) + i];
     if (k >= p.link_cap) continue;
     u64 o = (u64)l * p.link_cap + k;
     p.l_src[o] = u;
-    p.l_dst[o] = p.map[(u64)l * p.num_states + p.next[a]];
-    p.l_arc[o] = a;
+    p.l_dst[o] = p.map[(u64)l * p.state_stride + st.dst];
+    p.l_arc[o] = st.id;
     p.l_graph[o] = p.e_gc[e];
     p.l_ac[o] = 0.0f;
   }
@@ -662,7 +848,7 @@ extern "C" __global__ void gather_out(const Frame p) {
 // frame (every slot written this frame belongs to a token, or was cleared by mark_emit).
 extern "C" __global__ void reset_frame(const Frame p) {
   LANE_LOOP(p.n_tok[l]) {
-    u64 sl = (u64)l * p.num_states + p.c_state[(u64)l * p.tok_cap + i];
+    u64 sl = (u64)l * p.state_stride + p.c_state[(u64)l * p.tok_cap + i];
     p.slot[sl] = KEY_NONE;
     p.map[sl] = NONE;
   }

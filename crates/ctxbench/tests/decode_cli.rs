@@ -613,5 +613,41 @@ fn open_vocabulary_contexts_write_names_the_graph_lacks() {
             ne.push(j["outputs"][0]["ne_wer"].as_f64().unwrap());
         }
         assert!(ne[1] < ne[0] - 5.0, "{kind}: NE-WER {ne:?}");
+        if kind == "tlg-normal" {
+            // The CUDA kernels (on the shim) with the contexts in their device pool: the same
+            // text and CTM as the CPU backend's (2 segments: the shim is slow).
+            let mut texts = Vec::new();
+            for backend in ["cpu", "shim"] {
+                let hyps = d.join(format!("h-{kind}-{backend}"));
+                let out = ctxbench(&[
+                    "decode",
+                    "--dataset",
+                    "earnings21",
+                    "--quick",
+                    "--limit",
+                    "2",
+                    "--kind",
+                    kind,
+                    "--method",
+                    method,
+                    "--methods",
+                    "none",
+                    "--open-vocab",
+                    "sequences",
+                    "--backend",
+                    backend,
+                    "--hyp-dir",
+                    hyps.to_str().unwrap(),
+                ]);
+                assert!(
+                    out.status.success(),
+                    "{backend}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let read = |f: &str| std::fs::read_to_string(hyps.join(f)).unwrap();
+                texts.push((read("none.txt"), read("none.ctm")));
+            }
+            assert_eq!(texts[0], texts[1], "shim vs cpu");
+        }
     }
 }

@@ -15,7 +15,10 @@
 //! per return index a stream enters.
 //!
 //! **Arc ids.** Main arcs keep their CSR index (`0..A`); context arc `a` is `A + a`; the exit
-//! step is `A + num_arcs(context)`. So lattice links and back-pointers keep one index type, and
+//! step of final context state `c` is `A + num_arcs(context) + c` (one id per source state, so
+//! that an arc id names its source state given its destination: the CUDA backend finds an ε
+//! token's back-pointer that way, and the tie rule on equal costs — the smaller arc id — is one
+//! rule on both backends). So lattice links and back-pointers keep one index type, and
 //! [`ArcLabels`] answers what an id reads and writes.
 //!
 //! **Words.** Context output label `k > 0` is written as word id `base + k − 1`, where `base`
@@ -119,6 +122,14 @@ impl SlotInfo {
         self.has_slot[s as usize / 64] >> (s % 64) & 1 != 0
     }
 
+    /// The entry arcs the search follows, ascending: (arc, weight, return index).
+    pub(crate) fn entries(&self, g: &DecodingGraph) -> Vec<(u32, f32, u32)> {
+        (0..g.num_arcs())
+            .filter(|&a| self.is_entry(a))
+            .map(|a| (a as u32, g.weight[a], self.return_index(g.next[a])))
+            .collect()
+    }
+
     /// The return index of main state `r` (a slot arc's destination).
     #[inline]
     pub(crate) fn return_index(&self, r: u32) -> u32 {
@@ -156,8 +167,8 @@ pub(crate) struct Active {
     pub a_main: u32,
     /// Context states (`M`).
     pub m: u32,
-    /// The exit step's arc id.
-    pub exit_arc: u32,
+    /// The first exit step's arc id (`A + num_arcs(context)`).
+    pub exit_base: u32,
     /// The decoder's context word base.
     pub word_base: u32,
 }
@@ -169,10 +180,16 @@ impl Active {
             n_main: main.num_states() as u32,
             a_main,
             m: graph.graph.num_states() as u32,
-            exit_arc: a_main + graph.graph.num_arcs() as u32,
+            exit_base: a_main + graph.graph.num_arcs() as u32,
             word_base: slot.word_base,
             graph,
         }
+    }
+
+    /// The arc id of the exit step from (final) context state `c`.
+    #[inline]
+    pub fn exit_arc(&self, c: u32) -> u32 {
+        self.exit_base + c
     }
 
     /// Search state of context state `c` with return index `ri`.

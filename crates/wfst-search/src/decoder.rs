@@ -156,9 +156,16 @@ impl<'g> Decoder<'g> {
         self.silence.get(ilabel as usize).copied().unwrap_or(false)
     }
 
-    /// Checks a chunk: wide enough for the graph, finite.
-    pub(crate) fn check_scores(&self, utt: &str, m: &ScoreMatrix, row0: usize) -> Result<()> {
-        self.check_rows(utt, m, 0..m.rows(), row0, self.max_ilabel)
+    /// Checks a stream's chunk: wide enough for the graph and the stream's context, finite.
+    pub(crate) fn check_stream_scores(&self, stream: &Stream, m: &ScoreMatrix) -> Result<()> {
+        let needed = stream.context_max_ilabel().max(self.max_ilabel);
+        self.check_rows(
+            &stream.id,
+            m,
+            0..m.rows(),
+            stream.rows_total() as usize,
+            needed,
+        )
     }
 
     /// Checks rows `rows` of `m` (stream row `row0` is the first of them).

@@ -399,6 +399,16 @@ impl Stream {
         self.seg_start
     }
 
+    /// Grows the state map to hold every state of `toks` (a frame the CUDA backend computed
+    /// may hold context states the host's closure never reached).
+    pub(crate) fn fit_map(&mut self, toks: &[LTok]) {
+        if let Some(top) = toks.iter().map(|t| t.state as usize).max() {
+            if self.map.len() <= top {
+                self.map.resize(top + 1, NONE);
+            }
+        }
+    }
+
     /// Starts a segment at the current row: the start state and its ε-closure.
     pub(crate) fn begin_segment(&mut self, dec: &Decoder<'_>) -> Result<()> {
         let (g, cfg) = (dec.graph(), dec.config());
@@ -904,7 +914,7 @@ impl Stream {
                     if fc.is_finite() {
                         let r = slot.expect("a context has a slot").returns[ri as usize];
                         // (Last step of this token: a cut `continue`s to the next.)
-                        relax_eps_to!(cx.exit_arc, fc, r as usize, lm);
+                        relax_eps_to!(cx.exit_arc(c), fc, r as usize, lm);
                     }
                     continue;
                 }
@@ -986,7 +996,7 @@ impl Stream {
                     if fc.is_finite() {
                         let r = slot.expect("a context has a slot").returns[ri as usize];
                         // (Last step of this token: a cut `continue`s to the next.)
-                        link_to!(cx.exit_arc, fc, r as usize, t.lm);
+                        link_to!(cx.exit_arc(c), fc, r as usize, t.lm);
                     }
                     continue;
                 }

@@ -1,6 +1,7 @@
 //! The device buffers of the CUDA backend and the `Frame` parameter struct every kernel of
 //! `kernels/decoder.cu` takes (field for field the same layout: `#[repr(C)]`, pointers as u64).
 
+use crate::context::SlotInfo;
 use ctx_cuda::device::as_bytes;
 use ctx_cuda::{DevPtr, Device, Pod, Result};
 use ctx_graph::csr::DecodingGraph;
@@ -80,6 +81,19 @@ pub(crate) struct FrameParams {
     pub o_larc: u64,
     pub o_lgraph: u64,
     pub o_lac: u64,
+    pub x_e_off: u64,
+    pub x_ne_off: u64,
+    pub x_final: u64,
+    pub x_ilabel: u64,
+    pub x_weight: u64,
+    pub x_next: u64,
+    pub x_src: u64,
+    pub lane_ctx: u64,
+    pub entry_arc: u64,
+    pub entry_weight: u64,
+    pub entry_ri: u64,
+    pub returns: u64,
+    pub n_items: u64,
     pub num_states: u32,
     pub cols: u32,
     pub tok_cap: u32,
@@ -92,6 +106,12 @@ pub(crate) struct FrameParams {
     pub beam: f32,
     pub scale: f32,
     pub lanes: u32,
+    pub state_stride: u32,
+    pub eoff_stride: u32,
+    pub a_main: u32,
+    pub slot_word: u32,
+    pub n_entries: u32,
+    pub n_returns: u32,
 }
 
 impl FrameParams {
@@ -114,7 +134,8 @@ pub(crate) fn upload_new<T: Pod>(dev: &mut dyn Device, v: &[T], what: &str) -> R
     Ok(p)
 }
 
-/// The graph on the device (shared by every lane).
+/// The graph on the device (shared by every lane), with its class slot's entry arcs and
+/// return states (one-entry placeholders without a slot).
 pub(crate) struct GraphBufs {
     pub e_off: DevPtr,
     pub ne_off: DevPtr,
@@ -123,13 +144,27 @@ pub(crate) struct GraphBufs {
     pub next: DevPtr,
     pub src: DevPtr,
     pub olabel: DevPtr,
+    pub entry_arc: DevPtr,
+    pub entry_weight: DevPtr,
+    pub entry_ri: DevPtr,
+    pub returns: DevPtr,
+    pub n_entries: u32,
+    pub n_returns: u32,
+    pub slot_word: u32,
+    pub a_main: u32,
 }
 
 impl GraphBufs {
-    /// Uploads the CSR arrays and the source state of every arc. With a class slot
-    /// (`slot_word`), the slot's arcs go up at +∞ weight: a lane never follows them, as the CPU
-    /// search does not for a stream without a context (the device has no contexts yet).
-    pub fn upload(dev: &mut dyn Device, g: &DecodingGraph, slot_word: Option<u32>) -> Result<Self> {
+    /// Uploads the CSR arrays and the source state of every arc. With a class slot, the slot's
+    /// arcs go up at +∞ weight (a lane without a context never follows them, as the CPU search
+    /// does not) and its entry arcs, with their true weights and return indices, as a sorted
+    /// table that a lane with a context looks its slot arcs up in.
+    pub fn upload(
+        dev: &mut dyn Device,
+        g: &DecodingGraph,
+        slot: Option<&SlotInfo>,
+    ) -> Result<Self> {
+        let slot_word = slot.map(|s| s.word);
         let mut src = vec![0u32; g.num_arcs()];
         for s in 0..g.num_states() as u32 {
             for a in g.emitting(s).chain(g.non_emitting(s)) {
@@ -149,7 +184,31 @@ impl GraphBufs {
                 &closed
             }
         };
+        let entries = slot.map(|s| s.entries(g)).unwrap_or_default();
+        let mut returns = slot.map(|s| s.returns.clone()).unwrap_or_default();
+        let (n_entries, n_returns) = (entries.len() as u32, returns.len() as u32);
+        let (mut e_arc, mut e_w, mut e_ri): (Vec<u32>, Vec<f32>, Vec<u32>) = (
+            entries.iter().map(|e| e.0).collect(),
+            entries.iter().map(|e| e.1).collect(),
+            entries.iter().map(|e| e.2).collect(),
+        );
+        for v in [&mut e_arc, &mut e_ri, &mut returns] {
+            if v.is_empty() {
+                v.push(0);
+            }
+        }
+        if e_w.is_empty() {
+            e_w.push(0.0);
+        }
         Ok(Self {
+            entry_arc: upload_new(dev, &e_arc, "the class slot's entry arcs")?,
+            entry_weight: upload_new(dev, &e_w, "the class slot's entry arcs")?,
+            entry_ri: upload_new(dev, &e_ri, "the class slot's entry arcs")?,
+            returns: upload_new(dev, &returns, "the class slot's return states")?,
+            n_entries,
+            n_returns,
+            slot_word: slot_word.unwrap_or(u32::MAX),
+            a_main: g.num_arcs() as u32,
             e_off: upload_new(dev, &g.e_offsets, "the graph's emitting offsets")?,
             ne_off: upload_new(dev, &g.ne_offsets, "the graph's epsilon offsets")?,
             ilabel: upload_new(dev, &g.ilabel, "the graph's input labels")?,
@@ -169,6 +228,10 @@ impl GraphBufs {
             self.next,
             self.src,
             self.olabel,
+            self.entry_arc,
+            self.entry_weight,
+            self.entry_ri,
+            self.returns,
         ] {
             dev.free(p);
         }
@@ -182,8 +245,13 @@ pub(crate) struct Caps {
     pub tok: usize,
     pub arc: usize,
     pub link: usize,
+    /// Per-state entries per lane: the main graph's states, then every return index's copy of
+    /// the largest context of the batch's pool.
     pub states: usize,
 }
+
+/// u32 words per lane in the lane-context table (`LANE_CTX` in decoder.cu).
+pub(crate) const LANE_CTX: usize = 8;
 
 /// Lane-major scratch and per-lane scalars for a batch of `caps.lanes` lanes.
 pub(crate) struct LaneBufs {
@@ -211,6 +279,8 @@ pub(crate) struct LaneBufs {
     pub c_cost: DevPtr,
     pub c_bpsrc: DevPtr,
     pub c_bparc: DevPtr,
+    pub lane_ctx: DevPtr,
+    pub n_items: DevPtr,
     pub fr_tok: DevPtr,
     pub fr_cost: DevPtr,
     pub eoff: DevPtr,
@@ -293,7 +363,9 @@ impl LaneBufs {
             c_bparc: al(4 * l * t, 0, "frame back-pointers")?,
             fr_tok: al(4 * l * t, 0, "closure frontiers")?,
             fr_cost: al(4 * l * t, 0, "closure frontiers")?,
-            eoff: al(4 * l * (t + 1), 0, "enumeration offsets")?,
+            eoff: al(4 * l * (2 * t + 1), 0, "enumeration offsets")?,
+            lane_ctx: al(4 * LANE_CTX * l, 0, "lane contexts")?,
+            n_items: al(4 * l, 0, "lane counts")?,
             slot: al(8 * l * s, 0xff, "per-state recombination slots")?,
             first: al(4 * l * s, 0xff, "per-state discoveries")?,
             map: al(4 * l * s, 0xff, "per-state token maps")?,
@@ -337,7 +409,8 @@ impl LaneBufs {
         self.all.iter().map(|p| p.bytes).sum()
     }
 
-    /// The kernels' parameters over these buffers and graph `g`.
+    /// The kernels' parameters over these buffers and graph `g` (the context pool's arrays
+    /// are set by the caller).
     pub fn params(&self, g: &GraphBufs, num_states: usize) -> FrameParams {
         let c = self.caps;
         FrameParams {
@@ -399,6 +472,18 @@ impl LaneBufs {
             o_larc: self.o_larc.addr,
             o_lgraph: self.o_lgraph.addr,
             o_lac: self.o_lac.addr,
+            lane_ctx: self.lane_ctx.addr,
+            n_items: self.n_prev.addr,
+            entry_arc: g.entry_arc.addr,
+            entry_weight: g.entry_weight.addr,
+            entry_ri: g.entry_ri.addr,
+            returns: g.returns.addr,
+            n_entries: g.n_entries,
+            n_returns: g.n_returns,
+            slot_word: g.slot_word,
+            a_main: g.a_main,
+            state_stride: c.states as u32,
+            eoff_stride: (2 * c.tok + 1) as u32,
             num_states: num_states as u32,
             tok_cap: c.tok as u32,
             arc_cap: c.arc as u32,

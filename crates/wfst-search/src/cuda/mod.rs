@@ -15,9 +15,12 @@
 //! device's copy of each frontier reused while a stream keeps its lane); the device buffers
 //! are "lanes", one per stream of the batch being advanced ([`frame`]). What the device
 //! supports: no booster, one arc-index set per stream (sorted arc list, binary search), or one
-//! word table per stream (sorted word ids, binary search on each arc's output label).
+//! word table per stream (sorted word ids, binary search on each arc's output label); and an
+//! open-vocabulary context per stream ([`contexts`]: the batch's context graphs in one device
+//! pool, a lane following its stream's through the class slot, issue 42).
 //! Word automata (LM difference, phrase automaton) and stacks stay on the CPU backend.
 
+mod contexts;
 mod frame;
 mod step;
 
@@ -26,6 +29,7 @@ use crate::decoder::{Decoder, SegmentResult, UtteranceResult};
 use crate::endpoint::EndpointConfig;
 use crate::error::{DecodeError, Result};
 use crate::search::{Partial, Stream};
+use contexts::ContextPool;
 use ctx_core::scores::ScoreMatrix;
 use ctx_cuda::{DevPtr, Device};
 use frame::{upload_new, Caps, GraphBufs, LaneBufs};
@@ -68,6 +72,12 @@ pub struct GpuDecoder<'g> {
     boost: Option<BoostBufs>,
     /// A pool of arc lists held on the device ([`Self::load_arc_pool`]).
     pool: Option<DevicePool>,
+    /// The batch's open-vocabulary context graphs on the device.
+    contexts: Option<ContextPool>,
+    /// The lane-context words last uploaded (empty: none since the lanes were allocated).
+    lane_ctx_sent: Vec<u32>,
+    /// Per-lane scratch to start with: tokens, enumerated arcs, links (grown on demand).
+    initial: (usize, usize, usize),
     rows: Option<DevPtr>,
     /// Columns per row in `rows`.
     row_cols: usize,
@@ -130,7 +140,7 @@ impl std::fmt::Debug for GpuDecoder<'_> {
 impl<'g> GpuDecoder<'g> {
     /// A decoder with `dec`'s graph and settings on `dev` (the graph is uploaded once).
     pub fn new(dec: Decoder<'g>, mut dev: Box<dyn Device>) -> Result<Self> {
-        let graph = GraphBufs::upload(dev.as_mut(), dec.graph(), dec.slot().map(|s| s.word))?;
+        let graph = GraphBufs::upload(dev.as_mut(), dec.graph(), dec.slot())?;
         Ok(Self {
             dec,
             dev,
@@ -138,6 +148,9 @@ impl<'g> GpuDecoder<'g> {
             lanes: None,
             boost: None,
             pool: None,
+            contexts: None,
+            lane_ctx_sent: Vec::new(),
+            initial: (1024, 8192, 8192),
             rows: None,
             row_cols: 0,
             epoch: 0,
@@ -145,6 +158,17 @@ impl<'g> GpuDecoder<'g> {
             block: 256,
             stats: GpuStats::default(),
         })
+    }
+
+    /// Starts each lane's scratch at `tokens` tokens, `arcs` enumerated arcs and `links`
+    /// lattice links (at least 1 each, arcs at least tokens; default 1024, 8192, 8192): the
+    /// buffers grow, and the frame is replayed, when a frame needs more. Small values exercise
+    /// that path in tests.
+    pub fn with_scratch(mut self, tokens: usize, arcs: usize, links: usize) -> Self {
+        let tokens = tokens.max(1);
+        // (The arc-sized buffers also hold per-token scan data: never fewer arcs than tokens.)
+        self.initial = (tokens, arcs.max(tokens), links.max(1));
+        self
     }
 
     /// The device's name (results carry it).
@@ -232,7 +256,7 @@ impl<'g> GpuDecoder<'g> {
         for (i, (s, c)) in streams.iter().zip(chunks).enumerate() {
             let r = self
                 .dec
-                .check_scores(&s.id, c, s.rows_total() as usize)
+                .check_stream_scores(s, c)
                 .and_then(|_| {
                     s.booster()
                         .validate(self.dec.graph().num_arcs(), self.dec.graph().num_states())
@@ -293,6 +317,7 @@ impl<'g> GpuDecoder<'g> {
                         Ok(f) => f,
                     };
                     s.bp = f.bps;
+                    s.fit_map(&f.toks);
                     s.commit_frame(dec, f.toks, f.links, f.num_emitting, f.cutoff);
                     s.gpu_epoch = base + i as u64 + 1;
                     let Some(ep) = endpoint else { return };
@@ -415,19 +440,51 @@ impl<'g> GpuDecoder<'g> {
         out
     }
 
-    /// Lanes for the batch, the boosters' arc lists and the chunks' scores on the device.
+    /// Lanes for the batch, the boosters' arc lists, the context graphs and the chunks' scores
+    /// on the device.
     fn prepare(&mut self, streams: &[Stream], chunks: &[&ScoreMatrix]) -> ctx_cuda::Result<()> {
         let n = streams.len().max(1);
         let dev = self.dev.as_mut();
-        if self.lanes.as_ref().is_none_or(|l| l.caps.lanes < n) {
+        // Context graphs: the segments' own and the ones asked for (a segment that starts in
+        // this batch takes the latter), in one pool; kept while it holds every one of them.
+        let graphs = contexts::distinct(streams.iter().flat_map(|s| {
+            s.active
+                .as_ref()
+                .map(|a| &a.graph)
+                .into_iter()
+                .chain(s.context())
+        }));
+        if graphs.is_empty() {
+            if let Some(p) = self.contexts.take() {
+                p.free(dev);
+            }
+        } else if !self.contexts.as_ref().is_some_and(|p| p.holds_all(&graphs)) {
+            if let Some(p) = self.contexts.take() {
+                p.free(dev);
+            }
+            self.contexts = Some(ContextPool::upload(dev, graphs)?);
+        }
+        // Per-state entries per lane: the main graph's, then each return index's context.
+        let returns = self.dec.slot().map_or(0, |s| s.returns.len());
+        let states = self.dec.graph().num_states()
+            + returns * self.contexts.as_ref().map_or(0, |p| p.max_states);
+        if self
+            .lanes
+            .as_ref()
+            .is_none_or(|l| l.caps.lanes < n || l.caps.states < states)
+        {
             let caps = match &self.lanes {
-                Some(l) => Caps { lanes: n, ..l.caps },
+                Some(l) => Caps {
+                    lanes: n.max(l.caps.lanes),
+                    states: states.max(l.caps.states),
+                    ..l.caps
+                },
                 None => Caps {
                     lanes: n,
-                    tok: 1024,
-                    arc: 8192,
-                    link: 8192,
-                    states: self.dec.graph().num_states(),
+                    tok: self.initial.0,
+                    arc: self.initial.1,
+                    link: self.initial.2,
+                    states,
                 },
             };
             if let Some(l) = self.lanes.take() {
@@ -435,6 +492,7 @@ impl<'g> GpuDecoder<'g> {
             }
             self.lanes = Some(LaneBufs::new(dev, caps)?);
             self.lane_epoch = vec![0; caps.lanes];
+            self.lane_ctx_sent.clear();
         }
         let lanes = self.lanes.as_ref().expect("lanes").caps.lanes;
         // Boosters: one arc list per distinct list, a lane points at its stream's.
@@ -564,6 +622,9 @@ impl Drop for GpuDecoder<'_> {
         if let Some(p) = self.pool.take() {
             dev.free(p.arcs);
         }
+        if let Some(p) = self.contexts.take() {
+            p.free(dev);
+        }
         if let Some(r) = self.rows.take() {
             dev.free(r);
         }
@@ -581,15 +642,8 @@ fn batch_error(e: &ctx_cuda::CudaError, n: usize) -> DecodeError {
     }
 }
 
-/// Whether the device can run this stream's booster and context.
+/// Whether the device can run this stream's booster.
 fn supported(s: &Stream) -> Result<()> {
-    if s.context().is_some() {
-        return Err(DecodeError::Gpu(format!(
-            "utterance {}: the CUDA backend does not follow open-vocabulary contexts yet (issue \
-             42: the device pool of context graphs); decode it with --backend cpu",
-            s.id
-        )));
-    }
     match s.booster() {
         Booster::None | Booster::ArcSet(_) | Booster::Words(_) => Ok(()),
         Booster::Lm(_) | Booster::Phrases(_) => Err(DecodeError::Gpu(format!(

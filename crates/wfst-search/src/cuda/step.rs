@@ -5,7 +5,8 @@
 // Lanes index several parallel per-lane arrays (counts, flags, streams) at once.
 #![allow(clippy::needless_range_loop)]
 
-use super::frame::{Caps, FrameParams, LaneBufs};
+use super::contexts::ContextPool;
+use super::frame::{Caps, FrameParams, LaneBufs, LANE_CTX};
 use super::GpuDecoder;
 use crate::config::HISTOGRAM_BINS;
 use crate::error::{DecodeError, Result};
@@ -58,6 +59,7 @@ impl GpuDecoder<'_> {
                     }
                     self.lanes = Some(LaneBufs::new(dev, caps)?);
                     self.lane_epoch.iter_mut().for_each(|e| *e = 0);
+                    self.lane_ctx_sent.clear();
                 }
             }
         }
@@ -89,9 +91,20 @@ impl GpuDecoder<'_> {
         p.word_cost = boost.word_cost.addr;
         p.word_off = boost.word_off.addr;
         p.word_len = boost.word_len.addr;
+        if let Some(x) = &self.contexts {
+            p.x_e_off = x.e_off.addr;
+            p.x_ne_off = x.ne_off.addr;
+            p.x_final = x.final_cost.addr;
+            p.x_ilabel = x.ilabel.addr;
+            p.x_weight = x.weight.addr;
+            p.x_next = x.next.addr;
+            p.x_src = x.src.addr;
+        }
         let l = LaneView {
             active: lanes.active,
             n_prev: lanes.n_prev,
+            n_items: lanes.n_items,
+            lane_ctx: lanes.lane_ctx,
             cut: lanes.cut,
             n_exp: lanes.n_exp,
             n_touched: lanes.n_touched,
@@ -130,9 +143,23 @@ impl GpuDecoder<'_> {
         let mut act = vec![0u32; nl];
         let mut n_prev = vec![0u32; nl];
         let mut cut = vec![0f32; 4 * nl];
+        let mut errors: Vec<Option<DecodeError>> = (0..nl).map(|_| None).collect();
+        // Each lane's context (its segment's; all 0 without one).
+        let mut ctx_words = vec![0u32; LANE_CTX * nl];
         for (i, s) in streams.iter().enumerate() {
             if !active[i] {
                 continue;
+            }
+            match ContextPool::lane_words(self.contexts.as_ref(), s.active.as_ref()) {
+                Some(w) => ctx_words[LANE_CTX * i..LANE_CTX * (i + 1)].copy_from_slice(&w),
+                None => {
+                    errors[i] = Some(DecodeError::Gpu(format!(
+                        "utterance {}: its context graph is not in the device's pool (a context \
+                         set while the batch ran?)",
+                        s.id
+                    )));
+                    continue;
+                }
             }
             let front = &s.frames.last().expect("a started segment").toks;
             fits(caps, Field::Tok, front.len())?;
@@ -160,8 +187,26 @@ impl GpuDecoder<'_> {
         dev.upload(l.active, 0, as_bytes(&act))?;
         dev.upload(l.n_prev, 0, as_bytes(&n_prev))?;
         dev.upload(l.cut, 0, as_bytes(&cut))?;
-        let mut errors: Vec<Option<DecodeError>> = (0..nl).map(|_| None).collect();
+        if self.lane_ctx_sent != ctx_words {
+            dev.upload(l.lane_ctx, 0, as_bytes(&ctx_words))?;
+            self.lane_ctx_sent = ctx_words.clone();
+        }
         let max_prev = n_prev.iter().copied().max().unwrap_or(0) as usize;
+        // The expansion's enumeration items: a lane with a context takes its tokens twice
+        // (main-graph tokens' arcs, then context tokens'); without any, the items are the
+        // tokens (`n_items` is `n_prev` itself).
+        let mut n_items = n_prev.clone();
+        for i in 0..nl {
+            if ctx_words[LANE_CTX * i] != 0 {
+                n_items[i] *= 2;
+            }
+        }
+        let max_items = max(&n_items);
+        fits(caps, Field::Arc, max_items)?;
+        if n_items != n_prev {
+            dev.upload(l.n_items, 0, as_bytes(&n_items))?;
+            p.n_items = l.n_items.addr;
+        }
 
         let mut k = Launcher {
             dev,
@@ -172,15 +217,26 @@ impl GpuDecoder<'_> {
             readbacks: 0,
         };
         let mut arcs = 0u64;
-        let (tok_stride, arc_stride) = (caps.tok + 1, caps.arc + 1);
+        let (eoff_stride, arc_stride) = (2 * caps.tok + 1, caps.arc + 1);
 
         // Emitting expansion.
         k.per_lane("init_frame")?;
         k.items("best_expandable", max_prev)?;
         k.per_lane("bound")?;
-        k.items("degrees_emit", max_prev)?;
+        k.items("degrees_emit", max_items)?;
+        let items = if n_items != n_prev {
+            l.n_items
+        } else {
+            l.n_prev
+        };
         k.scan(
-            l.sx, caps.arc, l.eoff, tok_stride, l.n_prev, l.n_exp, max_prev,
+            l.sx,
+            caps.arc,
+            l.eoff,
+            eoff_stride,
+            items,
+            l.n_exp,
+            max_items,
         )?;
         let n_exp = k.counts(l.n_exp, &act)?;
         let max_exp = max(&n_exp);
@@ -244,7 +300,7 @@ impl GpuDecoder<'_> {
                     n_front[i] = 0;
                     k.dev.upload(l.active, 0, as_bytes(&act))?;
                     // Its slots are left mid-closure: clear the lane's per-state arrays.
-                    let s = num_states;
+                    let s = caps.states;
                     k.dev.fill(l.slot, 8 * s * i, 8 * s, 0xff)?;
                     k.dev.fill(l.first, 4 * s * i, 4 * s, 0xff)?;
                     k.dev.fill(l.map, 4 * s * i, 4 * s, 0xff)?;
@@ -256,7 +312,13 @@ impl GpuDecoder<'_> {
             }
             k.items("degrees_front", max_front)?;
             k.scan(
-                l.sx, caps.arc, l.eoff, tok_stride, l.n_front, l.n_fexp, max_front,
+                l.sx,
+                caps.arc,
+                l.eoff,
+                eoff_stride,
+                l.n_front,
+                l.n_fexp,
+                max_front,
             )?;
             let n_fexp = k.counts(l.n_fexp, &act)?;
             let max_fexp = max(&n_fexp);
@@ -289,7 +351,13 @@ impl GpuDecoder<'_> {
         if cfg.lattice {
             k.items("degrees_all_eps", max_tok)?;
             k.scan(
-                l.sx, caps.arc, l.eoff, tok_stride, l.n_tok, l.n_fexp, max_tok,
+                l.sx,
+                caps.arc,
+                l.eoff,
+                eoff_stride,
+                l.n_tok,
+                l.n_fexp,
+                max_tok,
             )?;
             let n_fexp = k.counts(l.n_fexp, &act)?;
             let max_fexp = max(&n_fexp);
@@ -411,6 +479,8 @@ impl GpuDecoder<'_> {
 struct LaneView {
     active: DevPtr,
     n_prev: DevPtr,
+    n_items: DevPtr,
+    lane_ctx: DevPtr,
     cut: DevPtr,
     n_exp: DevPtr,
     n_touched: DevPtr,
@@ -539,7 +609,13 @@ fn fits(caps: Caps, field: Field, need: usize) -> std::result::Result<(), Stop> 
     }
     let n = grow(have, need);
     Err(Stop::Grow(match field {
-        Field::Tok => Caps { tok: n, ..caps },
+        // Per-token scan inputs and outputs (frontier flags, positions) live in the arc-sized
+        // buffers: the arc capacity never falls below the token capacity.
+        Field::Tok => Caps {
+            tok: n,
+            arc: caps.arc.max(n),
+            ..caps
+        },
         Field::Arc => Caps { arc: n, ..caps },
         Field::Link => Caps { link: n, ..caps },
     }))

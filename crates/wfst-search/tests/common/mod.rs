@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 use ctx_core::scores::ScoreMatrix;
+use ctx_cuda::shim::ShimDevice;
+use ctx_cuda::Device;
 use ctx_graph::StdFst;
 use rustfst::prelude::*;
 use std::collections::BTreeMap;
@@ -101,4 +103,32 @@ pub fn brute_force(
         }
     }
     out
+}
+
+/// The shim with its threads in order, reversed and shuffled (a kernel whose output depends
+/// on which thread runs first differs between them, as it would between GPU runs), each grid
+/// also on three OS threads at once (the kernels' threads truly interleave: a race between
+/// them can change the result), and the GPU when one answers (said once on stderr when none
+/// does).
+pub fn devices() -> Vec<(&'static str, Box<dyn Device>)> {
+    let mut v: Vec<(&'static str, Box<dyn Device>)> = vec![
+        ("threads in order", Box::new(ShimDevice::with_schedule(0))),
+        ("threads reversed", Box::new(ShimDevice::with_schedule(1))),
+        (
+            "threads shuffled",
+            Box::new(ShimDevice::with_schedule(0x5eed)),
+        ),
+        (
+            "threads shuffled, 3 OS threads at once",
+            Box::new(ShimDevice::with_schedule(0x5eed).with_threads(3)),
+        ),
+    ];
+    match ctx_cuda::cuda::CudaDevice::open() {
+        Ok(d) => v.push(("GPU", Box::new(d))),
+        Err(e) => {
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| eprintln!("GPU parity SKIPPED (shim only): {e}"));
+        }
+    }
+    v
 }
