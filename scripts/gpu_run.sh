@@ -11,6 +11,7 @@
 #   load        000's load simulation on the device
 #   fusion      004 greedy fusion with the LM's queries on the device (bataev-device)
 #   ctc-stream  001 Table 4: the CTC decoder's streaming channels on the device
+#   open-vocab  issue 42: open-vocabulary contexts, cuda vs cpu, and their speed rows
 #   profile     Nsight Compute on the frame step at 512 streams (ncu-decoder.csv)
 #   sanitize    compute-sanitizer memcheck on a short cuda decode (sanitizer.log)
 # The device tool stops a command after 10 minutes: run the phases over several calls (each
@@ -186,6 +187,30 @@ phase_ctc_stream() {
     run_exp 400 "$OUT/ctc-streaming.log" galvez-table4 --set backend=cuda
 }
 
+phase_open_vocab() {
+    # Issue 42 on the device: open-vocabulary contexts (each utterance's list, compiled at run
+    # time, in the device's pool of context graphs) decoded with the CUDA backend against the
+    # CPU backend — a CTC TLG on Earnings-21, the hybrid HCLG on ATCO2-1h and Earnings-21 (quick
+    # sets; text and CTM byte for byte, cuda twice) — then the speed rows with and without a
+    # 1,013-phrase context on the device and on one host core.
+    local spec ds kind method b
+    for spec in earnings21:tlg-normal:ctc-wfst atco2-sim-1h:hclg:baseline earnings21:hclg:baseline; do
+        IFS=: read -r ds kind method <<< "$spec"
+        for b in cpu cuda cuda2; do
+            lim 200 "$OUT/open-vocab.log" "$B/ctxbench" decode --dataset "$ds" --quick --kind "$kind" \
+                --method "$method" --open-vocab sequences --methods none --backend "${b%2}" \
+                --threads 16 --cache "$CACHE" --hyp-dir "/tmp/ov-$ds-$kind-$b"
+        done
+        for f in txt ctm; do
+            same3 "$ds $kind open-vocab none.$f" "/tmp/ov-$ds-$kind-cpu/none.$f" \
+                "/tmp/ov-$ds-$kind-cuda/none.$f" "/tmp/ov-$ds-$kind-cuda2/none.$f" >> "$OUT/parity.txt"
+        done
+    done
+    run_exp 200 "$OUT/open-vocab.log" open-vocab-speed --set backend=cuda --set threads=16
+    lim 120 "$OUT/open-vocab.log" "$B/ctxbench" run experiments/open-vocab-speed.toml \
+        --out "$OUT/runs-cpu" --cache "$CACHE"
+}
+
 phase_profile() {
     # Nsight Compute on the frame step at 512 streams (quick ATCO2-1h HCLG): per kernel its
     # speed of light (compute and memory throughput against the peaks), launch statistics and
@@ -210,11 +235,11 @@ phase_sanitize() {
 }
 
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(tests parity throughput lm hclg chen18 load fusion ctc-stream profile sanitize)
+[ ${#phases[@]} -eq 0 ] && phases=(tests parity throughput lm hclg chen18 load fusion ctc-stream open-vocab profile sanitize)
 for p in "${phases[@]}"; do
     f="phase_${p//-/_}"
     if ! declare -F "$f" > /dev/null; then
-        echo "unknown phase '$p' (tests parity throughput lm hclg chen18 load fusion ctc-stream profile sanitize)" >&2
+        echo "unknown phase '$p' (tests parity throughput lm hclg chen18 load fusion ctc-stream open-vocab profile sanitize)" >&2
         exit 2
     fi
     t0=$(date +%s)
