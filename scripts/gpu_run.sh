@@ -206,6 +206,13 @@ phase_open_vocab() {
                 "/tmp/ov-$ds-$kind-cuda/none.$f" "/tmp/ov-$ds-$kind-cuda2/none.$f" >> "$OUT/parity.txt"
         done
     done
+    # memcheck over the context kernels' paths (two Earnings-21 segments, graph cached above).
+    if command -v compute-sanitizer > /dev/null; then
+        lim 90 "$OUT/sanitizer.log" compute-sanitizer --tool memcheck --error-exitcode 3 \
+            "$B/ctxbench" decode --dataset earnings21 --quick --limit 2 --kind tlg-normal \
+            --method ctc-wfst --open-vocab sequences --methods none --backend cuda --cache "$CACHE"
+        echo "open-vocab memcheck done (EXIT 3 above: errors found)" >> "$OUT/sanitizer.log"
+    fi
     run_exp 200 "$OUT/open-vocab.log" open-vocab-speed --set backend=cuda --set threads=16
     lim 120 "$OUT/open-vocab.log" "$B/ctxbench" run experiments/open-vocab-speed.toml \
         --out "$OUT/runs-cpu" --cache "$CACHE"
