@@ -913,6 +913,70 @@ clients = 4
     assert!(stderr(&o).contains("ctx_output 'later'"), "{}", stderr(&o));
 }
 
+/// Open-vocabulary contexts in the hclg-boost pipeline (issue 42): a stream's context with an
+/// open-vocabulary graph only decodes as the wfst family's open-vocab row (same graph with the
+/// class slot, same contexts, same search), the CUDA kernels on the shim give the CPU's, words
+/// outside the graph are written, and the load simulation refuses it by name.
+#[test]
+fn the_hclg_boost_family_follows_open_vocabulary_contexts() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("experiments/hclg-open.toml");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let exp = |extra: &str| {
+        format!(
+            r#"
+title = "hclg-open"
+[settings]
+dataset = "earnings21"
+subset = "quick"
+limit = 4
+threads = 1
+[table]
+measures = ["wer", "ne_wer"]
+[[rows]]
+row = "wfst-open"
+method = "open-vocab"
+open_vocab = "sequences"
+[[rows]]
+row = "open"
+method = "hclg-boost+open-vocab"
+open_vocab = "sequences"
+[[rows]]
+row = "open-shim"
+method = "hclg-boost+open-vocab"
+open_vocab = "sequences"
+backend = "shim"
+[[rows]]
+row = "arcs"
+method = "hclg-boost"
+ctx_list = "sequences"
+[[rows]]
+row = "both"
+method = "hclg-boost+open-vocab"
+ctx_list = "sequences"
+open_vocab = "sequences"
+{extra}
+"#
+        )
+    };
+    std::fs::write(&p, exp("")).unwrap();
+    let out = d.path().join("results");
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let get = cell_of(&out.join("hclg-open/points.csv"));
+    let acc = |row: &str| (get(row, "wer"), get(row, "ne_wer"));
+    assert_eq!(acc("open"), acc("wfst-open"));
+    assert_eq!(acc("open-shim"), acc("open"));
+    assert_ne!(acc("both"), acc("arcs"));
+    let num = |row: &str, c: &str| -> f64 { get(row, c).parse().unwrap() };
+    assert!(num("open", "context_words") >= 1.0, "{}", get("open", "context_words"));
+    assert!(num("open", "ne_wer") < num("arcs", "ne_wer"));
+    std::fs::write(&p, exp("clients = 2")).unwrap();
+    let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("open_vocab with clients"), "{}", stderr(&o));
+}
+
 /// `run --tour` (`make reproduce-quick`) runs exactly the shipped experiments marked
 /// `tour = true` (on the quick subsets: `[quick.settings]` is tested in experiment.rs); it
 /// takes no file names.

@@ -11,6 +11,12 @@
 //! at that moment (000's "at endpoints" rows) when [`PipelineConfig::rescore_endpoints`] is
 //! set; the partial hypothesis after each chunk is the search's best path so far (000's
 //! "partial hypotheses" rows, biased when [`PipelineConfig::boost_search`] is set).
+//!
+//! A context with an open-vocabulary graph ([`ContextRegistry::set_open`], issue 42) is also
+//! followed through the decoding graph's class slot (the engine's decoder opened with
+//! `with_context_slot`), whatever `boost_search` says: its phrases are decoded whether the
+//! graph knows their words or not. Its switches take effect at the stream's next segment (a
+//! segment's tokens never straddle two contexts); the arc discounts switch at the chunk.
 
 use crate::error::{HclgBoostError, Result};
 use crate::registry::{ContextRegistry, ContextReport};
@@ -191,12 +197,19 @@ impl<'g> OnlinePipeline<'g> {
         self.registry.remove(name)
     }
 
-    /// Checks a context name; the warning of a context that biases nothing.
+    /// Checks a context name (an open-vocabulary graph needs the decoder's class slot); the
+    /// warning of a context that biases nothing.
     fn check_context(&self, context: Option<&str>) -> Result<Option<String>> {
-        match context {
-            None => Ok(None),
-            Some(c) => Ok(self.registry.report(c)?.warning()),
+        let Some(c) = context else {
+            return Ok(None);
+        };
+        if self.registry.open_graph(c)?.is_some() && self.engine.decoder().slot().is_none() {
+            return Err(HclgBoostError::Config(format!(
+                "context '{c}' has an open-vocabulary graph but the decoder has no class slot \
+                 (a graph built with the slot, the decoder opened with with_context_slot)"
+            )));
         }
+        Ok(self.registry.report(c)?.warning())
     }
 
     /// Opens a stream with correlation id `id` and its first context (or none). Returns the
@@ -304,6 +317,18 @@ impl<'g> OnlinePipeline<'g> {
             };
             let mut s = std::mem::replace(&mut slot.stream, Stream::new("", Booster::None));
             s.set_booster(booster);
+            // The open-vocabulary graph, set only when it changed (setting one scans it).
+            let open = slot
+                .context
+                .as_deref()
+                .and_then(|c| self.registry.open_graph(c).ok().flatten());
+            let same = match (s.context(), open) {
+                (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+                (a, b) => a.is_none() && b.is_none(),
+            };
+            if !same {
+                s.set_context(open.cloned());
+            }
             streams.push(s);
             contexts.push(slot.context.clone());
             slot.fed += 1;

@@ -7,15 +7,22 @@
 //! name while streams run; neither touches the graph. Removal leaves a hole that later
 //! compaction closes (the pool's layout generation then changes, and every context's slot with
 //! it). Each context reports its phrases, out-of-vocabulary phrases, arcs and bytes.
+//!
+//! A context may also carry an open-vocabulary graph (issue 42, [`ContextRegistry::set_open`]):
+//! its phrases compiled over the graph's input units, entered through the graph's class slot,
+//! so that phrases with words the graph lacks are decoded too (out-of-vocabulary phrases are
+//! what arc boosting drops).
 
 use crate::error::{HclgBoostError, Result};
 use ctx_core::bias::BiasList;
 use ctx_core::symbols::SymbolTable;
+use ctx_graph::context::ContextGraph;
 use ctx_graph::csr::DecodingGraph;
 use ctx_graph::phrase_arcs::PhraseArcFinder;
 use lattice_rescorer::PhraseIds;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use wfst_search::{ArcSetBooster, Booster, PhraseAutomaton, PoolSlot};
 
 /// What loading a context found.
@@ -39,13 +46,15 @@ pub struct ContextReport {
     pub pool_bytes: usize,
     /// Bytes of the CPU backend's lookup tables for it (sorted array, bitmap, state marks).
     pub host_bytes: usize,
+    /// Phrases of its open-vocabulary graph (0 without one).
+    pub open_phrases: usize,
 }
 
 impl ContextReport {
     /// Why a stream with this context decodes unbiased, if it does (an empty list, every
     /// phrase out of vocabulary, or no arc of the graph spells any of them).
     pub fn warning(&self) -> Option<String> {
-        if self.arcs > 0 {
+        if self.arcs > 0 || self.open_phrases > 0 {
             return None;
         }
         let why = if self.phrases == 0 {
@@ -75,6 +84,7 @@ struct Context {
     offset: u32,
     booster: ArcSetBooster,
     automaton: Option<PhraseAutomaton>,
+    open: Option<Arc<ContextGraph>>,
 }
 
 /// Pool identities (unique per process, so a device never mistakes one registry's pool for
@@ -180,6 +190,7 @@ impl<'g> ContextRegistry<'g> {
                 arcs: booster.arcs().len(),
                 pool_bytes: 4 * booster.arcs().len(),
                 host_bytes: booster.heap_bytes(),
+                open_phrases: 0,
             };
             let booster = booster.with_slot(self.slot(offset));
             self.contexts.insert(
@@ -189,6 +200,7 @@ impl<'g> ContextRegistry<'g> {
                     offset,
                     booster,
                     automaton,
+                    open: None,
                 },
             );
             out.push(report);
@@ -246,6 +258,24 @@ impl<'g> ContextRegistry<'g> {
         self.contexts
             .get(name)
             .ok_or_else(|| HclgBoostError::UnknownContext(name.to_string()))
+    }
+
+    /// Attaches an open-vocabulary graph to a loaded context (or, with `None`, removes it):
+    /// streams with this context follow it through the decoding graph's class slot from their
+    /// next segment on. The graph is shared, not copied.
+    pub fn set_open(&mut self, name: &str, graph: Option<Arc<ContextGraph>>) -> Result<()> {
+        let c = self
+            .contexts
+            .get_mut(name)
+            .ok_or_else(|| HclgBoostError::UnknownContext(name.to_string()))?;
+        c.report.open_phrases = graph.as_ref().map_or(0, |g| g.phrases);
+        c.open = graph;
+        Ok(())
+    }
+
+    /// A context's open-vocabulary graph, if it has one.
+    pub fn open_graph(&self, name: &str) -> Result<Option<&Arc<ContextGraph>>> {
+        Ok(self.get(name)?.open.as_ref())
     }
 
     /// Whether a context of this name is loaded.

@@ -5,14 +5,18 @@
 //! and every bad input a named error.
 
 use ctx_core::bias::BiasList;
+use ctx_core::context_list::ContextList;
 use ctx_core::scores::ScoreMatrix;
 use ctx_core::symbols::SymbolTable;
+use ctx_graph::context::ContextGraph;
 use ctx_graph::csr::DecodingGraph;
+use ctx_graph::ctc::CtcTopology;
 use ctx_graph::phrase_arcs::phrase_arcs;
 use ctx_graph::StdFst;
 use hclg_boost::{Chunk, ContextRegistry, Engine, HclgBoostError, OnlinePipeline, PipelineConfig};
 use lattice_rescorer::prefix_biased_best_path;
 use rustfst::prelude::*;
+use std::sync::Arc;
 use wfst_search::{Booster, Decoder, DecoderConfig, EndpointConfig, Stream};
 
 /// SplitMix64.
@@ -40,6 +44,11 @@ const WORDS: u32 = 6;
 /// A random graph: emitting arcs anywhere with words 1..=6 on a third of them, forward ε arcs
 /// (acyclic, as lattices need) with words on some, a few finals.
 fn random_graph(rng: &mut Rng, states: u32) -> DecodingGraph {
+    DecodingGraph::from_fst(&random_fst(rng, states), None).unwrap()
+}
+
+/// [`random_graph`] as an FST.
+fn random_fst(rng: &mut Rng, states: u32) -> StdFst {
     let mut fst = StdFst::new();
     for _ in 0..states {
         fst.add_state();
@@ -69,7 +78,7 @@ fn random_graph(rng: &mut Rng, states: u32) -> DecodingGraph {
             fst.set_final(s, rng.unit()).unwrap();
         }
     }
-    DecodingGraph::from_fst(&fst, None).unwrap()
+    fst
 }
 
 fn words() -> SymbolTable {
@@ -184,11 +193,25 @@ fn run_alone(
     booster_at: &dyn Fn(usize) -> Booster,
     rescore_at: &dyn Fn(usize) -> Option<wfst_search::PhraseAutomaton>,
 ) -> String {
+    run_alone_open(dec, ep, m, chunk, booster_at, rescore_at, &|_| None)
+}
+
+/// [`run_alone`] with an open-vocabulary context per chunk (`open_at`).
+fn run_alone_open(
+    dec: &Decoder<'_>,
+    ep: Option<&EndpointConfig>,
+    m: &ScoreMatrix,
+    chunk: usize,
+    booster_at: &dyn Fn(usize) -> Booster,
+    rescore_at: &dyn Fn(usize) -> Option<wfst_search::PhraseAutomaton>,
+    open_at: &dyn Fn(usize) -> Option<Arc<ContextGraph>>,
+) -> String {
     let mut s = Stream::new("alone", Booster::None);
     let mut out = String::new();
     let chunks = m.rows().div_ceil(chunk);
     for k in 0..chunks {
         s.set_booster(booster_at(k));
+        s.set_context(open_at(k));
         let mut segs = dec
             .feed_rows(&mut s, m, k * chunk..((k + 1) * chunk).min(m.rows()), ep)
             .unwrap();
@@ -670,4 +693,148 @@ fn contexts_added_and_removed_while_streams_run() {
         compacted >= 4,
         "compaction ran while streams ran: {compacted}"
     );
+}
+
+/// The class slot's output label in the open-vocabulary tests (no word of the table).
+const SLOT: u32 = 9;
+
+/// An open-vocabulary context over the random graphs' labels 2–4 ("x", "y", "z": one token
+/// each, compact CTC layout, label 1 the blank).
+fn open_context(text: &str) -> Arc<ContextGraph> {
+    let list = ContextList::parse(text, std::path::Path::new("open.tsv"), 3.0, true).unwrap();
+    let spell = |w: &str| match w {
+        "x" => Some(vec![1]),
+        "y" => Some(vec![2]),
+        "z" => Some(vec![3]),
+        _ => None,
+    };
+    Arc::new(ContextGraph::compile(&list, spell, CtcTopology::Compact).unwrap())
+}
+
+/// Open-vocabulary contexts in the online pipeline (issue 42): a context's open graph is
+/// followed through the class slot beside its arc discounts, per stream in one batch, equal to
+/// each stream decoded alone with the same booster and context (CPU, shim, GPU); a switch takes
+/// effect at the next segment; a context's open graph on a decoder without the slot is refused.
+#[test]
+fn open_vocabulary_contexts_follow_the_stream_as_alone() {
+    let syms = words();
+    let a = open_context("x y\t3\nz\t2");
+    let b = open_context("y z x\t4\ny\t-1");
+    let (mut used, mut differ) = (0, 0);
+    for case in 0..16u64 {
+        let mut rng = Rng(900 + case);
+        let mut fst = random_fst(&mut rng, 5 + (case % 6) as u32);
+        let states = fst.num_states() as u64;
+        for _ in 0..2 {
+            let (s, d) = (rng.below(states) as u32, rng.below(states) as u32);
+            fst.add_tr(s, Tr::new(0, SLOT, 0.5 + rng.unit(), d))
+                .unwrap();
+        }
+        let g = DecodingGraph::from_fst(&fst, None).unwrap();
+        let dec = Decoder::new(&g, config())
+            .unwrap()
+            .with_context_slot(SLOT)
+            .unwrap();
+        let base = dec.slot().unwrap().word_base;
+        let ep = (case % 2 == 0).then(|| EndpointConfig::kaldi(0.25));
+        let lists: Vec<(String, BiasList)> = ["a", "b", "c"]
+            .iter()
+            .map(|n| (n.to_string(), random_list(&mut rng)))
+            .collect();
+        let open = |n: &str| match n {
+            "a" => Some(a.clone()),
+            "b" => Some(b.clone()),
+            _ => None,
+        };
+        let n = 4;
+        let utts: Vec<ScoreMatrix> = (0..n)
+            .map(|i| scores(&mut rng, 13 + (case as usize * 3 + 5 * i) % 12))
+            .collect();
+        let contexts = [Some("a"), Some("b"), None, Some("c")];
+        let chunk = 2 + (case % 3) as usize;
+        // Stream 0 switches a -> b at chunk 2; stream 3 c -> a at chunk 1.
+        let switches = [(0usize, 2usize, Some("b")), (3, 1, Some("a"))];
+        for backend in backends() {
+            let mut reg = ContextRegistry::new(&g, &syms, -1.5, -2.0).unwrap();
+            reg.add_many(&lists).unwrap();
+            reg.set_open("a", Some(a.clone())).unwrap();
+            reg.set_open("b", Some(b.clone())).unwrap();
+            assert_eq!(reg.report("b").unwrap().open_phrases, 2);
+            let engine = Engine::open(dec.clone(), backend).unwrap();
+            let cfg = PipelineConfig {
+                boost_search: true,
+                rescore_endpoints: false,
+                endpoint: ep.clone(),
+                threads: 2,
+            };
+            let mut p = OnlinePipeline::new(engine, reg, cfg).unwrap();
+            let got = run_pipeline(&mut p, &utts, &contexts, chunk, &switches);
+            let reg = p.registry();
+            let ctx_at = |i: usize, k: usize| -> Option<&str> {
+                let mut c = contexts[i];
+                for &(s, at, to) in &switches {
+                    if s == i && k >= at {
+                        c = to;
+                    }
+                }
+                c
+            };
+            for i in 0..n {
+                let want = run_alone_open(
+                    &dec,
+                    ep.as_ref(),
+                    &utts[i],
+                    chunk,
+                    &|k| ctx_at(i, k).map_or(Booster::None, |c| reg.booster(c).unwrap()),
+                    &|_| None,
+                    &|k| ctx_at(i, k).and_then(open),
+                );
+                assert_eq!(got[i], want, "{backend}: case {case} stream {i}");
+                if backend == ctx_cuda::Backend::Cpu {
+                    // Context words are ids from the slot's word base on.
+                    let words = want.split("words: [").skip(1).flat_map(|t| {
+                        t.split(']')
+                            .next()
+                            .unwrap_or("")
+                            .split(", ")
+                            .map(str::to_string)
+                    });
+                    used += usize::from(
+                        words
+                            .filter_map(|w| w.parse::<u32>().ok())
+                            .any(|w| w >= base),
+                    );
+                    let arcs_only = run_alone(
+                        &dec,
+                        ep.as_ref(),
+                        &utts[i],
+                        chunk,
+                        &|k| ctx_at(i, k).map_or(Booster::None, |c| reg.booster(c).unwrap()),
+                        &|_| None,
+                    );
+                    differ += usize::from(arcs_only != want);
+                }
+            }
+        }
+    }
+    assert!(
+        used > 5,
+        "{used} streams decoded with an open-vocabulary context"
+    );
+    assert!(differ > 5, "open graphs change results: {differ}");
+    // A context with an open graph on a decoder without the slot: a named error.
+    let g = random_graph(&mut Rng(1), 6);
+    let dec = Decoder::new(&g, config()).unwrap();
+    let mut reg = ContextRegistry::new(&g, &syms, -1.5, -2.0).unwrap();
+    reg.add("a", &BiasList::from_phrases(&["w1".to_string()], false))
+        .unwrap();
+    reg.set_open("a", Some(a)).unwrap();
+    let mut p = OnlinePipeline::new(
+        Engine::open(dec, ctx_cuda::Backend::Cpu).unwrap(),
+        reg,
+        PipelineConfig::default(),
+    )
+    .unwrap();
+    let e = p.open(1, Some("a")).unwrap_err().to_string();
+    assert!(e.contains("'a'") && e.contains("class slot"), "{e}");
 }

@@ -12,12 +12,18 @@
 //!
 //! Contexts are pre-loaded before the streams start (000 §4.3: "all expected biasing FSTs are
 //! pre-loaded"), so their build time is reported (`context_s`) and not counted in RTFx.
+//!
+//! With `open-vocab` (issue 42) each context also carries an open-vocabulary graph compiled
+//! from the utterance's `open_vocab` list (the lexicon, letter-to-sound for unknown words,
+//! the HCLG's HMMs), followed through the graph's class slot: the words it writes need not be
+//! in the graph, and are written as the list spells them.
 
 use super::family::{
     accuracy_measures, check_targets, decode_settings, graph_bytes, key_of, load_setup, num,
-    record, s, subset_of, Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS,
-    SETUP_KEYS,
+    open_vocab_of, record, s, subset_of, Component, Family, FamilySpec, GroupContext, SetupCache,
+    DECODE_KEYS, OPEN_VOCAB, OPEN_VOCAB_ENTRY, OPEN_VOCAB_WEIGHT, SETUP_KEYS,
 };
+use super::wfst::OPEN_DEFAULTS;
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
 use crate::pipeline::{self, ListKind, Setup, SetupOptions};
 use crate::results::PointRecord;
@@ -34,11 +40,19 @@ use wfst_search::{Decoder, EndpointConfig};
 /// The HCLG-boosting family (see the module docs).
 pub struct HclgBoost;
 
-const COMPONENTS: &[Component] = &[Component {
-    name: "hclg-boost",
-    doc: "the online batched pipeline of hclg-boost: per-stream contexts as HCLG arc indices \
-          (000 §4), switched at any chunk, lattice biasing at endpoints",
-}];
+const COMPONENTS: &[Component] = &[
+    Component {
+        name: "hclg-boost",
+        doc: "the online batched pipeline of hclg-boost: per-stream contexts as HCLG arc \
+              indices (000 §4), switched at any chunk, lattice biasing at endpoints",
+    },
+    Component {
+        name: "open-vocab",
+        doc: "each stream's context also an open-vocabulary graph (issue 42): its list's \
+              phrases pronounced (lexicon, letter-to-sound) over the HCLG's HMMs, entered \
+              through the graph's class slot, words outside the graph included",
+    },
+];
 
 const SETTINGS: &[SettingSpec] = &[
     spec(
@@ -93,6 +107,9 @@ const SETTINGS: &[SettingSpec] = &[
         "hclg-boost",
         "load simulation: at most this many chunks per server batch",
     ),
+    OPEN_VOCAB,
+    OPEN_VOCAB_WEIGHT,
+    OPEN_VOCAB_ENTRY,
 ];
 
 const SCHEDULES: &[&str] = &[
@@ -127,10 +144,12 @@ impl FamilySpec for HclgBoost {
         s.insert("ctx_schedule".into(), Value::Str("right".into()));
         s.insert("ctx_switch_chunk".into(), Value::Int(0));
         s.insert("client_batch".into(), Value::Int(256));
+        s.insert("open_vocab_weight".into(), Value::Float(OPEN_DEFAULTS.0));
+        s.insert("open_vocab_entry".into(), Value::Float(OPEN_DEFAULTS.1));
     }
 
     fn required(&self) -> &'static [(&'static str, &'static str)] {
-        &[]
+        &[("open_vocab", "open-vocab")]
     }
 
     fn check(&self, s: &Settings, what: &str) -> Result<()> {
@@ -140,10 +159,18 @@ impl FamilySpec for HclgBoost {
                 bail!("{what}: graph '{g}': the hclg-boost family decodes an HCLG");
             }
         }
-        if let Some(v) = str_of("ctx_list") {
-            if ListKind::parse(&v).is_none() {
-                bail!("{what}: ctx_list '{v}' (sequences, unigrams, gt, list:NAME)");
+        for k in ["ctx_list", "open_vocab"] {
+            if let Some(v) = str_of(k) {
+                if ListKind::parse(&v).is_none() {
+                    bail!("{what}: {k} '{v}' (sequences, unigrams, gt, list:NAME)");
+                }
             }
+        }
+        if s.contains_key("open_vocab") && s.contains_key("clients") {
+            bail!(
+                "{what}: open_vocab with clients: the load simulation does not spell \
+                 open-vocabulary words yet (decode the set in batches: leave clients unset)"
+            );
         }
         if let Some(v) = str_of("ctx_output") {
             if !["partial", "endpoints"].contains(&v.as_str()) {
@@ -154,8 +181,8 @@ impl FamilySpec for HclgBoost {
             if !SCHEDULES.contains(&v.as_str()) {
                 bail!("{what}: ctx_schedule '{v}' ({})", SCHEDULES.join(", "));
             }
-            if v != "right" && s.get("ctx_list").is_none() {
-                bail!("{what}: ctx_schedule '{v}' needs a ctx_list");
+            if v != "right" && s.get("ctx_list").is_none() && s.get("open_vocab").is_none() {
+                bail!("{what}: ctx_schedule '{v}' needs a ctx_list or an open_vocab list");
             }
         }
         for k in ["ctx_discount", "ctx_lattice_discount"] {
@@ -183,24 +210,31 @@ impl FamilySpec for HclgBoost {
 impl Family for HclgBoost {
     fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
         check_targets(ds, p)?;
-        if let Some(Some(ListKind::Global(n))) = p
-            .settings
-            .get("ctx_list")
-            .and_then(Value::as_str)
-            .map(ListKind::parse)
-        {
-            if !ds.global_lists.contains_key(&n) {
-                bail!(
-                    "ctx_list 'list:{n}': dataset {} has no global list '{n}'",
-                    ds.name
-                );
+        for k in ["ctx_list", "open_vocab"] {
+            if let Some(Some(ListKind::Global(n))) = p
+                .settings
+                .get(k)
+                .and_then(Value::as_str)
+                .map(ListKind::parse)
+            {
+                if !ds.global_lists.contains_key(&n) {
+                    bail!(
+                        "{k} 'list:{n}': dataset {} has no global list '{n}'",
+                        ds.name
+                    );
+                }
             }
         }
         Ok(())
     }
 
     fn setup_key(&self, p: &Point) -> String {
-        key_of("wfst", p, SETUP_KEYS, &[])
+        let key = key_of("wfst", p, SETUP_KEYS, &[]);
+        // The class slot is part of the graph (the wfst family's key for the same graph).
+        match p.settings.get("open_vocab") {
+            Some(_) => key + &format!(";slot={}", s(p, "open_vocab_entry")),
+            None => key,
+        }
     }
 
     fn decode_key(&self, p: &Point) -> String {
@@ -216,16 +250,27 @@ impl Family for HclgBoost {
     ) -> Result<Vec<PointRecord>> {
         let first = &cx.points[group[0]];
         pipeline::reset_peak_mem();
+        let open = open_vocab_of(first, OPEN_DEFAULTS.0, OPEN_DEFAULTS.1)?;
         let opts = SetupOptions {
             kind: GraphKind::Hclg,
             noise: first.settings.get("noise").and_then(Value::as_f64),
+            context_slot: open.as_ref().map(|o| o.2),
             ..SetupOptions::hclg(subset_of(first), cx.cache)
         };
-        // The plain HCLG: the same on-disk graph cache entry as the WFST family's baseline.
+        // The plain HCLG (or the one with the class slot): the same on-disk graph cache entry
+        // as the WFST family's.
         let st = load_setup(cx, first, self.setup_key(first), &opts, setup)?;
         let settings = decode_settings(first, st)?;
-        let contexts = Contexts::build(st, first)?;
+        let open = match &open {
+            Some((kind, weight, _)) => Some(pipeline::open_contexts(st, kind, *weight, &settings)?),
+            None => None,
+        };
+        let contexts = Contexts::build(st, first, open.as_ref())?;
         let dec = Decoder::new(&st.csr, settings.config.clone())?.with_silence(&st.silence);
+        let dec = match (&open, st.graph.symbols.context_slot()) {
+            (Some(_), Some(w)) => dec.with_context_slot(w)?,
+            _ => dec,
+        };
         let engine = Engine::open(dec, settings.backend)?;
         let (backend, device) = (engine.backend(), engine.device());
         let output = s(first, "ctx_output");
@@ -341,6 +386,20 @@ impl Family for HclgBoost {
                 reg.reports().filter(|r| r.warning().is_some()).count() as f64,
             );
         }
+        if let Some(o) = &open {
+            // As the wfst family reports its open-vocabulary rows: phrases compiled and left
+            // out per utterance, distinct words written that the graph lacks.
+            let n = st.dataset.utterances.len().max(1) as f64;
+            m.insert("phrases_kept".into(), o.phrases as f64 / n);
+            m.insert("phrases_dropped".into(), o.unspellable as f64 / n);
+            let table = &st.graph.symbols.words;
+            let outside: std::collections::BTreeSet<&String> = hyps
+                .iter()
+                .flatten()
+                .filter(|w| table.id(w).is_none())
+                .collect();
+            m.insert("context_words".into(), outside.len() as f64);
+        }
         let mut out = Vec::new();
         for &i in group {
             let p = &cx.points[i];
@@ -374,8 +433,9 @@ struct Contexts<'g> {
 
 impl<'g> Contexts<'g> {
     /// One context per distinct list of the point's kind (an utterance's, a document's, a
-    /// global one); the wrong context of utterance i is the one of utterance i + n/2.
-    fn build(st: &'g Setup, p: &Point) -> Result<Self> {
+    /// global one) and open-vocabulary graph (`open`, per utterance); the wrong context of
+    /// utterance i is the one of utterance i + n/2.
+    fn build(st: &'g Setup, p: &Point, open: Option<&pipeline::OpenContexts>) -> Result<Self> {
         let mut registry = ContextRegistry::new(
             &st.csr,
             &st.graph.symbols.words,
@@ -383,36 +443,63 @@ impl<'g> Contexts<'g> {
             num(p, "ctx_lattice_discount", -2.0) as f32,
         )?;
         let utts = &st.dataset.utterances;
-        let Some(l) = p.settings.get("ctx_list").and_then(Value::as_str) else {
+        let l = p.settings.get("ctx_list").and_then(Value::as_str);
+        if l.is_none() && open.is_none() {
             return Ok(Self {
                 registry,
                 names: vec![(None, None); utts.len()],
                 build_s: 0.0,
                 entries: None,
             });
+        }
+        let kind = match l {
+            Some(l) => Some(ListKind::parse(l).ok_or_else(|| anyhow!("bad ctx_list '{l}'"))?),
+            None => None,
         };
-        let kind = ListKind::parse(l).ok_or_else(|| anyhow!("bad ctx_list '{l}'"))?;
+        let label = l.unwrap_or("open");
         let t = Instant::now();
-        let mut by_list: HashMap<Vec<Vec<String>>, String> = HashMap::new();
+        // One context per distinct (list, open-vocabulary graph).
+        let mut by_list: HashMap<(Vec<Vec<String>>, usize), String> = HashMap::new();
         let mut lists: Vec<(String, BiasList)> = Vec::new();
+        let mut graphs = Vec::new();
         let mut right = Vec::with_capacity(utts.len());
         let mut entries = 0usize;
-        for u in utts {
-            let list = pipeline::list_of(st, u, &kind);
+        for (i, u) in utts.iter().enumerate() {
+            let list = match &kind {
+                Some(k) => pipeline::list_of(st, u, k),
+                None => BiasList::default(),
+            };
             entries += list.phrases.len();
-            // One context per distinct list (the key is cloned only for a new one).
-            let name = match by_list.get(&list.phrases) {
+            let graph = open.and_then(|o| o.contexts[i].clone());
+            let key = (
+                list.phrases,
+                graph
+                    .as_ref()
+                    .map_or(0, |g| std::sync::Arc::as_ptr(g) as usize),
+            );
+            let name = match by_list.get(&key) {
                 Some(n) => n.clone(),
                 None => {
-                    let name = format!("{}:{}", l, u.id);
-                    by_list.insert(list.phrases.clone(), name.clone());
-                    lists.push((name.clone(), list));
+                    let name = format!("{label}:{}", u.id);
+                    lists.push((
+                        name.clone(),
+                        BiasList {
+                            phrases: key.0.clone(),
+                        },
+                    ));
+                    if let Some(g) = graph {
+                        graphs.push((name.clone(), g));
+                    }
+                    by_list.insert(key, name.clone());
                     name
                 }
             };
             right.push(Some(name));
         }
         registry.add_many(&lists)?;
+        for (name, g) in graphs {
+            registry.set_open(&name, Some(g))?;
+        }
         let n = utts.len();
         let names = (0..n)
             .map(|i| (right[i].clone(), right[(i + n / 2) % n].clone()))
@@ -420,8 +507,8 @@ impl<'g> Contexts<'g> {
         Ok(Self {
             registry,
             names,
-            build_s: t.elapsed().as_secs_f64(),
-            entries: Some(entries as f64 / n.max(1) as f64),
+            build_s: t.elapsed().as_secs_f64() + open.map_or(0.0, |o| o.build_s),
+            entries: kind.map(|_| entries as f64 / n.max(1) as f64),
         })
     }
 }
@@ -505,7 +592,7 @@ fn decode_batches(
                 unbiased += 1;
             }
         }
-        let mut words: Vec<Vec<u32>> = vec![Vec::new(); group.len()];
+        let mut words: Vec<Vec<String>> = vec![Vec::new(); group.len()];
         let chunks = mats
             .iter()
             .map(|m| m.rows().div_ceil(chunk_rows))
@@ -542,13 +629,13 @@ fn decode_batches(
                 let r = r.map_err(|e| anyhow!("utterance {}: {e}", group[*j].id))?;
                 for s in r.segments {
                     out.segments += 1;
-                    words[*j].extend(s.path.words);
+                    words[*j].extend(spell(st, &s));
                 }
             }
         }
         out.decode_s += t.elapsed().as_secs_f64();
         out.audio_s += group.iter().map(|u| u.duration_s).sum::<f64>();
-        out.hyps.extend(words.iter().map(|w| st.words(w)));
+        out.hyps.extend(words);
     }
     if unbiased > 0 {
         eprintln!(
@@ -556,6 +643,20 @@ fn decode_batches(
         );
     }
     Ok(out)
+}
+
+/// A finished segment's words as text: a word of its open-vocabulary context as the list
+/// spells it, the others from the graph's words table.
+fn spell(st: &Setup, seg: &hclg_boost::Endpointed) -> Vec<String> {
+    let cw = seg.segment.context.as_ref();
+    seg.path
+        .words
+        .iter()
+        .map(|&w| match cw.and_then(|c| c.word(w)) {
+            Some(t) => t.to_string(),
+            None => st.words(&[w]).remove(0),
+        })
+        .collect()
 }
 
 /// The pipeline as the load simulation's server: a channel per client utterance, its words

@@ -56,8 +56,9 @@ const COMPONENTS: &[Component] = &[
     },
 ];
 
-/// The open-vocabulary defaults over an HCLG (weight, entry), in the hybrid models' graph units.
-const OPEN_DEFAULTS: (f64, f64) = (5.0, 4.0);
+/// The open-vocabulary defaults over an HCLG (weight, entry), in the hybrid models' graph units
+/// (the hclg-boost family's too).
+pub(crate) const OPEN_DEFAULTS: (f64, f64) = (5.0, 4.0);
 
 /// The family's settings, in points.csv column order.
 const SETTINGS: &[SettingSpec] = &[
