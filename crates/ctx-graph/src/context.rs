@@ -335,8 +335,10 @@ fn layout_hmm(nodes: &[Node], hmms: &UnitHmms) -> Building {
     b
 }
 
-/// Lays the arcs out as CSR: every state's emitting arcs first, then the non-emitting ones (the
-/// layout of [`DecodingGraph`]), each block in the order the arcs were added.
+/// Lays the arcs out as CSR: every state's emitting arcs first, sorted by input label (stable:
+/// arcs of one label in the order they were added — the search skips a label's run at once
+/// when its cheapest arc fails the beam), then the non-emitting ones in the order they were
+/// added (the layout of [`DecodingGraph`]).
 fn to_csr(b: Building) -> DecodingGraph {
     let n = b.arcs.len();
     let total: usize = b.arcs.iter().map(Vec::len).sum();
@@ -358,7 +360,9 @@ fn to_csr(b: Building) -> DecodingGraph {
     };
     for arcs in &b.arcs {
         g.e_offsets.push(g.ilabel.len() as u32);
-        for a in arcs.iter().filter(|a| a.il != 0) {
+        let mut emitting: Vec<&Arc> = arcs.iter().filter(|a| a.il != 0).collect();
+        emitting.sort_by_key(|a| a.il);
+        for a in emitting {
             push(&mut g, a);
         }
     }

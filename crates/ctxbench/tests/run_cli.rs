@@ -969,12 +969,20 @@ open_vocab = "sequences"
     assert_eq!(acc("open-shim"), acc("open"));
     assert_ne!(acc("both"), acc("arcs"));
     let num = |row: &str, c: &str| -> f64 { get(row, c).parse().unwrap() };
-    assert!(num("open", "context_words") >= 1.0, "{}", get("open", "context_words"));
+    assert!(
+        num("open", "context_words") >= 1.0,
+        "{}",
+        get("open", "context_words")
+    );
     assert!(num("open", "ne_wer") < num("arcs", "ne_wer"));
     std::fs::write(&p, exp("clients = 2")).unwrap();
     let o = ctxbench(&["run", s(&p), "--out", s(&out)]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("open_vocab with clients"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("open_vocab with clients"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// `run --tour` (`make reproduce-quick`) runs exactly the shipped experiments marked

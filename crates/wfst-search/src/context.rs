@@ -157,11 +157,60 @@ impl ContextWords {
     }
 }
 
+/// A context graph's emitting arcs in runs of one input label (the compiler sorts each
+/// state's emitting arcs by label), each run with its smallest weight: the expansion skips a
+/// run whose cheapest arc already fails the bound — exactly, as float addition is monotonic —
+/// so the trie root's fan-out (one arc per distinct first word, entered at every frame) costs
+/// one check per distinct first piece, not one relaxation per phrase.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LabelRuns {
+    /// Per state, its runs `off[s]..off[s + 1]`.
+    off: Vec<u32>,
+    /// Per run: one past its last arc.
+    pub end: Vec<u32>,
+    /// Per run: its smallest arc weight.
+    pub min_w: Vec<f32>,
+}
+
+impl LabelRuns {
+    pub fn new(g: &DecodingGraph) -> Self {
+        let mut r = Self {
+            off: Vec::with_capacity(g.num_states() + 1),
+            ..Default::default()
+        };
+        for s in 0..g.num_states() as u32 {
+            r.off.push(r.end.len() as u32);
+            let arcs = g.emitting(s);
+            let mut a = arcs.start;
+            while a < arcs.end {
+                let (il, mut w, mut e) = (g.ilabel[a], g.weight[a], a + 1);
+                while e < arcs.end && g.ilabel[e] == il {
+                    w = w.min(g.weight[e]);
+                    e += 1;
+                }
+                r.end.push(e as u32);
+                r.min_w.push(w);
+                a = e;
+            }
+        }
+        r.off.push(r.end.len() as u32);
+        r
+    }
+
+    /// The runs of state `s`.
+    #[inline]
+    pub fn of(&self, s: u32) -> std::ops::Range<usize> {
+        self.off[s as usize] as usize..self.off[s as usize + 1] as usize
+    }
+}
+
 /// A stream's context while it decodes a segment: the graph and the layout of its states and
 /// arcs after the main graph's.
 #[derive(Debug, Clone)]
 pub(crate) struct Active {
     pub graph: Arc<ContextGraph>,
+    /// The graph's emitting arcs by label runs.
+    pub runs: Arc<LabelRuns>,
     /// Main graph's states (`N`) and arcs (`A`).
     pub n_main: u32,
     pub a_main: u32,
@@ -174,9 +223,15 @@ pub(crate) struct Active {
 }
 
 impl Active {
-    pub fn new(graph: Arc<ContextGraph>, main: &DecodingGraph, slot: &SlotInfo) -> Self {
+    pub fn new(
+        graph: Arc<ContextGraph>,
+        runs: Arc<LabelRuns>,
+        main: &DecodingGraph,
+        slot: &SlotInfo,
+    ) -> Self {
         let a_main = main.num_arcs() as u32;
         Self {
+            runs,
             n_main: main.num_states() as u32,
             a_main,
             m: graph.graph.num_states() as u32,

@@ -29,7 +29,7 @@
 
 use crate::booster::{ArcDelta, Booster, NoDelta};
 use crate::config::{DecoderConfig, HISTOGRAM_BINS};
-use crate::context::{Active, ArcLabels, SlotInfo};
+use crate::context::{Active, ArcLabels, LabelRuns, SlotInfo};
 use crate::decoder::Decoder;
 use crate::error::{DecodeError, Result};
 use crate::lattice;
@@ -289,9 +289,9 @@ pub struct Stream {
     dirty: bool,
     /// Which device lane holds this stream's frontier (its `commit` number; 0: none does).
     pub(crate) gpu_epoch: u64,
-    /// The open-vocabulary context asked for ([`Self::set_context`]) and the largest input
-    /// label it reads (checked against each chunk's width).
-    context: Option<(Arc<ContextGraph>, u32)>,
+    /// The open-vocabulary context asked for ([`Self::set_context`]), the largest input label
+    /// it reads (checked against each chunk's width) and its label runs.
+    context: Option<(Arc<ContextGraph>, u32, Arc<LabelRuns>)>,
     /// The context the current segment decodes with (its states after the main graph's).
     pub(crate) active: Option<Active>,
 }
@@ -365,7 +365,8 @@ impl Stream {
     pub fn set_context(&mut self, context: Option<Arc<ContextGraph>>) {
         self.context = context.map(|c| {
             let m = c.graph.max_ilabel();
-            (c, m)
+            let runs = Arc::new(LabelRuns::new(&c.graph));
+            (c, m, runs)
         });
     }
 
@@ -417,7 +418,7 @@ impl Stream {
         self.map.resize(g.num_states(), NONE);
         self.active = match (&self.context, dec.slot()) {
             (None, _) => None,
-            (Some((c, _)), Some(slot)) => Some(Active::new(c.clone(), g, slot)),
+            (Some((c, _, runs)), Some(slot)) => Some(Active::new(c.clone(), runs.clone(), g, slot)),
             (Some(_), None) => {
                 return Err(DecodeError::Config(format!(
                     "utterance {}: the stream has an open-vocabulary context but the decoder \
@@ -672,10 +673,22 @@ impl Stream {
                         continue;
                     }
                     let (ri, c) = cx.split(t.state);
-                    for a in cg.emitting(c) {
-                        let (gc, ac) = arc_costs(cg.weight[a], cg.ilabel[a], -0.0, row, scale);
-                        let d = cx.state(ri, cg.next[a]) as usize;
-                        relax_to!(i, t, cx.a_main + a as u32, gc, ac, d, t.lm);
+                    // By label runs: a run whose cheapest arc fails the bound is skipped whole
+                    // (exact: every arc of it would fail), then each arc as the main graph's.
+                    let mut a = cg.e_offsets[c as usize] as usize;
+                    for r in cx.runs.of(c) {
+                        let end = cx.runs.end[r] as usize;
+                        let ac = -scale * row[cg.ilabel[a] as usize - 1];
+                        if t.cost + cx.runs.min_w[r] + ac > bound {
+                            a = end;
+                            continue;
+                        }
+                        for a in a..end {
+                            let (gc, ac) = arc_costs(cg.weight[a], cg.ilabel[a], -0.0, row, scale);
+                            let d = cx.state(ri, cg.next[a]) as usize;
+                            relax_to!(i, t, cx.a_main + a as u32, gc, ac, d, t.lm);
+                        }
+                        a = end;
                     }
                 }
             }
