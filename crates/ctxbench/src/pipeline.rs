@@ -1223,19 +1223,7 @@ pub struct DecodeRun {
 impl DecodeRun {
     /// Word strings of word ids: the graph's words, then the run's context words.
     pub fn words(&self, setup: &Setup, ids: &[u32]) -> Vec<String> {
-        let base = setup.graph.symbols.words.len();
-        ids.iter()
-            .map(|&i| match (i as usize).checked_sub(base) {
-                Some(k) if k < self.open_words.len() => self.open_words[k].clone(),
-                _ => setup
-                    .graph
-                    .symbols
-                    .words
-                    .symbol(i)
-                    .unwrap_or("<unk>")
-                    .to_string(),
-            })
-            .collect()
+        spell_words(setup, &self.open_words, ids)
     }
 
     /// Audio seconds per decoding second.
@@ -1567,11 +1555,52 @@ pub fn decode_with(
     })
 }
 
+/// Word strings of word ids: the graph's words, then a run's context words (`open[k]` is word
+/// id `words.len() + k`).
+pub fn spell_words(setup: &Setup, open: &[String], ids: &[u32]) -> Vec<String> {
+    let base = setup.graph.symbols.words.len();
+    ids.iter()
+        .map(|&i| match (i as usize).checked_sub(base) {
+            Some(k) if k < open.len() => open[k].clone(),
+            _ => setup
+                .graph
+                .symbols
+                .words
+                .symbol(i)
+                .unwrap_or("<unk>")
+                .to_string(),
+        })
+        .collect()
+}
+
 /// The context words of a run in order of first appearance (dataset order, so deterministic).
 #[derive(Default)]
-struct OpenWords {
-    words: Vec<String>,
+pub struct OpenWords {
+    /// The words, in order of first appearance.
+    pub words: Vec<String>,
     ids: std::collections::HashMap<String, u32>,
+}
+
+impl OpenWords {
+    /// The run's id of context word `text` (`base + k` for its first appearance as k-th).
+    pub fn id(&mut self, base: u32, text: &str) -> u32 {
+        let next = base + self.words.len() as u32;
+        *self.ids.entry(text.to_string()).or_insert_with(|| {
+            self.words.push(text.to_string());
+            next
+        })
+    }
+
+    /// `ids` of a segment decoded with context words `cw`, renumbered to the run's.
+    pub fn renumber(&mut self, base: u32, cw: Option<&wfst_search::ContextWords>, ids: &mut [u32]) {
+        if let Some(cw) = cw {
+            for w in ids {
+                if let Some(text) = cw.word(*w) {
+                    *w = self.id(base, text);
+                }
+            }
+        }
+    }
 }
 
 /// Renumbers an utterance's context words (best paths, lattices, partial hypotheses) from its
@@ -1582,11 +1611,7 @@ fn renumber_context_words(r: &mut UtteranceResult, base: u32, open: &mut OpenWor
     };
     let mut map = |w: &mut u32| {
         if let Some(text) = cw.word(*w) {
-            let next = base + open.words.len() as u32;
-            *w = *open.ids.entry(text.to_string()).or_insert_with(|| {
-                open.words.push(text.to_string());
-                next
-            });
+            *w = open.id(base, text);
         }
     };
     for seg in &mut r.segments {

@@ -5,10 +5,10 @@
 //! `ctc-wfst+word-boosting`, `ctc-wfst+phrase-boosting` and both.
 
 use super::family::{
-    accuracy_measures, base_measures, check_targets, decode_settings, excess_repeats, key_of,
-    load_setup, num, open_vocab_of, record, s, subset_of, Component, Family, FamilySpec,
-    GroupContext, SetupCache, DECODE_KEYS, OPEN_VOCAB, OPEN_VOCAB_ENTRY, OPEN_VOCAB_WEIGHT,
-    SETUP_KEYS, WORD_BOOST, WORD_BOOST_SCORE,
+    accuracy_measures, base_measures, check_targets, context_words, decode_settings,
+    excess_repeats, key_of, load_setup, num, open_vocab_of, record, s, subset_of, Component,
+    Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS, OPEN_VOCAB, OPEN_VOCAB_ENTRY,
+    OPEN_VOCAB_WEIGHT, SETUP_KEYS, WORD_BOOST, WORD_BOOST_SCORE,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
 use crate::pipeline::{self, ContextBoosters, ListKind, Setup, SetupOptions};
@@ -252,10 +252,15 @@ impl Family for CtcWfst {
             if cx.sink.is_some() {
                 bail!("streaming rows (streams = {n}) write no hypothesis or lattice files");
             }
-            if open.is_some() {
-                bail!("streaming rows (streams = {n}) take no open_vocab list yet");
-            }
-            return streaming(cx, group, st, &settings, n as usize, &booster);
+            return streaming(
+                cx,
+                group,
+                st,
+                &settings,
+                n as usize,
+                &booster,
+                open.as_ref(),
+            );
         }
         let run = match &open {
             Some(o) => pipeline::decode_indexed_with(st, &settings, &booster, &o.contexts)?,
@@ -293,10 +298,10 @@ impl Family for CtcWfst {
             if words.is_some() || phrases.is_some() || open.is_some() {
                 m.insert("context_s".into(), context_s);
             }
-            if let Some(o) = &open {
-                m.insert("phrases_kept".into(), o.phrases as f64 / n);
-                m.insert("phrases_dropped".into(), o.unspellable as f64 / n);
-                m.insert("context_words".into(), run.open_words.len() as f64);
+            if let Some(c) = &open {
+                m.insert("phrases_kept".into(), c.phrases as f64 / n);
+                m.insert("phrases_dropped".into(), c.unspellable as f64 / n);
+                m.insert("context_words".into(), context_words(st, &o.hyps));
             }
             if let Some(w) = &words {
                 m.insert("boosted_words".into(), w.applied as f64 / n);
@@ -321,6 +326,7 @@ fn streaming(
     settings: &pipeline::DecodeSettings,
     streams: usize,
     booster: &(dyn Fn(usize) -> Booster + Sync),
+    open: Option<&pipeline::OpenContexts>,
 ) -> Result<Vec<PointRecord>> {
     let first = &cx.points[group[0]];
     let blank = st.ctc_blank.ok_or_else(|| anyhow!("not a CTC model"))?;
@@ -331,6 +337,7 @@ fn streaming(
             blank,
             blank_penalty: settings.blank_penalty,
             word_insertion_penalty: settings.word_insertion_penalty,
+            context_slot: open.and(st.graph.symbols.context_slot()),
             ..ctc_wfst::CtcConfig::default()
         },
     )?;
@@ -341,6 +348,9 @@ fn streaming(
         s: dec.streaming_on(endpoint, settings.backend)?,
         words: std::collections::HashMap::new(),
         booster,
+        contexts: open.map(|o| o.contexts.as_slice()),
+        open_words: pipeline::OpenWords::default(),
+        base: st.graph.symbols.words.len() as u32,
     };
     let cfg = super::load::LoadConfig {
         streams,
@@ -357,7 +367,12 @@ fn streaming(
     let r = pool.install(|| {
         super::load::simulate(&cfg, &durations, &|i| st.scores(&utts[i]), &mut server)
     })?;
-    let hyps: Vec<Vec<String>> = r.words.iter().map(|w| st.words(w)).collect();
+    let open_words = &server.open_words.words;
+    let hyps: Vec<Vec<String>> = r
+        .words
+        .iter()
+        .map(|w| pipeline::spell_words(st, open_words, w))
+        .collect();
     let device = server.s.backend().1;
     let mut out = Vec::new();
     for &i in group {
@@ -383,22 +398,48 @@ fn streaming(
         put("utterances", Some(utts.len() as f64));
         put("graph_states", Some(st.csr.num_states() as f64));
         put("graph_arcs", Some(st.csr.num_arcs() as f64));
+        if let Some(o) = open {
+            // Lists arrive with their utterances (compiled before the clients start here).
+            let n = utts.len().max(1) as f64;
+            put("context_s", Some(o.build_s));
+            put("phrases_kept", Some(o.phrases as f64 / n));
+            put("phrases_dropped", Some(o.unspellable as f64 / n));
+            put("context_words", Some(context_words(st, &hyps)));
+        }
         super::load::put_measures(&r, &mut m);
         out.push(record(cx, i, m, &device));
     }
     Ok(out)
 }
 
-/// [`ctc_wfst::StreamingCtc`] as the load simulation's server: words collected per channel.
+/// [`ctc_wfst::StreamingCtc`] as the load simulation's server: words collected per channel
+/// (context words renumbered to the run's, after the graph's words).
 struct CtcServer<'d, 'b> {
     s: ctc_wfst::StreamingCtc<'d>,
     words: std::collections::HashMap<u64, Vec<u32>>,
     booster: &'b (dyn Fn(usize) -> Booster + Sync),
+    /// Each utterance's open-vocabulary context (by dataset index).
+    contexts: Option<&'b pipeline::Contexts>,
+    open_words: pipeline::OpenWords,
+    base: u32,
+}
+
+impl CtcServer<'_, '_> {
+    /// A finished segment's words, its context words renumbered to the run's.
+    fn segment_words(&mut self, seg: wfst_search::SegmentResult) -> Vec<u32> {
+        let mut w = seg.best.words;
+        self.open_words
+            .renumber(self.base, seg.context.as_ref(), &mut w);
+        w
+    }
 }
 
 impl super::load::ChunkServer for CtcServer<'_, '_> {
     fn open(&mut self, id: u64, utt: usize) -> Result<()> {
         self.s.open(id, (self.booster)(utt))?;
+        if let Some(c) = self.contexts {
+            self.s.set_open_context(id, c[utt].clone())?;
+        }
         self.words.insert(id, Vec::new());
         Ok(())
     }
@@ -406,13 +447,14 @@ impl super::load::ChunkServer for CtcServer<'_, '_> {
     fn push(&mut self, chunks: &[(u64, &ctx_core::scores::ScoreMatrix)]) -> Result<()> {
         let out = self.s.push(chunks)?;
         for ((id, _), r) in chunks.iter().zip(out) {
-            let w = self
-                .words
-                .get_mut(id)
-                .ok_or_else(|| anyhow!("channel {id}"))?;
+            let mut got = Vec::new();
             for seg in r.segments {
-                w.extend(seg.best.words);
+                got.extend(self.segment_words(seg));
             }
+            self.words
+                .get_mut(id)
+                .ok_or_else(|| anyhow!("channel {id}"))?
+                .extend(got);
         }
         Ok(())
     }
@@ -421,7 +463,7 @@ impl super::load::ChunkServer for CtcServer<'_, '_> {
         let last = self.s.close(id)?;
         let mut w = self.words.remove(&id).unwrap_or_default();
         if let Some(seg) = last {
-            w.extend(seg.best.words);
+            w.extend(self.segment_words(seg));
         }
         Ok(w)
     }

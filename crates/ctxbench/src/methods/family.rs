@@ -94,6 +94,18 @@ pub(crate) fn open_vocab_of(
     }
 }
 
+/// The `context_words` measure of open-vocabulary rows: distinct words of the output (the
+/// 1-best hypotheses) that the graph's words table lacks — what only a context could write.
+pub(crate) fn context_words(st: &Setup, hyps: &[Vec<String>]) -> f64 {
+    let table = &st.graph.symbols.words;
+    let outside: std::collections::BTreeSet<&String> = hyps
+        .iter()
+        .flatten()
+        .filter(|w| table.id(w).is_none())
+        .collect();
+    outside.len() as f64
+}
+
 /// Files a single decode writes beside its figures (`ctxbench decode`: lattices, running
 /// hypotheses, each point's hypotheses and CTM). The runner passes none; a family that calls
 /// it says so in [`Family::writes_outputs`].

@@ -19,9 +19,10 @@
 //! in the graph, and are written as the list spells them.
 
 use super::family::{
-    accuracy_measures, check_targets, decode_settings, graph_bytes, key_of, load_setup, num,
-    open_vocab_of, record, s, subset_of, Component, Family, FamilySpec, GroupContext, SetupCache,
-    DECODE_KEYS, OPEN_VOCAB, OPEN_VOCAB_ENTRY, OPEN_VOCAB_WEIGHT, SETUP_KEYS,
+    accuracy_measures, check_targets, context_words, decode_settings, graph_bytes, key_of,
+    load_setup, num, open_vocab_of, record, s, subset_of, Component, Family, FamilySpec,
+    GroupContext, SetupCache, DECODE_KEYS, OPEN_VOCAB, OPEN_VOCAB_ENTRY, OPEN_VOCAB_WEIGHT,
+    SETUP_KEYS,
 };
 use super::wfst::OPEN_DEFAULTS;
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
@@ -166,12 +167,6 @@ impl FamilySpec for HclgBoost {
                 }
             }
         }
-        if s.contains_key("open_vocab") && s.contains_key("clients") {
-            bail!(
-                "{what}: open_vocab with clients: the load simulation does not spell \
-                 open-vocabulary words yet (decode the set in batches: leave clients unset)"
-            );
-        }
         if let Some(v) = str_of("ctx_output") {
             if !["partial", "endpoints"].contains(&v.as_str()) {
                 bail!("{what}: ctx_output '{v}' (partial or endpoints)");
@@ -314,13 +309,20 @@ impl Family for HclgBoost {
                     schedule,
                     chunk: HashMap::new(),
                     words: HashMap::new(),
+                    open_words: pipeline::OpenWords::default(),
+                    base: st.graph.symbols.words.len() as u32,
                 };
                 let utts = &st.dataset.utterances;
                 let durations: Vec<f64> = utts.iter().map(|u| u.duration_s).collect();
                 let r =
                     super::load::simulate(&cfg, &durations, &|i| st.scores(&utts[i]), &mut server)?;
                 super::load::put_measures(&r, &mut m);
-                let hyps: Vec<Vec<String>> = r.words.iter().map(|w| st.words(w)).collect();
+                let open_words = &server.open_words.words;
+                let hyps: Vec<Vec<String>> = r
+                    .words
+                    .iter()
+                    .map(|w| pipeline::spell_words(st, open_words, w))
+                    .collect();
                 (hyps, r.compute_s, r.audio_s, None)
             }
             None => {
@@ -392,13 +394,7 @@ impl Family for HclgBoost {
             let n = st.dataset.utterances.len().max(1) as f64;
             m.insert("phrases_kept".into(), o.phrases as f64 / n);
             m.insert("phrases_dropped".into(), o.unspellable as f64 / n);
-            let table = &st.graph.symbols.words;
-            let outside: std::collections::BTreeSet<&String> = hyps
-                .iter()
-                .flatten()
-                .filter(|w| table.id(w).is_none())
-                .collect();
-            m.insert("context_words".into(), outside.len() as f64);
+            m.insert("context_words".into(), context_words(st, &hyps));
         }
         let mut out = Vec::new();
         for &i in group {
@@ -668,6 +664,19 @@ struct Server<'p, 'g, 'n> {
     /// Per open channel: (utterance, next chunk).
     chunk: HashMap<u64, (usize, usize)>,
     words: HashMap<u64, Vec<u32>>,
+    /// Open-vocabulary words written, numbered after the graph's (`base` on).
+    open_words: pipeline::OpenWords,
+    base: u32,
+}
+
+impl Server<'_, '_, '_> {
+    /// A finished segment's output words, its context words renumbered to the run's.
+    fn segment_words(&mut self, s: hclg_boost::Endpointed) -> Vec<u32> {
+        let mut w = s.path.words;
+        self.open_words
+            .renumber(self.base, s.segment.context.as_ref(), &mut w);
+        w
+    }
 }
 
 impl super::load::ChunkServer for Server<'_, '_, '_> {
@@ -695,11 +704,11 @@ impl super::load::ChunkServer for Server<'_, '_, '_> {
             });
         }
         for (r, (id, _)) in self.pipe.feed(&feed).into_iter().zip(chunks) {
-            let r = r?;
-            let w = self.words.get_mut(id).expect("open channel");
-            for s in r.segments {
-                w.extend(s.path.words);
+            let mut got = Vec::new();
+            for s in r?.segments {
+                got.extend(self.segment_words(s));
             }
+            self.words.get_mut(id).expect("open channel").extend(got);
         }
         Ok(())
     }
@@ -720,7 +729,7 @@ impl super::load::ChunkServer for Server<'_, '_, '_> {
         self.chunk.remove(&id);
         let mut w = self.words.remove(&id).unwrap_or_default();
         for s in r.segments {
-            w.extend(s.path.words);
+            w.extend(self.segment_words(s));
         }
         Ok(w)
     }

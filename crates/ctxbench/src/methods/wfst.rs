@@ -9,9 +9,10 @@
 //! of that method alone would.
 
 use super::family::{
-    base_measures, check_targets, decode_settings, key_of, load_setup, num, open_vocab_of, record,
-    s, subset_of, Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS, OPEN_VOCAB,
-    OPEN_VOCAB_ENTRY, OPEN_VOCAB_WEIGHT, SETUP_KEYS, WORD_BOOST, WORD_BOOST_SCORE,
+    base_measures, check_targets, context_words, decode_settings, key_of, load_setup, num,
+    open_vocab_of, record, s, subset_of, Component, Family, FamilySpec, GroupContext, SetupCache,
+    DECODE_KEYS, OPEN_VOCAB, OPEN_VOCAB_ENTRY, OPEN_VOCAB_WEIGHT, SETUP_KEYS, WORD_BOOST,
+    WORD_BOOST_SCORE,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
 use crate::pipeline::{self, ListKind, Setup, SetupOptions, StaticBoost};
@@ -426,7 +427,7 @@ impl Family for Wfst {
             put("phrases_dropped", dropped);
             put(
                 "context_words",
-                open.as_ref().map(|_| run.open_words.len() as f64),
+                open.as_ref().map(|_| context_words(st, &o.hyps)),
             );
             out.push(record(cx, i, m, &run.device));
         }
