@@ -193,6 +193,8 @@ pub struct DecodeArgs {
     pub hyp_dir: Option<PathBuf>,
     /// Write the decoded word lattices (before any lattice biasing) here as a Kaldi text
     /// archive of CompactLattices: word ids of words.txt, graph and unscaled acoustic costs.
+    /// With --open-vocab, the words contexts wrote have ids after words.txt's, and their table
+    /// (words.txt, then those) goes to `<file>.words.txt` beside it.
     #[arg(long)]
     pub lattice_out: Option<PathBuf>,
     /// Write the running hypotheses of the search here, a line per change: `utt<TAB>seconds
@@ -678,6 +680,7 @@ impl DecodeRequest {
             acoustic_scale: a.acoustic_scale,
             lattices: Mutex::new(String::new()),
             partials: Mutex::new(String::new()),
+            lattice_words: Mutex::new(None),
         };
         let fam = family_of(&points[0].method);
         if files.any() && !fam.writes_outputs() {
@@ -877,6 +880,9 @@ struct DecodeFiles {
     acoustic_scale: Option<f32>,
     lattices: Mutex<String>,
     partials: Mutex<String>,
+    /// The lattices' word table when contexts wrote words outside words.txt: (the run's context
+    /// words, the table's text).
+    lattice_words: Mutex<Option<(Vec<String>, String)>>,
 }
 
 impl DecodeFiles {
@@ -898,6 +904,17 @@ impl DecodeFiles {
                 eprintln!("wrote {what} to {}", p.display());
             }
         }
+        let words = self
+            .lattice_words
+            .lock()
+            .map_err(|_| anyhow!("a decode thread panicked"))?;
+        if let (Some(p), Some((_, table))) = (&self.lattice_out, words.as_ref()) {
+            let mut name = p.clone().into_os_string();
+            name.push(".words.txt");
+            let path = PathBuf::from(name);
+            ctx_core::io::write_atomic(&path, |w| w.write_all(table.as_bytes()))?;
+            eprintln!("wrote the lattices' word table to {}", path.display());
+        }
         Ok(())
     }
 }
@@ -914,6 +931,32 @@ impl OutputSink for DecodeFiles {
                 .lock()
                 .map_err(|_| anyhow!("a decode thread panicked"))?
                 .push_str(&text);
+            if !run.open_words.is_empty() {
+                let mut held = self
+                    .lattice_words
+                    .lock()
+                    .map_err(|_| anyhow!("a decode thread panicked"))?;
+                match held.as_ref() {
+                    Some((w, _)) if *w == run.open_words => {}
+                    Some(_) => bail!(
+                        "--lattice-out: two decodes numbered their context words differently \
+                         (one word table cannot serve both): decode one method at a time"
+                    ),
+                    None => {
+                        // words.txt, then the context words at their ids (a context word
+                        // spelled like a graph word keeps both ids).
+                        let table = &st.graph.symbols.words;
+                        let mut t = Vec::new();
+                        table.write_to(&mut t)?;
+                        let mut t = String::from_utf8(t)?;
+                        let base = table.len();
+                        for (k, w) in run.open_words.iter().enumerate() {
+                            t.push_str(&format!("{w} {}\n", base + k));
+                        }
+                        *held = Some((run.open_words.clone(), t));
+                    }
+                }
+            }
         }
         if self.partials_out.is_some() {
             let mut text = String::new();

@@ -579,8 +579,10 @@ fn open_vocabulary_contexts_write_names_the_graph_lacks() {
                 "--json",
                 json.to_str().unwrap(),
             ];
+            let lat = d.join(format!("lat-{kind}.txt"));
             if open {
-                a.extend(["--open-vocab", "sequences"]);
+                a.extend(["--open-vocab", "sequences", "--lattice-out"]);
+                a.push(lat.to_str().unwrap());
             }
             let out = ctxbench(&a);
             assert!(
@@ -604,6 +606,28 @@ fn open_vocabulary_contexts_write_names_the_graph_lacks() {
                 assert!(
                     !text.contains("<unk>") && !text.contains("#CONTEXT"),
                     "{kind}"
+                );
+                // The lattices' word table: words.txt, then the context words; every word id
+                // of the lattices is in it, some beyond words.txt.
+                let table =
+                    std::fs::read_to_string(d.join(format!("lat-{kind}.txt.words.txt"))).unwrap();
+                let ids: std::collections::HashSet<u32> = table
+                    .lines()
+                    .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+                    .collect();
+                let lattice_words: Vec<u32> = std::fs::read_to_string(&lat)
+                    .unwrap()
+                    .lines()
+                    .filter_map(|l| {
+                        let f: Vec<&str> = l.split('\t').collect();
+                        (f.len() == 4).then(|| f[2].parse::<u32>().unwrap())
+                    })
+                    .filter(|&w| w != 0)
+                    .collect();
+                assert!(lattice_words.iter().all(|w| ids.contains(w)), "{kind}");
+                assert!(
+                    lattice_words.iter().any(|&w| w as usize >= vocab.len()),
+                    "{kind}: no context word in the lattices"
                 );
             } else {
                 assert!(said.is_empty(), "{kind}: {said:?}");
