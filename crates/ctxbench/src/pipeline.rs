@@ -1573,6 +1573,11 @@ pub fn spell_words(setup: &Setup, open: &[String], ids: &[u32]) -> Vec<String> {
         .collect()
 }
 
+/// [`spell_words`] of every utterance's word ids.
+pub fn spell_all(setup: &Setup, open: &[String], ids: &[Vec<u32>]) -> Vec<Vec<String>> {
+    ids.iter().map(|w| spell_words(setup, open, w)).collect()
+}
+
 /// The context words of a run in order of first appearance (dataset order, so deterministic).
 #[derive(Default)]
 pub struct OpenWords {

@@ -5,10 +5,10 @@
 //! `ctc-wfst+word-boosting`, `ctc-wfst+phrase-boosting` and both.
 
 use super::family::{
-    accuracy_measures, base_measures, check_targets, context_words, decode_settings,
-    excess_repeats, key_of, load_setup, num, open_vocab_of, record, s, subset_of, Component,
-    Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS, OPEN_VOCAB, OPEN_VOCAB_ENTRY,
-    OPEN_VOCAB_WEIGHT, SETUP_KEYS, WORD_BOOST, WORD_BOOST_SCORE,
+    accuracy_measures, base_measures, check_global_lists, check_targets, context_words,
+    decode_settings, excess_repeats, key_of, load_setup, num, open_vocab_of, record, s, subset_of,
+    Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS, OPEN_VOCAB,
+    OPEN_VOCAB_ENTRY, OPEN_VOCAB_WEIGHT, SETUP_KEYS, WORD_BOOST, WORD_BOOST_SCORE,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
 use crate::pipeline::{self, ContextBoosters, ListKind, Setup, SetupOptions};
@@ -153,22 +153,7 @@ impl FamilySpec for CtcWfst {
 impl Family for CtcWfst {
     fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
         check_targets(ds, p)?;
-        for k in ["word_boost", "phrase_boost", "open_vocab"] {
-            if let Some(Some(ListKind::Global(n))) = p
-                .settings
-                .get(k)
-                .and_then(Value::as_str)
-                .map(ListKind::parse)
-            {
-                if !ds.global_lists.contains_key(&n) {
-                    bail!(
-                        "{k} 'list:{n}': dataset {} has no global list '{n}'",
-                        ds.name
-                    );
-                }
-            }
-        }
-        Ok(())
+        check_global_lists(ds, p, &["word_boost", "phrase_boost", "open_vocab"])
     }
 
     fn setup_key(&self, p: &Point) -> String {
@@ -367,12 +352,7 @@ fn streaming(
     let r = pool.install(|| {
         super::load::simulate(&cfg, &durations, &|i| st.scores(&utts[i]), &mut server)
     })?;
-    let open_words = &server.open_words.words;
-    let hyps: Vec<Vec<String>> = r
-        .words
-        .iter()
-        .map(|w| pipeline::spell_words(st, open_words, w))
-        .collect();
+    let hyps = pipeline::spell_all(st, &server.open_words.words, &r.words);
     let device = server.s.backend().1;
     let mut out = Vec::new();
     for &i in group {

@@ -94,6 +94,26 @@ pub(crate) fn open_vocab_of(
     }
 }
 
+/// Checks that every `list:NAME` among the settings `keys` names a global list of `ds`.
+pub(crate) fn check_global_lists(ds: &Dataset, p: &Point, keys: &[&str]) -> Result<()> {
+    for k in keys {
+        if let Some(Some(ListKind::Global(n))) = p
+            .settings
+            .get(*k)
+            .and_then(Value::as_str)
+            .map(ListKind::parse)
+        {
+            if !ds.global_lists.contains_key(&n) {
+                bail!(
+                    "{k} 'list:{n}': dataset {} has no global list '{n}'",
+                    ds.name
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The `context_words` measure of open-vocabulary rows: distinct words of the output (the
 /// 1-best hypotheses) that the graph's words table lacks — what only a context could write.
 pub(crate) fn context_words(st: &Setup, hyps: &[Vec<String>]) -> f64 {

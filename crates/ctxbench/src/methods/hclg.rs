@@ -19,10 +19,10 @@
 //! in the graph, and are written as the list spells them.
 
 use super::family::{
-    accuracy_measures, check_targets, context_words, decode_settings, graph_bytes, key_of,
-    load_setup, num, open_vocab_of, record, s, subset_of, Component, Family, FamilySpec,
-    GroupContext, SetupCache, DECODE_KEYS, OPEN_VOCAB, OPEN_VOCAB_ENTRY, OPEN_VOCAB_WEIGHT,
-    SETUP_KEYS,
+    accuracy_measures, check_global_lists, check_targets, context_words, decode_settings,
+    graph_bytes, key_of, load_setup, num, open_vocab_of, record, s, subset_of, Component, Family,
+    FamilySpec, GroupContext, SetupCache, DECODE_KEYS, OPEN_VOCAB, OPEN_VOCAB_ENTRY,
+    OPEN_VOCAB_WEIGHT, SETUP_KEYS,
 };
 use super::wfst::OPEN_DEFAULTS;
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
@@ -205,22 +205,7 @@ impl FamilySpec for HclgBoost {
 impl Family for HclgBoost {
     fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
         check_targets(ds, p)?;
-        for k in ["ctx_list", "open_vocab"] {
-            if let Some(Some(ListKind::Global(n))) = p
-                .settings
-                .get(k)
-                .and_then(Value::as_str)
-                .map(ListKind::parse)
-            {
-                if !ds.global_lists.contains_key(&n) {
-                    bail!(
-                        "{k} 'list:{n}': dataset {} has no global list '{n}'",
-                        ds.name
-                    );
-                }
-            }
-        }
-        Ok(())
+        check_global_lists(ds, p, &["ctx_list", "open_vocab"])
     }
 
     fn setup_key(&self, p: &Point) -> String {
@@ -317,12 +302,7 @@ impl Family for HclgBoost {
                 let r =
                     super::load::simulate(&cfg, &durations, &|i| st.scores(&utts[i]), &mut server)?;
                 super::load::put_measures(&r, &mut m);
-                let open_words = &server.open_words.words;
-                let hyps: Vec<Vec<String>> = r
-                    .words
-                    .iter()
-                    .map(|w| pipeline::spell_words(st, open_words, w))
-                    .collect();
+                let hyps = pipeline::spell_all(st, &server.open_words.words, &r.words);
                 (hyps, r.compute_s, r.audio_s, None)
             }
             None => {
