@@ -849,8 +849,17 @@ fn print_figures(
         "\n| output | row | method | WER | NE-WER | U-WER | NE-A | P | R | F1 | RTFx | phrases kept/dropped |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for (i, name) in outputs.iter().enumerate() {
+        // (Per-utterance means for some families: whole numbers print as such, others with
+        // one decimal.)
+        let count = |x: f64| {
+            if x.fract() == 0.0 {
+                format!("{x}")
+            } else {
+                format!("{x:.1}")
+            }
+        };
         let kept = match (m(i, "phrases_kept"), m(i, "phrases_dropped")) {
-            (Some(k), Some(d)) => format!("{k}/{d}"),
+            (Some(k), Some(d)) => format!("{}/{}", count(k), count(d)),
             _ => "-".into(),
         };
         println!(
