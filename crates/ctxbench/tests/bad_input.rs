@@ -600,6 +600,24 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "an open-vocabulary global list the dataset lacks, in hclg-boost's pipeline",
+            Box::new(|_| {
+                (
+                    strs(&[
+                        "decode",
+                        "--dataset",
+                        "atco2-sim-1h",
+                        "--quick",
+                        "--method",
+                        "hclg-boost",
+                        "--open-vocab",
+                        "list:nosuch",
+                    ]),
+                    Expect::Fails(strs(&["open_vocab 'list:nosuch'", "no global list"])),
+                )
+            }),
+        ),
+        (
             "an open-vocabulary global list the dataset lacks",
             Box::new(|_| {
                 (
