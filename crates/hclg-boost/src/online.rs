@@ -317,18 +317,12 @@ impl<'g> OnlinePipeline<'g> {
             };
             let mut s = std::mem::replace(&mut slot.stream, Stream::new("", Booster::None));
             s.set_booster(booster);
-            // The open-vocabulary graph, set only when it changed (setting one scans it).
+            // The open-vocabulary graph (the one held already costs nothing to set again).
             let open = slot
                 .context
                 .as_deref()
                 .and_then(|c| self.registry.open_graph(c).ok().flatten());
-            let same = match (s.context(), open) {
-                (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
-                (a, b) => a.is_none() && b.is_none(),
-            };
-            if !same {
-                s.set_context(open.cloned());
-            }
+            s.set_context(open.cloned());
             streams.push(s);
             contexts.push(slot.context.clone());
             slot.fed += 1;

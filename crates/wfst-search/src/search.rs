@@ -361,8 +361,14 @@ impl Stream {
     /// `context` become decodable through the graph's class slot, whether the graph knows their
     /// words or not (docs/design.md §3). Takes effect at the next segment — at once between
     /// segments or utterances — so a segment's tokens never straddle two contexts; the graph
-    /// is not touched. Needs a decoder opened with [`Decoder::with_context_slot`].
+    /// is not touched. Needs a decoder opened with [`Decoder::with_context_slot`]. Setting the
+    /// context already held costs nothing (its scans are kept).
     pub fn set_context(&mut self, context: Option<Arc<ContextGraph>>) {
+        if let (Some(new), Some((old, ..))) = (&context, &self.context) {
+            if Arc::ptr_eq(new, old) {
+                return;
+            }
+        }
         self.context = context.map(|c| {
             let m = c.graph.max_ilabel();
             let runs = Arc::new(LabelRuns::new(&c.graph));
