@@ -17,6 +17,7 @@ BEAM=15
 BOOST=6
 OPEN_WEIGHT=5
 OPEN_ENTRY=4
+OPEN_MAX_PAUSE=1.0
 
 test -x "$PY" || python3 -m venv .venv-peers
 "$PY" -c "import flashlight.lib.text, pyctcdecode, kenlm" 2>/dev/null ||
@@ -51,6 +52,7 @@ run() { # dataset limit-args
 	"$BIN" decode --dataset "$ds" "$@" --kind tlg-normal --threads 1 --no-endpointing --beam $BEAM \
 		--methods none --method ctc-wfst --open-vocab sequences \
 		--open-vocab-weight $OPEN_WEIGHT --open-vocab-entry $OPEN_ENTRY \
+		--open-vocab-max-pause $OPEN_MAX_PAUSE \
 		--hyp-dir "$h/ours-normal-open" --json "$h/ours-normal-open.json"
 	"$PY" scripts/peers_ctc.py "$ex" "$h" --beam $BEAM --hotword-boost $BOOST
 	rm -f "$h"/ours-*/none.ctm

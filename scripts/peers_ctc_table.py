@@ -14,7 +14,7 @@ ROWS = [
     ("pyctcdecode-hotwords", "pyctcdecode + KenLM, hotwords (list words, 6 / scale)"),
     (
         "ours-normal-open",
-        "ctxbench ctc-wfst, TLG normal, open-vocabulary context (list phrases, weight 5, entry 4)",
+        "ctxbench ctc-wfst, TLG normal, open-vocabulary context (list phrases, weight 5, entry 4, pauses ≤ 1 s)",
     ),
 ]
 

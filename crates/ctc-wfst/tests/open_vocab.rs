@@ -82,9 +82,14 @@ fn tlg(topo: CtcTopology, entry: f32) -> Graph {
 /// Frames that say `words` clearly: each unit on one frame (a blank between equal units and
 /// after each word), log-probabilities 0.9 for the said unit and the rest spread evenly.
 fn say(words: &[&str]) -> ScoreMatrix {
+    say_pausing(words, usize::MAX, 0)
+}
+
+/// [`say`] with `pause` more blank frames after the first `at` words.
+fn say_pausing(words: &[&str], at: usize, pause: usize) -> ScoreMatrix {
     let cols = UNITS.len() + 1;
     let mut frames: Vec<usize> = vec![0];
-    for w in words {
+    for (i, w) in words.iter().enumerate() {
         let mut prev = 0;
         for u in spell(w).unwrap() {
             if u as usize == prev {
@@ -94,6 +99,9 @@ fn say(words: &[&str]) -> ScoreMatrix {
             prev = u as usize;
         }
         frames.push(0);
+        if at == i + 1 {
+            frames.extend(std::iter::repeat_n(0, pause));
+        }
     }
     let hit = 0.9f32;
     let rest = (1.0 - hit) / (cols - 1) as f32;
@@ -120,8 +128,12 @@ fn config(g: &Graph, wip: f32) -> CtcConfig {
 }
 
 fn context(text: &str, topo: CtcTopology) -> ContextGraph {
+    bounded_context(text, topo, None)
+}
+
+fn bounded_context(text: &str, topo: CtcTopology, max_blanks: Option<u32>) -> ContextGraph {
     let list = ContextList::parse(text, Path::new("list.tsv"), 4.0, true).unwrap();
-    ContextGraph::compile(&list, spell, topo).unwrap()
+    ContextGraph::compile(&list, spell, topo, max_blanks).unwrap()
 }
 
 /// The words of a decoded utterance, context words spelled by the segment's context.
@@ -286,4 +298,36 @@ fn the_word_insertion_penalty_applies_to_context_words() {
     // Four words on the path, the two of the context included; the slot arc pays none.
     let d = cost(0.5) - cost(0.0);
     assert!((d - 4.0 * 0.5).abs() < 1e-4, "{d}");
+}
+
+#[test]
+fn a_pause_longer_than_the_bound_ends_a_phrase() {
+    for topo in [CtcTopology::Normal, CtcTopology::Compact] {
+        let g = tlg(topo, 3.0);
+        let csr = DecodingGraph::from_fst(&g.fst, None).unwrap();
+        let dec = CtcDecoder::new(&csr, config(&g, 0.0)).unwrap();
+        // "zed corp" with 10 more blanks after zed's closing blank: 11 between its a and
+        // corp's c.
+        let said = say_pausing(&["the", "zed", "corp", "call"], 2, 10);
+        let run = |max: Option<u32>| {
+            let c = bounded_context("zed corp\t4", topo, max);
+            decode_one(&dec, &g, &said, c)
+        };
+        let (free, cost) = run(None);
+        assert_eq!(free, "the zed corp call", "{topo:?}");
+        // A bound the pause fits in changes nothing, to the cost.
+        let (fits, c11) = run(Some(11));
+        assert_eq!(fits, free, "{topo:?}");
+        assert!((c11 - cost).abs() < 1e-4, "{topo:?}: {c11} vs {cost}");
+        // A bound of 4: the phrase as said is out of reach (it would hold a token over 7 blank
+        // frames, ~3.8 each, for a reward of 4); the best path is another, dearer one.
+        let (cut, c4) = run(Some(4));
+        assert_ne!(cut, free, "{topo:?}");
+        assert!(c4 > cost + 1.0, "{topo:?}: {c4} vs {cost}");
+        // A bound shorter than the pauses inside a word still holds them (a blank between
+        // zed's two d's, one after it).
+        let plain = say(&["the", "zed", "corp", "call"]);
+        let c = bounded_context("zed corp\t4", topo, Some(1));
+        assert_eq!(decode_one(&dec, &g, &plain, c).0, "the zed corp call");
+    }
 }

@@ -14,6 +14,10 @@
 //!   `L(n)`, whose blank self-loop and child arcs continue.
 //!
 //! The start state reads a first token only (blanks before a phrase belong to the main graph).
+//! Inside a phrase the blanks between two tokens may be bounded (`max_blanks`: a chain of blank
+//! states instead of the self-loop, the last without a blank arc): a pause longer than the
+//! bound ends the match, so a context path cannot read blanks across the words spoken between
+//! two names of a phrase to earn its weight while the LM costs of those words go unpaid.
 //! The states that complete a phrase are final with cost `−weight`: the weight is earned only by
 //! a finished phrase, a broken-off prefix has no way out and earns nothing. Input labels follow
 //! T's convention (blank = 1, token `u` = `u + 1`); output label `k > 0` is `words[k − 1]`, the
@@ -28,7 +32,7 @@
 //! let list = ContextList::parse("zorblax corp\t3", Path::new("ctx"), 2.0, true).unwrap();
 //! // A toy spelling: "zorblax" = tokens 7 7 9 (a repeated token), "corp" = 4.
 //! let spell = |w: &str| Some(if w == "zorblax" { vec![7, 7, 9] } else { vec![4] });
-//! let g = ContextGraph::compile(&list, spell, CtcTopology::Normal).unwrap();
+//! let g = ContextGraph::compile(&list, spell, CtcTopology::Normal, None).unwrap();
 //! assert_eq!(g.words, ["zorblax", "corp"]);
 //! assert_eq!(g.phrases, 1);
 //! // Start, E/B for the first 7, E/B for the second, E/B for 9, E for 4.
@@ -40,7 +44,7 @@ use crate::ctc::{unit_label, CtcTopology, BLANK_LABEL};
 use crate::error::{GraphError, Result};
 use crate::hmm::UnitHmms;
 use ctx_core::context_list::ContextList;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// A compiled context: the graph, its output words, and what was left out.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,16 +80,23 @@ struct Node {
 impl ContextGraph {
     /// Compiles `list`: each word spelled by `spell` into token ids (1-based, as in T; `None` or
     /// an empty spelling leaves the phrase out and names it in `unspellable`), laid out for
-    /// `topo`. A token id 0 (the blank) in a spelling is an error.
+    /// `topo`, with at most `max_blanks` blank frames between two tokens of a phrase (`None`:
+    /// unbounded; `Some(0)` is an error). A token id 0 (the blank) in a spelling is an error.
     pub fn compile(
         list: &ContextList,
         spell: impl FnMut(&str) -> Option<Vec<u32>>,
         topo: CtcTopology,
+        max_blanks: Option<u32>,
     ) -> Result<Self> {
+        if max_blanks == Some(0) {
+            return Err(GraphError::Invalid(
+                "a phrase needs room for at least one blank between tokens (max_blanks 0)".into(),
+            ));
+        }
         let trie = Trie::build(list, spell, "token 0 (the blank)")?;
         let graph = match topo {
-            CtcTopology::Normal => layout_normal(&trie.nodes),
-            CtcTopology::Compact => layout_compact(&trie.nodes),
+            CtcTopology::Normal => layout_normal(&trie.nodes, max_blanks),
+            CtcTopology::Compact => layout_compact(&trie.nodes, max_blanks),
         };
         Ok(trie.into_graph(graph))
     }
@@ -136,17 +147,19 @@ impl Trie {
         zero: &str,
     ) -> Result<Self> {
         let mut words: Vec<String> = Vec::new();
-        let mut word_ids: HashMap<String, u32> = HashMap::new();
-        let mut spelled: HashMap<String, Option<Vec<u32>>> = HashMap::new();
+        // Keyed by the list's own words (no copies) with a fast hash: at 1,000 phrases the
+        // maps are a good part of the compile time.
+        let mut word_ids: FxHashMap<&str, u32> = FxHashMap::default();
+        let mut spelled: FxHashMap<&str, Option<Vec<u32>>> = FxHashMap::default();
         let mut nodes = vec![Node::default()];
-        let mut index: HashMap<(usize, u32, u32), usize> = HashMap::new();
+        let mut index: FxHashMap<(usize, u32, u32), usize> = FxHashMap::default();
         let mut unspellable = Vec::new();
         let mut phrases = 0;
         'phrase: for p in &list.phrases {
             let mut pieces: Vec<(u32, u32)> = Vec::new();
             for w in &p.words {
                 let sp = spelled
-                    .entry(w.clone())
+                    .entry(w.as_str())
                     .or_insert_with(|| spell(w).filter(|s| !s.is_empty()));
                 let Some(sp) = sp else {
                     unspellable.push(p.words.join(" "));
@@ -157,7 +170,7 @@ impl Trie {
                         "the spelling of '{w}' holds {zero}"
                     )));
                 }
-                let id = *word_ids.entry(w.clone()).or_insert_with(|| {
+                let id = *word_ids.entry(w.as_str()).or_insert_with(|| {
                     words.push(w.clone());
                     words.len() as u32
                 });
@@ -203,24 +216,29 @@ impl Trie {
     }
 }
 
-/// States and arcs of a graph being built, with final costs.
+/// States and arcs of a graph being built, with final costs: the arcs in one flat list (with
+/// their source state) in the order they were added — a chained context has ~10 states per
+/// trie node, and one allocation per state would dominate its compile time.
 struct Building {
-    arcs: Vec<Vec<Arc>>,
+    arcs: Vec<(u32, Arc)>,
     final_cost: Vec<f32>,
 }
 
 impl Building {
-    fn with_states(n: usize) -> Self {
+    /// `n` states, room for `chain + 1` states of two arcs per state (a node and its blanks).
+    fn with_states(n: usize, chain: u32) -> Self {
+        let per = chain as usize + 1;
+        let mut final_cost = Vec::with_capacity(n * per);
+        final_cost.resize(n, f32::INFINITY);
         Self {
-            arcs: vec![Vec::new(); n],
-            final_cost: vec![f32::INFINITY; n],
+            arcs: Vec::with_capacity(2 * n * per),
+            final_cost,
         }
     }
 
     fn state(&mut self) -> u32 {
-        self.arcs.push(Vec::new());
         self.final_cost.push(f32::INFINITY);
-        (self.arcs.len() - 1) as u32
+        (self.final_cost.len() - 1) as u32
     }
 
     fn arc(&mut self, from: u32, il: u32, ol: u32, next: u32) {
@@ -228,18 +246,23 @@ impl Building {
     }
 
     fn weighted(&mut self, from: u32, il: u32, ol: u32, w: f32, next: u32) {
-        self.arcs[from as usize].push(Arc { il, ol, w, next });
+        self.arcs.push((from, Arc { il, ol, w, next }));
     }
 }
 
-/// Normal topology: `E(n)` for every node but the root (state of node n = n), `B(n)` appended
-/// for nodes with children.
-fn layout_normal(nodes: &[Node]) -> Building {
-    let mut b = Building::with_states(nodes.len());
+/// Normal topology: `E(n)` for every node but the root (state of node n = n), then for each node
+/// with children its blank states: one `B(n)` with a blank self-loop when `max_blanks` is
+/// `None`, else a chain `B₁(n) … B_k(n)` (`Bᵢ` = i blanks since `u`, the last without a way to
+/// a further blank), each with the child arcs and the node's final cost.
+fn layout_normal(nodes: &[Node], max_blanks: Option<u32>) -> Building {
+    let mut b = Building::with_states(nodes.len(), max_blanks.unwrap_or(1));
     let mut blank_of = vec![u32::MAX; nodes.len()];
     for (n, node) in nodes.iter().enumerate().skip(1) {
         if !node.children.is_empty() {
             blank_of[n] = b.state();
+            for _ in 1..max_blanks.unwrap_or(1) {
+                b.state();
+            }
         }
     }
     for (n, node) in nodes.iter().enumerate() {
@@ -257,26 +280,44 @@ fn layout_normal(nodes: &[Node]) -> Building {
         if node.children.is_empty() {
             continue;
         }
-        let bl = blank_of[n];
-        b.arc(e, BLANK_LABEL, 0, bl);
-        b.arc(bl, BLANK_LABEL, 0, bl);
-        if let Some(w) = node.weight {
-            b.final_cost[bl as usize] = -w;
-        }
         for &(t, o, c) in &node.children {
             if t != node.token {
                 b.arc(e, unit_label(t), o, c as u32);
             }
-            b.arc(bl, unit_label(t), o, c as u32);
         }
+        b.arc(e, BLANK_LABEL, 0, blank_of[n]);
+        let chain = max_blanks.unwrap_or(1);
+        blank_run(&mut b, node, blank_of[n], chain, max_blanks.is_none());
     }
     b
 }
 
+/// The blank states `first … first + chain − 1` of `node` (consecutive): each reads a blank into
+/// the next (the last into itself when `looped`), reads the node's children and ends its phrase
+/// where the node does.
+fn blank_run(b: &mut Building, node: &Node, first: u32, chain: u32, looped: bool) {
+    for i in 0..chain {
+        let s = first + i;
+        if i + 1 < chain {
+            b.arc(s, BLANK_LABEL, 0, s + 1);
+        } else if looped {
+            b.arc(s, BLANK_LABEL, 0, s);
+        }
+        if let Some(w) = node.weight {
+            b.final_cost[s as usize] = -w;
+        }
+        for &(t, o, c) in &node.children {
+            b.arc(s, unit_label(t), o, c as u32);
+        }
+    }
+}
+
 /// Compact topology: `H(n)` for every node but the root (state n; the root's state 0 plays its
-/// loop state without a blank loop), `L(n)` appended for nodes with children.
-fn layout_compact(nodes: &[Node]) -> Building {
-    let mut b = Building::with_states(nodes.len());
+/// loop state without a blank loop), then for nodes with children `L(n)` (entered by ε, reads
+/// the children) with a blank self-loop when `max_blanks` is `None`, else `L(n)` and a chain of
+/// `k` blank states after it, as in the normal layout.
+fn layout_compact(nodes: &[Node], max_blanks: Option<u32>) -> Building {
+    let mut b = Building::with_states(nodes.len(), max_blanks.unwrap_or(0) + 1);
     for (n, node) in nodes.iter().enumerate() {
         if n == 0 {
             for &(t, o, c) in &node.children {
@@ -294,12 +335,15 @@ fn layout_compact(nodes: &[Node]) -> Building {
         }
         let l = b.state();
         b.arc(h, 0, 0, l);
-        b.arc(l, BLANK_LABEL, 0, l);
-        if let Some(w) = node.weight {
-            b.final_cost[l as usize] = -w;
-        }
-        for &(t, o, c) in &node.children {
-            b.arc(l, unit_label(t), o, c as u32);
+        match max_blanks {
+            None => blank_run(&mut b, node, l, 1, true),
+            Some(k) => {
+                for _ in 0..k {
+                    b.state();
+                }
+                // L(n) reads no blank itself: its blank leads into the chain.
+                blank_run(&mut b, node, l, k + 1, false);
+            }
         }
     }
     b
@@ -309,7 +353,7 @@ fn layout_compact(nodes: &[Node]) -> Building {
 /// others appended; a child is entered from the last state of its parent (the start state for
 /// the first unit), the phrase-end nodes' last states are final.
 fn layout_hmm(nodes: &[Node], hmms: &UnitHmms) -> Building {
-    let mut b = Building::with_states(nodes.len());
+    let mut b = Building::with_states(nodes.len(), 2);
     let mut last = vec![0u32; nodes.len()];
     for (n, node) in nodes.iter().enumerate().skip(1) {
         let pdfs = &hmms.pdfs[node.token as usize - 1];
@@ -340,8 +384,31 @@ fn layout_hmm(nodes: &[Node], hmms: &UnitHmms) -> Building {
 /// when its cheapest arc fails the beam), then the non-emitting ones in the order they were
 /// added (the layout of [`DecodingGraph`]).
 fn to_csr(b: Building) -> DecodingGraph {
-    let n = b.arcs.len();
-    let total: usize = b.arcs.iter().map(Vec::len).sum();
+    let n = b.final_cost.len();
+    let total = b.arcs.len();
+    // Each state's arcs, emitting ones first, by a counting sort on (state, ε) — stable, so
+    // arcs keep the order they were added in — then each state's emitting arcs by label.
+    let key = |(s, a): &(u32, Arc)| 2 * *s as usize + usize::from(a.il == 0);
+    let mut start = vec![0u32; 2 * n + 1];
+    for x in &b.arcs {
+        start[key(x) + 1] += 1;
+    }
+    for k in 0..2 * n {
+        start[k + 1] += start[k];
+    }
+    let mut fill = start.clone();
+    let mut order = vec![0u32; total];
+    for (i, x) in b.arcs.iter().enumerate() {
+        let k = key(x);
+        order[fill[k] as usize] = i as u32;
+        fill[k] += 1;
+    }
+    for s in 0..n {
+        let run = &mut order[start[2 * s] as usize..start[2 * s + 1] as usize];
+        if run.len() > 1 {
+            run.sort_by_key(|&i| b.arcs[i as usize].1.il);
+        }
+    }
     let mut g = DecodingGraph {
         start: 0,
         final_cost: b.final_cost,
@@ -352,26 +419,23 @@ fn to_csr(b: Building) -> DecodingGraph {
         weight: Vec::with_capacity(total),
         next: Vec::with_capacity(total),
     };
-    let push = |g: &mut DecodingGraph, a: &Arc| {
-        g.ilabel.push(a.il);
-        g.olabel.push(a.ol);
-        g.weight.push(a.w);
-        g.next.push(a.next);
-    };
-    for arcs in &b.arcs {
-        g.e_offsets.push(g.ilabel.len() as u32);
-        let mut emitting: Vec<&Arc> = arcs.iter().filter(|a| a.il != 0).collect();
-        emitting.sort_by_key(|a| a.il);
-        for a in emitting {
-            push(&mut g, a);
+    let push = |g: &mut DecodingGraph, range: std::ops::Range<u32>| {
+        for &i in &order[range.start as usize..range.end as usize] {
+            let a = &b.arcs[i as usize].1;
+            g.ilabel.push(a.il);
+            g.olabel.push(a.ol);
+            g.weight.push(a.w);
+            g.next.push(a.next);
         }
+    };
+    for s in 0..n {
+        g.e_offsets.push(g.ilabel.len() as u32);
+        push(&mut g, start[2 * s]..start[2 * s + 1]);
     }
     g.e_offsets.push(g.ilabel.len() as u32);
-    for arcs in &b.arcs {
+    for s in 0..n {
         g.ne_offsets.push(g.ilabel.len() as u32);
-        for a in arcs.iter().filter(|a| a.il == 0) {
-            push(&mut g, a);
-        }
+        push(&mut g, start[2 * s + 1]..start[2 * s + 2]);
     }
     g.ne_offsets.push(g.ilabel.len() as u32);
     g
@@ -448,6 +512,10 @@ mod tests {
     }
 
     fn compile(text: &str, topo: CtcTopology) -> ContextGraph {
+        compile_bounded(text, topo, None)
+    }
+
+    fn compile_bounded(text: &str, topo: CtcTopology, max_blanks: Option<u32>) -> ContextGraph {
         let list = ContextList::parse(text, Path::new("ctx"), 2.0, true).unwrap();
         // Unknown-looking words, spelled by hand: zorblax = 7 7 9, corp = 4, zorro = 7 5.
         let spell = |w: &str| match w {
@@ -457,7 +525,7 @@ mod tests {
             "mute" => Some(vec![6]),
             _ => None,
         };
-        ContextGraph::compile(&list, spell, topo).unwrap()
+        ContextGraph::compile(&list, spell, topo, max_blanks).unwrap()
     }
 
     #[test]
@@ -555,7 +623,52 @@ mod tests {
             Some((-5.0, vec![1]))
         );
         let bad = ContextList::parse("x", Path::new("ctx"), 1.0, true).unwrap();
-        let e = ContextGraph::compile(&bad, |_| Some(vec![3, 0]), CtcTopology::Normal).unwrap_err();
+        let e = ContextGraph::compile(&bad, |_| Some(vec![3, 0]), CtcTopology::Normal, None)
+            .unwrap_err();
         assert!(e.to_string().contains("token 0"), "{e}");
+    }
+
+    #[test]
+    fn a_bound_on_blanks_ends_a_match_at_a_longer_pause() {
+        let blanks = |n: usize| vec![B; n];
+        // zorblax corp with `gap` blanks between the two words (and one inside zorblax).
+        let phrase = |gap: usize| {
+            let mut f = vec![t(7), B, t(7), t(9)];
+            f.extend(blanks(gap));
+            f.push(t(4));
+            f
+        };
+        for topo in [CtcTopology::Normal, CtcTopology::Compact] {
+            let g = compile_bounded("zorblax corp\t3\nzorblax\t1\n", topo, Some(3));
+            for gap in 1..=3 {
+                assert_eq!(
+                    read(&g.graph, &phrase(gap)),
+                    Some((-3.0, vec![1, 2])),
+                    "{topo:?} gap {gap}"
+                );
+            }
+            // Four blanks: corp can no longer follow, nor a fourth blank be read inside the
+            // context (in the search, zorblax exits first and the main graph reads them).
+            assert_eq!(read(&g.graph, &phrase(4)), None, "{topo:?}");
+            let mut cut = phrase(4);
+            cut.pop();
+            assert_eq!(read(&g.graph, &cut), None, "{topo:?}");
+            // A node's bounded blanks still end a phrase: zorblax then three blanks, final.
+            assert_eq!(
+                read(&g.graph, &[t(7), B, t(7), t(9), B, B, B]),
+                Some((-1.0, vec![1])),
+                "{topo:?}"
+            );
+            // Unbounded, the long pause is read.
+            let open = compile("zorblax corp\t3\n", topo);
+            assert_eq!(read(&open.graph, &phrase(40)), Some((-3.0, vec![1, 2])));
+        }
+        // Normal: 3 blank states per node with children instead of one.
+        let g = compile_bounded("zorblax corp\n", CtcTopology::Normal, Some(3));
+        assert_eq!(g.graph.num_states(), 5 + 3 * 3);
+        let list = ContextList::parse("x", Path::new("ctx"), 1.0, true).unwrap();
+        let e = ContextGraph::compile(&list, |_| Some(vec![3]), CtcTopology::Normal, Some(0))
+            .unwrap_err();
+        assert!(e.to_string().contains("max_blanks 0"), "{e}");
     }
 }

@@ -136,6 +136,10 @@ pub struct DecodeArgs {
     /// Cost of entering the class slot (graph units; part of the graph; default: the family's).
     #[arg(long, allow_hyphen_values = true)]
     pub open_vocab_entry: Option<f32>,
+    /// Longest run of blanks between two tokens of an open-vocabulary phrase, in seconds (CTC
+    /// graphs; 0: no bound; default: the family's, 1 s): a longer pause ends the match.
+    #[arg(long)]
+    pub open_vocab_max_pause: Option<f64>,
     /// Arc-index boosting (000 §4.2, its "partial hypotheses" rows): the graph's arcs that
     /// spell each utterance's list of this kind (sequences, unigrams, gt, list:NAME), found by
     /// Algorithm 1, earn --arcs-discount during the search; stacks with an on-the-fly
@@ -637,6 +641,9 @@ impl DecodeRequest {
         }
         if let Some(e) = a.open_vocab_entry {
             put("open_vocab_entry", f(e));
+        }
+        if let Some(p) = a.open_vocab_max_pause {
+            put("open_vocab_max_pause", Value::Float(p));
         }
         put("blank_penalty", f(a.blank_penalty));
         put("word_insertion_penalty", f(a.word_insertion_penalty));

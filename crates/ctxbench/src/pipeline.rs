@@ -1284,13 +1284,16 @@ pub struct OpenContexts {
 
 /// Compiles each utterance's `kind` list at `weight` into a context graph over the TLG's
 /// tokens (the simulated CTC model's BPE pieces, the TLG's topology, the decoder's word
-/// insertion penalty); utterances sharing a list share its graph.
+/// insertion penalty, at most `max_pause_s` of blanks between two tokens of a phrase — `None`:
+/// unbounded; hybrid contexts have no blanks); utterances sharing a list share its graph.
 pub fn open_contexts(
     setup: &Setup,
     kind: &ListKind,
     weight: f32,
+    max_pause_s: Option<f64>,
     settings: &DecodeSettings,
 ) -> Result<OpenContexts> {
+    let max_blanks = max_pause_s.map(|s| ((s / setup.frame_s).round() as u32).max(1));
     // How a phrase's words become the graph's input units: BPE pieces over a TLG (a simulated
     // CTC model), or phones (the lexicon, letter-to-sound for unknown words) laid out as the
     // HCLG's monophone HMMs (a simulated hybrid model).
@@ -1356,7 +1359,7 @@ pub fn open_contexts(
                 } else {
                     let mut g = match &spell {
                         Spell::Pieces(bpe, topo) => {
-                            ContextGraph::compile(&cl, |w| Some(bpe.encode(w)), *topo)?
+                            ContextGraph::compile(&cl, |w| Some(bpe.encode(w)), *topo, max_blanks)?
                         }
                         Spell::Phones(_, hmms) => {
                             ContextGraph::compile_hybrid(&cl, pronounce, hmms)?

@@ -708,7 +708,7 @@ fn open_context(text: &str) -> Arc<ContextGraph> {
         "z" => Some(vec![3]),
         _ => None,
     };
-    Arc::new(ContextGraph::compile(&list, spell, CtcTopology::Compact).unwrap())
+    Arc::new(ContextGraph::compile(&list, spell, CtcTopology::Compact, None).unwrap())
 }
 
 /// Open-vocabulary contexts in the online pipeline (issue 42): a context's open graph is

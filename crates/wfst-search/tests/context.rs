@@ -43,7 +43,7 @@ fn context(topo: CtcTopology, text: &str) -> ContextGraph {
         "r" => Some(vec![1, 1]),
         _ => None,
     };
-    ContextGraph::compile(&list, spell, topo).unwrap()
+    ContextGraph::compile(&list, spell, topo, None).unwrap()
 }
 
 /// `main` with `n` slot arcs (ε:SLOT at a random cost between random states, forward so no ε

@@ -7,8 +7,9 @@
 use super::family::{
     accuracy_measures, base_measures, check_global_lists, check_targets, context_words,
     decode_settings, excess_repeats, key_of, load_setup, num, open_vocab_of, record, s, subset_of,
-    Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS, OPEN_VOCAB,
-    OPEN_VOCAB_ENTRY, OPEN_VOCAB_WEIGHT, SETUP_KEYS, WORD_BOOST, WORD_BOOST_SCORE,
+    Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS, OPEN_MAX_PAUSE_S,
+    OPEN_VOCAB, OPEN_VOCAB_ENTRY, OPEN_VOCAB_MAX_PAUSE, OPEN_VOCAB_WEIGHT, SETUP_KEYS, WORD_BOOST,
+    WORD_BOOST_SCORE,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
 use crate::pipeline::{self, ContextBoosters, ListKind, Setup, SetupOptions};
@@ -88,6 +89,7 @@ const SETTINGS: &[SettingSpec] = &[
     OPEN_VOCAB,
     OPEN_VOCAB_WEIGHT,
     OPEN_VOCAB_ENTRY,
+    OPEN_VOCAB_MAX_PAUSE,
 ];
 
 /// The open-vocabulary defaults over a TLG (weight, entry), chosen on the quick subsets of
@@ -119,6 +121,10 @@ impl FamilySpec for CtcWfst {
         s.insert("max_batch".into(), Value::Int(256));
         s.insert("open_vocab_weight".into(), Value::Float(OPEN_DEFAULTS.0));
         s.insert("open_vocab_entry".into(), Value::Float(OPEN_DEFAULTS.1));
+        s.insert(
+            "open_vocab_max_pause".into(),
+            Value::Float(OPEN_MAX_PAUSE_S),
+        );
     }
 
     fn required(&self) -> &'static [(&'static str, &'static str)] {
@@ -189,7 +195,7 @@ impl Family for CtcWfst {
             kind,
             bpe_size: num(first, "bpe_size", ctx_data::graphs::DEFAULT_BPE_SIZE as f64) as usize,
             noise: first.settings.get("noise").and_then(Value::as_f64),
-            context_slot: open.as_ref().map(|o| o.2),
+            context_slot: open.as_ref().map(|o| o.entry),
             ..SetupOptions::hclg(subset_of(first), cx.cache)
         };
         let st = load_setup(cx, first, self.setup_key(first), &opts, setup)?;
@@ -224,7 +230,13 @@ impl Family for CtcWfst {
             None => None,
         };
         let open = match &open {
-            Some((kind, weight, _)) => Some(pipeline::open_contexts(st, kind, *weight, &settings)?),
+            Some(o) => Some(pipeline::open_contexts(
+                st,
+                &o.kind,
+                o.weight,
+                o.max_pause_s,
+                &settings,
+            )?),
             None => None,
         };
         let booster = |i: usize| {

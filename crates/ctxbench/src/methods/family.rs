@@ -77,20 +77,51 @@ pub(crate) const OPEN_VOCAB_ENTRY: SettingSpec = spec(
      graph, so a new value builds a new graph)",
 );
 
-/// The open-vocabulary component's settings on a point: its list kind, weight and the slot's
-/// entry cost (`None` without a list).
-pub(crate) fn open_vocab_of(
-    p: &Point,
-    weight: f64,
-    entry: f64,
-) -> Result<Option<(ListKind, f32, f32)>> {
+/// The longest pause inside an open-vocabulary phrase, shared like [`OPEN_VOCAB`].
+pub(crate) const OPEN_VOCAB_MAX_PAUSE: SettingSpec = spec(
+    "open_vocab_max_pause",
+    Type::Float,
+    "open-vocab",
+    "longest run of blanks between two tokens of a phrase, in seconds (CTC contexts; 0: no \
+     bound): a longer pause ends the match",
+);
+
+/// [`OPEN_VOCAB_MAX_PAUSE`]'s default: a second (25 frames of a 40 ms CTC model) — longer than
+/// any pause between two spikes of the simulated models' names (at most 24 frames on ATCO2-1h,
+/// 22 on Earnings-21), short enough that a context path cannot read blanks over the words
+/// spoken between a phrase's two names.
+pub(crate) const OPEN_MAX_PAUSE_S: f64 = 1.0;
+
+/// The open-vocabulary component's settings on a point.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenVocab {
+    /// Whose list each utterance gets.
+    pub kind: ListKind,
+    /// A completed phrase's reward.
+    pub weight: f32,
+    /// The class slot's entry cost (part of the graph).
+    pub entry: f32,
+    /// The longest pause inside a phrase, in seconds (`None`: unbounded).
+    pub max_pause_s: Option<f64>,
+}
+
+/// The open-vocabulary component's settings on a point (`None` without a list); `weight` and
+/// `entry` are the family's defaults.
+pub(crate) fn open_vocab_of(p: &Point, weight: f64, entry: f64) -> Result<Option<OpenVocab>> {
     match p.settings.get("open_vocab").and_then(Value::as_str) {
         None => Ok(None),
-        Some(l) => Ok(Some((
-            ListKind::parse(l).ok_or_else(|| anyhow!("bad open_vocab '{l}'"))?,
-            num(p, "open_vocab_weight", weight) as f32,
-            num(p, "open_vocab_entry", entry) as f32,
-        ))),
+        Some(l) => {
+            let pause = num(p, "open_vocab_max_pause", OPEN_MAX_PAUSE_S);
+            if pause.is_nan() || pause < 0.0 {
+                bail!("open_vocab_max_pause {pause}: a pause in seconds, 0 for no bound");
+            }
+            Ok(Some(OpenVocab {
+                kind: ListKind::parse(l).ok_or_else(|| anyhow!("bad open_vocab '{l}'"))?,
+                weight: num(p, "open_vocab_weight", weight) as f32,
+                entry: num(p, "open_vocab_entry", entry) as f32,
+                max_pause_s: (pause > 0.0).then_some(pause),
+            }))
+        }
     }
 }
 

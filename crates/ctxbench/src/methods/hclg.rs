@@ -234,7 +234,7 @@ impl Family for HclgBoost {
         let opts = SetupOptions {
             kind: GraphKind::Hclg,
             noise: first.settings.get("noise").and_then(Value::as_f64),
-            context_slot: open.as_ref().map(|o| o.2),
+            context_slot: open.as_ref().map(|o| o.entry),
             ..SetupOptions::hclg(subset_of(first), cx.cache)
         };
         // The plain HCLG (or the one with the class slot): the same on-disk graph cache entry
@@ -242,7 +242,13 @@ impl Family for HclgBoost {
         let st = load_setup(cx, first, self.setup_key(first), &opts, setup)?;
         let settings = decode_settings(first, st)?;
         let open = match &open {
-            Some((kind, weight, _)) => Some(pipeline::open_contexts(st, kind, *weight, &settings)?),
+            Some(o) => Some(pipeline::open_contexts(
+                st,
+                &o.kind,
+                o.weight,
+                o.max_pause_s,
+                &settings,
+            )?),
             None => None,
         };
         let contexts = Contexts::build(st, first, open.as_ref())?;

@@ -11,8 +11,8 @@
 use super::family::{
     base_measures, check_targets, context_words, decode_settings, key_of, load_setup, num,
     open_vocab_of, record, s, subset_of, Component, Family, FamilySpec, GroupContext, SetupCache,
-    DECODE_KEYS, OPEN_VOCAB, OPEN_VOCAB_ENTRY, OPEN_VOCAB_WEIGHT, SETUP_KEYS, WORD_BOOST,
-    WORD_BOOST_SCORE,
+    DECODE_KEYS, OPEN_MAX_PAUSE_S, OPEN_VOCAB, OPEN_VOCAB_ENTRY, OPEN_VOCAB_MAX_PAUSE,
+    OPEN_VOCAB_WEIGHT, SETUP_KEYS, WORD_BOOST, WORD_BOOST_SCORE,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
 use crate::pipeline::{self, ListKind, Setup, SetupOptions, StaticBoost};
@@ -143,6 +143,7 @@ const SETTINGS: &[SettingSpec] = &[
     OPEN_VOCAB,
     OPEN_VOCAB_WEIGHT,
     OPEN_VOCAB_ENTRY,
+    OPEN_VOCAB_MAX_PAUSE,
 ];
 
 impl FamilySpec for Wfst {
@@ -171,6 +172,10 @@ impl FamilySpec for Wfst {
         s.insert("word_boost_score".into(), Value::Float(3.0));
         s.insert("open_vocab_weight".into(), Value::Float(OPEN_DEFAULTS.0));
         s.insert("open_vocab_entry".into(), Value::Float(OPEN_DEFAULTS.1));
+        s.insert(
+            "open_vocab_max_pause".into(),
+            Value::Float(OPEN_MAX_PAUSE_S),
+        );
     }
 
     fn required(&self) -> &'static [(&'static str, &'static str)] {
@@ -305,6 +310,7 @@ impl Family for Wfst {
                 "word_insertion_penalty",
                 "open_vocab",
                 "open_vocab_weight",
+                "open_vocab_max_pause",
             ],
         );
         setup + &decode
@@ -337,7 +343,13 @@ impl Family for Wfst {
         let words = word_boosters(first, st, settings.config.beam)?;
         report_lists(cx, first, st, otf.as_ref(), words.as_ref(), arcs.as_ref());
         let open = match open_vocab_of(first, OPEN_DEFAULTS.0, OPEN_DEFAULTS.1)? {
-            Some((kind, weight, _)) => Some(pipeline::open_contexts(st, &kind, weight, &settings)?),
+            Some(o) => Some(pipeline::open_contexts(
+                st,
+                &o.kind,
+                o.weight,
+                o.max_pause_s,
+                &settings,
+            )?),
             None => None,
         };
         let booster = |i: usize| {
@@ -456,7 +468,7 @@ fn setup_options<'a>(p: &Point, cache: &'a Path) -> Result<SetupOptions<'a>> {
         gboost: boost("gboost_list", "gboost_discount").filter(|_| !otf),
         hclg_bias: boost("hclg_list", "hclg_discount"),
         gboost_otf: otf,
-        context_slot: open_vocab_of(p, OPEN_DEFAULTS.0, OPEN_DEFAULTS.1)?.map(|o| o.2),
+        context_slot: open_vocab_of(p, OPEN_DEFAULTS.0, OPEN_DEFAULTS.1)?.map(|o| o.entry),
     })
 }
 
