@@ -17,7 +17,7 @@ use ctx_graph::grammar::MissingWords;
 use ctx_graph::hmm::HmmTopology;
 use std::path::Path;
 use std::sync::Arc;
-use wfst_search::{Booster, DecoderConfig, SegmentResult};
+use wfst_search::{Booster, DecoderConfig, PhraseAutomaton, SegmentResult};
 
 /// Units (CTC tokens) a..e: score column k is unit k (column 0 the blank).
 const UNITS: [&str; 5] = ["a", "b", "c", "d", "e"];
@@ -330,4 +330,46 @@ fn a_pause_longer_than_the_bound_ends_a_phrase() {
         let c = bounded_context("zed corp\t4", topo, Some(1));
         assert_eq!(decode_one(&dec, &g, &plain, c).0, "the zed corp call");
     }
+}
+
+#[test]
+fn a_negative_weight_suppresses_an_in_vocabulary_phrase_with_the_main_paths_penalty() {
+    let topo = CtcTopology::Normal;
+    let g = tlg(topo, 3.0);
+    let csr = DecodingGraph::from_fst(&g.fst, None).unwrap();
+    let dec = CtcDecoder::new(&csr, config(&g, 0.0)).unwrap();
+    let said = say(&["the", "call", "on"]);
+    let list = ContextList::parse("the call\t-12\nzed\t-12", Path::new("l"), 4.0, true).unwrap();
+    let id = |w: &str| g.symbols.words.id(w).filter(|&i| i != 0);
+    let (auto, n) = PhraseAutomaton::penalties(&list, id).unwrap().unwrap();
+    assert_eq!(
+        n, 1,
+        "zed is not in the graph: only its context copy needs a cost"
+    );
+    let ctx = dec.context(ContextGraph::compile(&list, spell, topo, None).unwrap());
+    let run = |booster: Booster| {
+        let inputs = [CtcInput {
+            id: "u",
+            scores: &said,
+            booster,
+            context: Some(ctx.clone()),
+        }];
+        let r = dec.decode_batch(&inputs, 4).remove(0).unwrap();
+        let seg = &r.segments[0];
+        (words(&g, seg), seg.best.cost())
+    };
+    // The context alone: its own copy of the phrase is dearer, but the main graph still writes
+    // it at no extra cost.
+    let (alone, c0) = run(Booster::None);
+    assert_eq!(alone, "the call on");
+    // With the main path's penalty the phrase costs 12 on every path that writes it: the best
+    // path now writes something else, dearer than before but not by the whole penalty.
+    let (pen, c1) = run(Booster::Phrases(auto.clone()));
+    assert!(!pen.contains("the call"), "{pen}");
+    assert!(c1 > c0 && c1 < c0 + 12.0, "{c0} -> {c1}");
+    // A path that writes only a prefix pays nothing: "the" alone is free.
+    assert_eq!(
+        auto.sentence_cost(&[id("the").unwrap(), id("on").unwrap()]),
+        0.0
+    );
 }

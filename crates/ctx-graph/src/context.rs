@@ -19,7 +19,10 @@
 //! bound ends the match, so a context path cannot read blanks across the words spoken between
 //! two names of a phrase to earn its weight while the LM costs of those words go unpaid.
 //! The states that complete a phrase are final with cost `−weight`: the weight is earned only by
-//! a finished phrase, a broken-off prefix has no way out and earns nothing. Input labels follow
+//! a finished phrase, a broken-off prefix has no way out and earns nothing. A negative weight
+//! only makes this copy of the phrase dearer: a context path skips the LM costs of its words,
+//! so a caller that wants a phrase suppressed leaves it out of the graph and penalises the
+//! main graph's paths instead (`wfst_search::PhraseAutomaton::penalties`). Input labels follow
 //! T's convention (blank = 1, token `u` = `u + 1`); output label `k > 0` is `words[k − 1]`, the
 //! word as spelled in the list, whether or not the main graph knows it.
 //!

@@ -125,9 +125,10 @@ pub struct DecodeArgs {
     #[arg(long, default_value_t = 3.0, allow_hyphen_values = true)]
     pub word_boost_score: f32,
     /// Open-vocabulary contexts (issue 42): each utterance's list of this kind (sequences, gt,
-    /// list:NAME) compiled at run time over the graph's input units and entered through the
-    /// graph's class slot, so its phrases are decoded whether the graph knows their words or
-    /// not (the graph is built with the slot).
+    /// list:NAME; or file:PATH, one phrase file for every utterance with `phrase<TAB>weight`
+    /// lines, negative weights suppressing) compiled at run time over the graph's input units
+    /// and entered through the graph's class slot, so its phrases are decoded whether the
+    /// graph knows their words or not (the graph is built with the slot).
     #[arg(long)]
     pub open_vocab: Option<String>,
     /// Reward of a completed open-vocabulary phrase (graph units; default: the family's).

@@ -4,6 +4,7 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use ctx_core::bias::BiasList;
+use ctx_core::context_list::ContextList;
 use ctx_core::metrics::reference::ScoringRef;
 use ctx_core::metrics::score::{score_utterance, NeInsertions, ScoreOptions, ScoreTotals};
 use ctx_core::scores::ScoreMatrix;
@@ -1274,6 +1275,11 @@ pub fn decode_indexed_with(
 pub struct OpenContexts {
     /// Per utterance in dataset order (`None`: an empty list).
     pub contexts: Vec<Option<Arc<ContextGraph>>>,
+    /// Per utterance, the main graph's side of negative weights: the in-vocabulary phrases'
+    /// costs when a path completes them (a word automaton; `None` when none).
+    pub penalties: Vec<Option<Booster>>,
+    /// In-vocabulary phrases with a negative weight, summed over utterances.
+    pub penalized: usize,
     /// Phrases compiled, summed over utterances.
     pub phrases: usize,
     /// Phrases left out (a word the model's pieces cannot spell), summed over utterances.
@@ -1282,13 +1288,19 @@ pub struct OpenContexts {
     pub build_s: f64,
 }
 
-/// Compiles each utterance's `kind` list at `weight` into a context graph over the TLG's
+/// Compiles each utterance's `list` (phrases without their own weight at `weight`) into a
+/// context graph over the TLG's
 /// tokens (the simulated CTC model's BPE pieces, the TLG's topology, the decoder's word
 /// insertion penalty, at most `max_pause_s` of blanks between two tokens of a phrase — `None`:
-/// unbounded; hybrid contexts have no blanks); utterances sharing a list share its graph.
+/// unbounded; hybrid contexts have no blanks); utterances sharing a list share its graph. A
+/// phrase with a negative weight is a penalty only: it is left out of the context graph (a
+/// context path skips the LM costs of its words, so its copy could be cheaper than the main
+/// path's even at a negative weight) and its in-vocabulary form gets a completion-cost
+/// automaton ([`PhraseAutomaton::penalties`]) to stack on the stream's booster: −weight on
+/// every main path that writes it.
 pub fn open_contexts(
     setup: &Setup,
-    kind: &ListKind,
+    list: &OpenList,
     weight: f32,
     max_pause_s: Option<f64>,
     settings: &DecodeSettings,
@@ -1325,57 +1337,84 @@ pub fn open_contexts(
         let (prons, _) = pron.pronounce(w).ok()?;
         prons.first()?.iter().map(|p| units.id(p)).collect()
     };
-    if let ListKind::Global(name) = kind {
+    if let OpenList::Dataset(ListKind::Global(name)) = list {
         if !setup.dataset.global_lists.contains_key(name) {
             bail!("dataset {} has no global list '{name}'", setup.dataset.name);
         }
     }
     let t = Instant::now();
+    // A phrase file is read as a list arrives (its time counts); errors name file and line.
+    let file = match list {
+        OpenList::File(path) => Some(ContextList::read(path, weight, true)?),
+        OpenList::Dataset(_) => None,
+    };
     let wip = settings.word_insertion_penalty;
-    let mut built: BTreeMap<Vec<Vec<String>>, Option<Arc<ContextGraph>>> = BTreeMap::new();
+    let words = &setup.graph.symbols.words;
+    type Built = (Option<Arc<ContextGraph>>, Option<(Booster, usize)>);
+    let compile = |cl: &ContextList| -> Result<Built> {
+        // A negative weight only penalises: the phrase stays out of the context graph (whose
+        // copy skips the LM costs of its words, so even at a negative weight it can be cheaper
+        // than the main path's), and its in-vocabulary form costs −weight on the main path.
+        let pen = PhraseAutomaton::penalties(cl, |w| words.id(w).filter(|&i| i != 0))?
+            .map(|(a, n)| (Booster::Phrases(a), n));
+        let offered = ContextList {
+            phrases: cl
+                .phrases
+                .iter()
+                .filter(|p| p.weight >= 0.0)
+                .cloned()
+                .collect(),
+        };
+        if offered.phrases.is_empty() {
+            return Ok((None, pen));
+        }
+        let mut g = match &spell {
+            Spell::Pieces(bpe, topo) => {
+                ContextGraph::compile(&offered, |w| Some(bpe.encode(w)), *topo, max_blanks)?
+            }
+            Spell::Phones(_, hmms) => ContextGraph::compile_hybrid(&offered, pronounce, hmms)?,
+        };
+        ctc_wfst::add_word_penalty(&mut g, wip);
+        Ok((Some(Arc::new(g)), pen))
+    };
+    let shared = file.as_ref().map(&compile).transpose()?;
+    let mut built: BTreeMap<Vec<Vec<String>>, Built> = BTreeMap::new();
     let mut out = OpenContexts {
         contexts: Vec::with_capacity(setup.dataset.utterances.len()),
+        penalties: Vec::with_capacity(setup.dataset.utterances.len()),
+        penalized: 0,
         phrases: 0,
         unspellable: 0,
         build_s: 0.0,
     };
     for u in &setup.dataset.utterances {
-        let list = list_of(setup, u, kind);
-        let c = match built.entry(list.phrases) {
-            Entry::Occupied(e) => e.get().clone(),
-            Entry::Vacant(e) => {
-                let cl = ctx_core::context_list::ContextList {
-                    phrases: e
-                        .key()
-                        .iter()
-                        .map(|w| ctx_core::context_list::ContextPhrase {
-                            words: w.clone(),
-                            weight,
-                        })
-                        .collect(),
-                };
-                let c = if cl.phrases.is_empty() {
-                    None
-                } else {
-                    let mut g = match &spell {
-                        Spell::Pieces(bpe, topo) => {
-                            ContextGraph::compile(&cl, |w| Some(bpe.encode(w)), *topo, max_blanks)?
-                        }
-                        Spell::Phones(_, hmms) => {
-                            ContextGraph::compile_hybrid(&cl, pronounce, hmms)?
-                        }
+        let (c, pen) = match (&shared, list) {
+            (Some(b), _) => b.clone(),
+            (None, OpenList::Dataset(kind)) => match built.entry(list_of(setup, u, kind).phrases) {
+                Entry::Occupied(e) => e.get().clone(),
+                Entry::Vacant(e) => {
+                    let cl = ContextList {
+                        phrases: e
+                            .key()
+                            .iter()
+                            .map(|w| ctx_core::context_list::ContextPhrase {
+                                words: w.clone(),
+                                weight,
+                            })
+                            .collect(),
                     };
-                    ctc_wfst::add_word_penalty(&mut g, wip);
-                    Some(Arc::new(g))
-                };
-                e.insert(c).clone()
-            }
+                    e.insert(compile(&cl)?).clone()
+                }
+            },
+            (None, OpenList::File(_)) => unreachable!("a file list is compiled once"),
         };
         if let Some(g) = &c {
             out.phrases += g.phrases;
             out.unspellable += g.unspellable.len();
         }
+        out.penalized += pen.as_ref().map_or(0, |p| p.1);
         out.contexts.push(c);
+        out.penalties.push(pen.map(|p| p.0));
     }
     out.build_s = t.elapsed().as_secs_f64();
     Ok(out)
@@ -1725,6 +1764,34 @@ pub fn set_list(setup: &Setup, kind: &ListKind) -> Option<BiasList> {
             })
         }
         _ => None,
+    }
+}
+
+/// Where an open-vocabulary run's phrase lists come from (issue 42).
+#[derive(Debug, Clone, PartialEq)]
+pub enum OpenList {
+    /// Each utterance's dataset list of this kind, every phrase at the run's weight.
+    Dataset(ListKind),
+    /// One phrase file for every utterance (`file:PATH`): a phrase per line with an optional
+    /// `<TAB>weight` (the run's weight otherwise; negative weights suppress).
+    File(std::path::PathBuf),
+}
+
+impl OpenList {
+    /// Parses `file:PATH` or a [`ListKind`].
+    ///
+    /// ```
+    /// use ctxbench::pipeline::{ListKind, OpenList};
+    /// assert_eq!(OpenList::parse("file:names.tsv"), Some(OpenList::File("names.tsv".into())));
+    /// assert_eq!(OpenList::parse("gt"), Some(OpenList::Dataset(ListKind::GroundTruth)));
+    /// assert_eq!(OpenList::parse("file:"), None);
+    /// ```
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.strip_prefix("file:") {
+            Some("") => None,
+            Some(p) => Some(Self::File(p.into())),
+            None => ListKind::parse(s).map(Self::Dataset),
+        }
     }
 }
 

@@ -675,3 +675,87 @@ fn open_vocabulary_contexts_write_names_the_graph_lacks() {
         }
     }
 }
+
+/// An open-vocabulary phrase file (`--open-vocab file:PATH`, issue 42): per-phrase weights, a
+/// negative one suppressing an in-vocabulary word the plain decoder writes often (the main
+/// path pays it too, not only the context's copy); a malformed line is an error naming the
+/// file and line before anything is decoded.
+#[test]
+fn a_phrase_file_weights_each_phrase_and_negative_weights_suppress() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let decode = |extra: &[&str], name: &str| {
+        let hyps = d.join(name);
+        let mut a = vec![
+            "decode",
+            "--dataset",
+            "earnings21",
+            "--quick",
+            "--limit",
+            "4",
+            "--kind",
+            "tlg-normal",
+            "--method",
+            "ctc-wfst",
+            "--methods",
+            "none",
+            "--hyp-dir",
+            hyps.to_str().unwrap(),
+        ];
+        a.extend(extra);
+        let out = ctxbench(&a);
+        let text = std::fs::read_to_string(hyps.join("none.txt")).unwrap_or_default();
+        (out, text)
+    };
+    let (out, plain) = decode(&[], "plain");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let count = |text: &str, w: &str| {
+        text.lines()
+            .flat_map(|l| l.split_whitespace().skip(1))
+            .filter(|x| *x == w)
+            .count()
+    };
+    // The plain output's most frequent word of five letters or more.
+    let mut freq: std::collections::BTreeMap<&str, usize> = Default::default();
+    for w in plain.lines().flat_map(|l| l.split_whitespace().skip(1)) {
+        if w.len() >= 5 {
+            *freq.entry(w).or_default() += 1;
+        }
+    }
+    let (&word, &n) = freq
+        .iter()
+        .max_by_key(|(w, n)| (**n, std::cmp::Reverse(**w)))
+        .unwrap();
+    assert!(n >= 3, "{word}: {n}");
+    let list = d.join("names.tsv");
+    std::fs::write(&list, format!("{word}\t-100\nzorblaxian corp\t4\n")).unwrap();
+    let arg = format!("file:{}", list.display());
+    let (out, suppressed) = decode(&["--open-vocab", &arg], "neg");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(count(&suppressed, word), 0, "{word}: {suppressed}");
+    // Without the main path's penalty (the word as a positive phrase) it stays.
+    std::fs::write(&list, format!("{word}\t2\n")).unwrap();
+    let (out, kept) = decode(&["--open-vocab", &arg], "pos");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(count(&kept, word) >= n, "{word}: {kept}");
+    std::fs::write(&list, format!("{word}\t2\nacme corp\theavy\n")).unwrap();
+    let (out, _) = decode(&["--open-vocab", &arg], "bad");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("names.tsv") && err.contains('2') && err.contains("'heavy'"),
+        "{err}"
+    );
+}

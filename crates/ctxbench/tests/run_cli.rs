@@ -603,6 +603,18 @@ open_vocab = "gt"
 streams = 6
 chunk_s = 0.4
 backend = "shim"
+[[rows]]
+row = "open-neg"
+method = "ctc-wfst+open-vocab"
+open_vocab = "gt"
+open_vocab_weight = -8.0
+[[rows]]
+row = "stream-open-neg"
+method = "ctc-wfst+open-vocab"
+open_vocab = "gt"
+open_vocab_weight = -8.0
+streams = 6
+chunk_s = 0.4
 {extra}
 "#
         )
@@ -643,6 +655,15 @@ backend = "shim"
             assert_eq!(get(a, c), get(b, c), "{a} vs {b}: {c}");
         }
     }
+    // A negative weight suppresses the list's phrases, in-vocabulary ones included (the main
+    // path pays it too), offline and on streaming channels alike.
+    assert!(
+        num("open-neg", "ne_wer") > num("plain", "ne_wer") + 5.0,
+        "{} vs {}",
+        get("open-neg", "ne_wer"),
+        get("plain", "ne_wer")
+    );
+    assert_eq!(get("open-neg", "wer"), get("stream-open-neg", "wer"));
     // Open-vocabulary contexts on streaming channels (issue 42) write words too.
     assert!(num("stream-open", "ne_wer") < num("plain", "ne_wer"));
     assert_eq!(

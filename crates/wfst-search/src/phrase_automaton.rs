@@ -8,8 +8,15 @@
 //! random LMs). Its states are trie nodes, not LM histories, so tokens split only while a
 //! prefix is open, and a list builds in microseconds. Unlike the context graph of 003 §4.1.3, a
 //! partial match keeps its discount (G-boosting has no take-back).
+//!
+//! The same automaton in **completion** form ([`PhraseAutomaton::completions`]) adds a cost per
+//! phrase only when its last word is read (the costs of every listed phrase ending there, the
+//! dictionary links of Aho-Corasick): the main-graph side of an open-vocabulary phrase with a
+//! negative weight, which must cost its weight on any path that writes it, and nothing on one
+//! that writes only a prefix.
 
 use crate::error::{DecodeError, Result};
+use ctx_core::context_list::ContextList;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -30,6 +37,9 @@ struct Trie {
     /// Failure link: the longest proper suffix of the node's prefix that is a node.
     fail: Vec<u32>,
     discount: f32,
+    /// Completion form: per node, the cost of the phrases that end there (its own and those
+    /// ending at its dictionary suffixes); empty in prefix form.
+    out: Vec<f32>,
 }
 
 impl PhraseAutomaton {
@@ -40,6 +50,124 @@ impl PhraseAutomaton {
                 "discount {discount} is not finite"
             )));
         }
+        Ok(Self {
+            inner: Arc::new(Trie::build(phrases, discount)),
+        })
+    }
+
+    /// The completion form: each (phrase, cost) adds `cost` when its last word is read (a
+    /// phrase listed twice adds both; a prefix adds nothing).
+    ///
+    /// ```
+    /// use wfst_search::PhraseAutomaton;
+    /// // "7 8" costs 3, "8" costs 1: reading 7 8 ends both.
+    /// let a = PhraseAutomaton::completions(&[(vec![7, 8], 3.0), (vec![8], 1.0)]).unwrap();
+    /// assert_eq!(a.sentence_cost(&[7, 8]), 4.0);
+    /// assert_eq!(a.sentence_cost(&[7, 9, 8]), 1.0);
+    /// assert_eq!(a.sentence_cost(&[7]), 0.0);
+    /// ```
+    pub fn completions(phrases: &[(Vec<u32>, f32)]) -> Result<Self> {
+        if let Some((p, c)) = phrases.iter().find(|(_, c)| !c.is_finite()) {
+            return Err(DecodeError::Booster(format!(
+                "phrase {p:?}: cost {c} is not finite"
+            )));
+        }
+        let ids: Vec<Vec<u32>> = phrases.iter().map(|(p, _)| p.clone()).collect();
+        let mut trie = Trie::build(&ids, 0.0);
+        let mut own = vec![0f32; trie.fail.len()];
+        for (p, c) in phrases.iter().filter(|(p, _)| !p.is_empty()) {
+            own[trie.walk(p) as usize] += c;
+        }
+        // Breadth-first order puts a node's failure target (shallower) before it.
+        let mut out = own;
+        for s in trie.bfs() {
+            out[s as usize] += out[trie.fail[s as usize] as usize];
+        }
+        trie.out = out;
+        Ok(Self {
+            inner: Arc::new(trie),
+        })
+    }
+
+    /// The main-graph side of an open-vocabulary list's negative weights: each phrase with a
+    /// weight below 0 whose words all have an id (`word_id`: the main graph's words table)
+    /// costs −weight when a path completes it, as the context graph charges its own copy. A
+    /// phrase with a word the graph lacks needs nothing here (only the context can write it).
+    /// `None` when no phrase qualifies; else the automaton and how many phrases it holds.
+    ///
+    /// ```
+    /// use ctx_core::context_list::ContextList;
+    /// use wfst_search::PhraseAutomaton;
+    /// let list = ContextList::parse("the call\t-3\nzed\t-2\non\t5", "l".as_ref(), 1.0, true)
+    ///     .unwrap();
+    /// let id = |w: &str| ["the", "call", "on"].iter().position(|x| *x == w).map(|i| i as u32 + 1);
+    /// let (a, n) = PhraseAutomaton::penalties(&list, id).unwrap().unwrap();
+    /// assert_eq!(n, 1); // zed is unknown, "on" is a bonus
+    /// assert_eq!(a.sentence_cost(&[1, 2, 3]), 3.0);
+    /// ```
+    pub fn penalties(
+        list: &ContextList,
+        word_id: impl Fn(&str) -> Option<u32>,
+    ) -> Result<Option<(Self, usize)>> {
+        let phrases: Vec<(Vec<u32>, f32)> = list
+            .phrases
+            .iter()
+            .filter(|p| p.weight < 0.0 && !p.words.is_empty())
+            .filter_map(|p| {
+                let ids: Option<Vec<u32>> = p.words.iter().map(|w| word_id(w)).collect();
+                ids.map(|ids| (ids, -p.weight))
+            })
+            .collect();
+        if phrases.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some((Self::completions(&phrases)?, phrases.len())))
+    }
+
+    /// Nodes of the trie (the root included).
+    pub fn num_states(&self) -> usize {
+        self.inner.fail.len()
+    }
+
+    /// Reads `word` in node `s`: the next node and the cost to add — in prefix form the
+    /// discount when the next node is not the root (the text ends with a phrase prefix), in
+    /// completion form the costs of the phrases the text now ends with.
+    #[inline]
+    pub fn word(&self, mut s: u32, word: u32) -> (u32, f32) {
+        let t = &*self.inner;
+        loop {
+            let (lo, hi) = (
+                t.offsets[s as usize] as usize,
+                t.offsets[s as usize + 1] as usize,
+            );
+            if let Ok(k) = t.words[lo..hi].binary_search(&word) {
+                let n = t.next[lo + k];
+                return (n, t.out.get(n as usize).copied().unwrap_or(t.discount));
+            }
+            if s == 0 {
+                return (0, 0.0);
+            }
+            s = t.fail[s as usize];
+        }
+    }
+
+    /// The cost summed over a word sequence.
+    pub fn sentence_cost(&self, words: &[u32]) -> f32 {
+        let mut s = 0;
+        let mut cost = 0.0;
+        for &w in words {
+            let (d, c) = self.word(s, w);
+            s = d;
+            cost += c;
+        }
+        cost
+    }
+}
+
+impl Trie {
+    /// The trie of `phrases` with ordered children (deterministic numbering) and failure
+    /// links, in prefix form with `discount`.
+    fn build(phrases: &[Vec<u32>], discount: f32) -> Self {
         // The trie with ordered children (deterministic numbering).
         let mut kids: Vec<BTreeMap<u32, u32>> = vec![BTreeMap::new()];
         for p in phrases {
@@ -77,6 +205,7 @@ impl PhraseAutomaton {
             next: Vec::new(),
             fail,
             discount,
+            out: Vec::new(),
         };
         for k in &kids {
             for (&w, &c) in k {
@@ -85,45 +214,39 @@ impl PhraseAutomaton {
             }
             trie.offsets.push(trie.words.len() as u32);
         }
-        Ok(Self {
-            inner: Arc::new(trie),
-        })
+        trie
     }
 
-    /// Nodes of the trie (the root included).
-    pub fn num_states(&self) -> usize {
-        self.inner.fail.len()
-    }
-
-    /// Reads `word` in node `s`: the next node and the cost to add (the discount when the next
-    /// node is not the root, i.e. the text ends with a phrase prefix).
-    #[inline]
-    pub fn word(&self, mut s: u32, word: u32) -> (u32, f32) {
-        let t = &*self.inner;
-        loop {
+    /// The node `phrase` leads to from the root (every prefix is a node).
+    fn walk(&self, phrase: &[u32]) -> u32 {
+        let mut s = 0u32;
+        for w in phrase {
             let (lo, hi) = (
-                t.offsets[s as usize] as usize,
-                t.offsets[s as usize + 1] as usize,
+                self.offsets[s as usize] as usize,
+                self.offsets[s as usize + 1] as usize,
             );
-            if let Ok(k) = t.words[lo..hi].binary_search(&word) {
-                return (t.next[lo + k], t.discount);
-            }
-            if s == 0 {
-                return (0, 0.0);
-            }
-            s = t.fail[s as usize];
+            let k = self.words[lo..hi]
+                .binary_search(w)
+                .expect("a listed phrase's prefix is a node");
+            s = self.next[lo + k];
         }
+        s
     }
 
-    /// The discount summed over a word sequence.
-    pub fn sentence_cost(&self, words: &[u32]) -> f32 {
-        let mut s = 0;
-        let mut cost = 0.0;
-        for &w in words {
-            let (d, c) = self.word(s, w);
-            s = d;
-            cost += c;
+    /// The nodes but the root in breadth-first order.
+    fn bfs(&self) -> Vec<u32> {
+        let mut order = Vec::with_capacity(self.fail.len());
+        let mut queue: VecDeque<u32> = VecDeque::from([0]);
+        while let Some(s) = queue.pop_front() {
+            if s != 0 {
+                order.push(s);
+            }
+            let (lo, hi) = (
+                self.offsets[s as usize] as usize,
+                self.offsets[s as usize + 1] as usize,
+            );
+            queue.extend(&self.next[lo..hi]);
         }
-        cost
+        order
     }
 }

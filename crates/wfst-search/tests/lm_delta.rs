@@ -236,6 +236,14 @@ fn decoding_with_the_automaton_equals_brute_force_over_graph_plus_lm() {
         } else {
             LmDelta::new(small, None).unwrap()
         };
+        // Every other phrase-automaton case in completion form: a cost per completed phrase
+        // (positive, as a negative open-vocabulary weight gives, and one negative).
+        let trie = if case % 6 == 5 {
+            PhraseAutomaton::completions(&[(vec![1, 2], 1.5), (vec![2], 0.5), (vec![3, 1], -1.0)])
+                .unwrap()
+        } else {
+            trie
+        };
         let (booster, lm_cost): (Booster, SentenceCost) = if case % 3 == 2 {
             let t = trie.clone();
             (
@@ -305,4 +313,43 @@ fn decoding_with_the_automaton_equals_brute_force_over_graph_plus_lm() {
     }
     assert!(checked > 50, "only {checked} cases decoded");
     assert!(changed > 5, "the automaton changed only {changed} answers");
+}
+
+/// The completion form against counting: a sentence costs the sum, over every position, of the
+/// costs of the listed phrases that end there.
+#[test]
+fn completions_cost_each_phrase_occurrence_once_at_its_end() {
+    let mut rng = Rng(11);
+    let mut nonzero = 0;
+    for case in 0..200 {
+        let phrases: Vec<(Vec<u32>, f32)> = (0..1 + rng.below(5))
+            .map(|_| {
+                let len = 1 + rng.below(3) as usize;
+                let p = (0..len).map(|_| 1 + rng.below(4) as u32).collect();
+                (p, (4.0 * rng.unit() - 1.0).round())
+            })
+            .collect();
+        let auto = PhraseAutomaton::completions(&phrases).unwrap();
+        for _ in 0..20 {
+            let ws: Vec<u32> = (0..rng.below(9)).map(|_| 1 + rng.below(4) as u32).collect();
+            let mut counted = 0.0f32;
+            for end in 1..=ws.len() {
+                for (p, c) in &phrases {
+                    if ws[..end].ends_with(p) {
+                        counted += c;
+                    }
+                }
+            }
+            let got = auto.sentence_cost(&ws);
+            assert!(
+                (got - counted).abs() < 1e-4,
+                "case {case} phrases {phrases:?} words {ws:?}: {got} vs {counted}"
+            );
+            if got != 0.0 {
+                nonzero += 1;
+            }
+        }
+    }
+    assert!(nonzero > 1000, "{nonzero}");
+    assert!(PhraseAutomaton::completions(&[(vec![1], f32::NAN)]).is_err());
 }

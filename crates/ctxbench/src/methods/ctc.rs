@@ -6,13 +6,13 @@
 
 use super::family::{
     accuracy_measures, base_measures, check_global_lists, check_targets, context_words,
-    decode_settings, excess_repeats, key_of, load_setup, num, open_vocab_of, record, s, subset_of,
-    Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS, OPEN_MAX_PAUSE_S,
-    OPEN_VOCAB, OPEN_VOCAB_ENTRY, OPEN_VOCAB_MAX_PAUSE, OPEN_VOCAB_WEIGHT, SETUP_KEYS, WORD_BOOST,
-    WORD_BOOST_SCORE,
+    decode_settings, excess_repeats, key_of, load_setup, num, open_file_key, open_vocab_of, record,
+    s, subset_of, Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS,
+    OPEN_MAX_PAUSE_S, OPEN_VOCAB, OPEN_VOCAB_ENTRY, OPEN_VOCAB_MAX_PAUSE, OPEN_VOCAB_WEIGHT,
+    SETUP_KEYS, WORD_BOOST, WORD_BOOST_SCORE,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
-use crate::pipeline::{self, ContextBoosters, ListKind, Setup, SetupOptions};
+use crate::pipeline::{self, ContextBoosters, ListKind, OpenList, Setup, SetupOptions};
 use crate::results::PointRecord;
 use anyhow::{anyhow, bail, Result};
 use ctx_data::dataset::Dataset;
@@ -145,7 +145,12 @@ impl FamilySpec for CtcWfst {
                 bail!("{what}: '{k}' must be at least 1");
             }
         }
-        for k in ["word_boost", "phrase_boost", "open_vocab"] {
+        if let Some(v) = s.get("open_vocab").and_then(Value::as_str) {
+            if OpenList::parse(v).is_none() {
+                bail!("{what}: open_vocab '{v}' (sequences, unigrams, gt, list:NAME, file:PATH)");
+            }
+        }
+        for k in ["word_boost", "phrase_boost"] {
             if let Some(v) = s.get(k).and_then(Value::as_str) {
                 if ListKind::parse(v).is_none() {
                     bail!("{what}: {k} '{v}' (sequences, unigrams, gt, test-words, other-words, list:NAME)");
@@ -174,7 +179,7 @@ impl Family for CtcWfst {
     fn decode_key(&self, p: &Point) -> String {
         let setup = self.setup_key(p);
         let settings: Vec<&str> = SETTINGS.iter().map(|s| s.name).collect();
-        setup + &key_of("", p, DECODE_KEYS, &settings)
+        setup + &key_of("", p, DECODE_KEYS, &settings) + &open_file_key(p)
     }
 
     fn writes_outputs(&self) -> bool {
@@ -243,6 +248,7 @@ impl Family for CtcWfst {
             Booster::stack([
                 words.as_ref().map(|b| b.boosters[i].clone()),
                 phrases.as_ref().map(|b| b.boosters[i].clone()),
+                open.as_ref().and_then(|o| o.penalties[i].clone()),
             ])
         };
         if let Some(n) = first.settings.get("streams").and_then(Value::as_f64) {

@@ -4,10 +4,12 @@
 
 use crate::experiment::{spec, Point, SettingSpec, Type, Value};
 pub use crate::experiment::{Component, FamilySpec};
-use crate::pipeline::{self, DecodeRun, DecodeSettings, ListKind, Output, Setup, SetupOptions};
+use crate::pipeline::{
+    self, DecodeRun, DecodeSettings, ListKind, OpenList, Output, Setup, SetupOptions,
+};
 use crate::results::PointRecord;
 use crate::version::CODE_VERSION;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use ctx_core::metrics::score::ScoreTotals;
 use ctx_data::dataset::{Dataset, Subset, Utterance};
 use ctx_data::registry::Registry;
@@ -57,7 +59,8 @@ pub(crate) const OPEN_VOCAB: SettingSpec = spec(
     "open_vocab",
     Type::Str,
     "open-vocab",
-    "per-utterance open-vocabulary list: sequences, gt or list:NAME",
+    "open-vocabulary list: each utterance's sequences, gt or list:NAME, or one phrase file \
+     for all, file:PATH (phrase<TAB>weight per line)",
 );
 
 /// A completed open-vocabulary phrase's reward, shared like [`OPEN_VOCAB`].
@@ -96,7 +99,7 @@ pub(crate) const OPEN_MAX_PAUSE_S: f64 = 1.0;
 #[derive(Debug, Clone)]
 pub(crate) struct OpenVocab {
     /// Whose list each utterance gets.
-    pub kind: ListKind,
+    pub kind: OpenList,
     /// A completed phrase's reward.
     pub weight: f32,
     /// The class slot's entry cost (part of the graph).
@@ -116,7 +119,7 @@ pub(crate) fn open_vocab_of(p: &Point, weight: f64, entry: f64) -> Result<Option
                 bail!("open_vocab_max_pause {pause}: a pause in seconds, 0 for no bound");
             }
             Ok(Some(OpenVocab {
-                kind: ListKind::parse(l).ok_or_else(|| anyhow!("bad open_vocab '{l}'"))?,
+                kind: OpenList::parse(l).ok_or_else(|| anyhow!("bad open_vocab '{l}'"))?,
                 weight: num(p, "open_vocab_weight", weight) as f32,
                 entry: num(p, "open_vocab_entry", entry) as f32,
                 max_pause_s: (pause > 0.0).then_some(pause),
@@ -125,8 +128,48 @@ pub(crate) fn open_vocab_of(p: &Point, weight: f64, entry: f64) -> Result<Option
     }
 }
 
-/// Checks that every `list:NAME` among the settings `keys` names a global list of `ds`.
+/// The part of a point's key that a `file:PATH` open-vocabulary list adds: a hash of the
+/// file's bytes (a changed file is a new point; an unreadable one fails when the point runs).
+pub(crate) fn open_file_key(p: &Point) -> String {
+    let Some(Some(OpenList::File(path))) = p
+        .settings
+        .get("open_vocab")
+        .and_then(Value::as_str)
+        .map(OpenList::parse)
+    else {
+        return String::new();
+    };
+    match std::fs::read(&path) {
+        // FNV-1a: stable across runs and builds, unlike the std hasher.
+        Ok(bytes) => {
+            let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+            });
+            format!(";open_file={h:016x}")
+        }
+        Err(_) => ";open_file=unreadable".into(),
+    }
+}
+
+/// Checks that an open-vocabulary `file:PATH` list reads (its errors name the file and line)
+/// before anything runs.
+pub(crate) fn check_open_file(p: &Point) -> Result<()> {
+    if let Some(Some(OpenList::File(path))) = p
+        .settings
+        .get("open_vocab")
+        .and_then(Value::as_str)
+        .map(OpenList::parse)
+    {
+        ctx_core::context_list::ContextList::read(&path, 1.0, true)
+            .with_context(|| format!("open_vocab 'file:{}'", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Checks that every `list:NAME` among the settings `keys` names a global list of `ds` (and an
+/// open-vocabulary file list, [`check_open_file`]).
 pub(crate) fn check_global_lists(ds: &Dataset, p: &Point, keys: &[&str]) -> Result<()> {
+    check_open_file(p)?;
     for k in keys {
         if let Some(Some(ListKind::Global(n))) = p
             .settings

@@ -20,9 +20,9 @@
 
 use super::family::{
     accuracy_measures, check_global_lists, check_targets, context_words, decode_settings,
-    graph_bytes, key_of, load_setup, num, open_vocab_of, record, s, subset_of, Component, Family,
-    FamilySpec, GroupContext, SetupCache, DECODE_KEYS, OPEN_VOCAB, OPEN_VOCAB_ENTRY,
-    OPEN_VOCAB_WEIGHT, SETUP_KEYS,
+    graph_bytes, key_of, load_setup, num, open_file_key, open_vocab_of, record, s, subset_of,
+    Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS, OPEN_VOCAB,
+    OPEN_VOCAB_ENTRY, OPEN_VOCAB_WEIGHT, SETUP_KEYS,
 };
 use super::wfst::OPEN_DEFAULTS;
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
@@ -160,11 +160,14 @@ impl FamilySpec for HclgBoost {
                 bail!("{what}: graph '{g}': the hclg-boost family decodes an HCLG");
             }
         }
-        for k in ["ctx_list", "open_vocab"] {
-            if let Some(v) = str_of(k) {
-                if ListKind::parse(&v).is_none() {
-                    bail!("{what}: {k} '{v}' (sequences, unigrams, gt, list:NAME)");
-                }
+        if let Some(v) = str_of("ctx_list") {
+            if ListKind::parse(&v).is_none() {
+                bail!("{what}: ctx_list '{v}' (sequences, unigrams, gt, list:NAME)");
+            }
+        }
+        if let Some(v) = str_of("open_vocab") {
+            if crate::pipeline::OpenList::parse(&v).is_none() {
+                bail!("{what}: open_vocab '{v}' (sequences, unigrams, gt, list:NAME, file:PATH)");
             }
         }
         if let Some(v) = str_of("ctx_output") {
@@ -219,7 +222,7 @@ impl Family for HclgBoost {
 
     fn decode_key(&self, p: &Point) -> String {
         let settings: Vec<&str> = SETTINGS.iter().map(|s| s.name).collect();
-        self.setup_key(p) + &key_of("", p, DECODE_KEYS, &settings)
+        self.setup_key(p) + &key_of("", p, DECODE_KEYS, &settings) + &open_file_key(p)
     }
 
     fn run_group(
@@ -251,6 +254,15 @@ impl Family for HclgBoost {
             )?),
             None => None,
         };
+        if let Some(o) = open.as_ref().filter(|o| o.penalized > 0) {
+            bail!(
+                "dataset {}: {} in-vocabulary open-vocabulary phrases have a negative weight; \
+                 suppressing them needs the main path penalised too (a word automaton, which \
+                 the online pipeline's streams do not carry): decode them with the wfst family",
+                st.dataset.name,
+                o.penalized
+            );
+        }
         let contexts = Contexts::build(st, first, open.as_ref())?;
         let dec = Decoder::new(&st.csr, settings.config.clone())?.with_silence(&st.silence);
         let dec = match (&open, st.graph.symbols.context_slot()) {

@@ -9,10 +9,11 @@
 //! of that method alone would.
 
 use super::family::{
-    base_measures, check_targets, context_words, decode_settings, key_of, load_setup, num,
-    open_vocab_of, record, s, subset_of, Component, Family, FamilySpec, GroupContext, SetupCache,
-    DECODE_KEYS, OPEN_MAX_PAUSE_S, OPEN_VOCAB, OPEN_VOCAB_ENTRY, OPEN_VOCAB_MAX_PAUSE,
-    OPEN_VOCAB_WEIGHT, SETUP_KEYS, WORD_BOOST, WORD_BOOST_SCORE,
+    base_measures, check_open_file, check_targets, context_words, decode_settings, key_of,
+    load_setup, num, open_file_key, open_vocab_of, record, s, subset_of, Component, Family,
+    FamilySpec, GroupContext, SetupCache, DECODE_KEYS, OPEN_MAX_PAUSE_S, OPEN_VOCAB,
+    OPEN_VOCAB_ENTRY, OPEN_VOCAB_MAX_PAUSE, OPEN_VOCAB_WEIGHT, SETUP_KEYS, WORD_BOOST,
+    WORD_BOOST_SCORE,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
 use crate::pipeline::{self, ListKind, Setup, SetupOptions, StaticBoost};
@@ -191,7 +192,12 @@ impl FamilySpec for Wfst {
 
     fn check(&self, s: &Settings, what: &str) -> Result<()> {
         let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_string);
-        for k in ["bias_list", "arcs_list", "word_boost", "open_vocab"] {
+        if let Some(v) = str_of("open_vocab") {
+            if crate::pipeline::OpenList::parse(&v).is_none() {
+                bail!("{what}: open_vocab '{v}' (sequences, unigrams, gt, list:NAME, file:PATH)");
+            }
+        }
+        for k in ["bias_list", "arcs_list", "word_boost"] {
             if let Some(v) = str_of(k) {
                 if crate::pipeline::ListKind::parse(&v).is_none() {
                     bail!("{what}: {k} '{v}' (sequences, unigrams, gt, list:NAME)");
@@ -241,6 +247,7 @@ impl FamilySpec for Wfst {
 impl Family for Wfst {
     fn check_lists(&self, ds: &Dataset, full: &Dataset, p: &Point) -> Result<()> {
         check_targets(ds, p)?;
+        check_open_file(p)?;
         let per_utt = s(p, "gboost_scope") == "utterance";
         for k in ["gboost_list", "hclg_list"] {
             if let Some(Value::Str(l)) = p.settings.get(k) {
@@ -313,7 +320,7 @@ impl Family for Wfst {
                 "open_vocab_max_pause",
             ],
         );
-        setup + &decode
+        setup + &decode + &open_file_key(p)
     }
 
     fn writes_outputs(&self) -> bool {
@@ -357,6 +364,7 @@ impl Family for Wfst {
                 otf.as_ref().map(|o| o.boosters[i].clone()),
                 words.as_ref().map(|w| w.boosters[i].clone()),
                 arcs.as_ref().map(|a| a.boosters[i].clone()),
+                open.as_ref().and_then(|o| o.penalties[i].clone()),
             ])
         };
         let run = match &open {
