@@ -637,6 +637,51 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "an open-vocabulary phrase file with a weight that is not a number",
+            Box::new(|b| {
+                let d = b.case_dir("open-file");
+                let p = d.join("names.tsv");
+                std::fs::write(&p, "acme corp\t2\nzorblax\theavy\n").unwrap();
+                (
+                    strs(&[
+                        "decode",
+                        "--dataset",
+                        "atco2-sim-1h",
+                        "--quick",
+                        "--open-vocab",
+                        &format!("file:{}", p.display()),
+                    ]),
+                    Expect::Fails(strs(&["names.tsv:2:", "'heavy' is not a number"])),
+                )
+            }),
+        ),
+        (
+            "negative open-vocabulary weights on in-vocabulary phrases, in hclg-boost's pipeline",
+            Box::new(|b| {
+                let d = b.case_dir("open-neg");
+                let p = d.join("neg.tsv");
+                std::fs::write(&p, "climb\t-3\n").unwrap();
+                (
+                    strs(&[
+                        "decode",
+                        "--dataset",
+                        "atco2-sim-1h",
+                        "--quick",
+                        "--limit",
+                        "2",
+                        "--method",
+                        "hclg-boost",
+                        "--open-vocab",
+                        &format!("file:{}", p.display()),
+                    ]),
+                    Expect::Fails(strs(&[
+                        "negative weight",
+                        "decode them with the wfst family",
+                    ])),
+                )
+            }),
+        ),
+        (
             "a class slot entry cost that is not a number",
             Box::new(|_| {
                 (

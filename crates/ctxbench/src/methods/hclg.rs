@@ -256,9 +256,10 @@ impl Family for HclgBoost {
         };
         if let Some(o) = open.as_ref().filter(|o| o.penalized > 0) {
             bail!(
-                "dataset {}: {} in-vocabulary open-vocabulary phrases have a negative weight; \
-                 suppressing them needs the main path penalised too (a word automaton, which \
-                 the online pipeline's streams do not carry): decode them with the wfst family",
+                "dataset {}: the open-vocabulary lists hold in-vocabulary phrases with a \
+                 negative weight ({} over all utterances' lists); suppressing them needs the \
+                 main path penalised too (a word automaton, which the online pipeline's streams \
+                 do not carry): decode them with the wfst family",
                 st.dataset.name,
                 o.penalized
             );
