@@ -8,8 +8,9 @@
 //! scores are reported in [`BoostReport::over_half_beam`].
 //!
 //! **Phrase boosting** (beyond 001): multi-word phrases earn the score per word as the phrase
-//! advances and give a partial match back when it breaks off (an Aho-Corasick automaton over
-//! words carried in each token, [`wfst_search::PhraseAutomaton`]).
+//! advances (an Aho-Corasick automaton over words carried in each token,
+//! [`wfst_search::PhraseAutomaton`]); a partial match keeps what it earned when it breaks off,
+//! as G-boosting's cost change does (no take-back).
 
 use crate::error::Result;
 use ctx_core::symbols::SymbolTable;
@@ -79,8 +80,8 @@ impl ContextBoost {
         Ok(Self { booster, report })
     }
 
-    /// Phrase boosting: each phrase (words) earns `score` per word matched in order, a partial
-    /// match given back when it breaks off. A phrase with a word not in words.txt is left out.
+    /// Phrase boosting: each phrase (words) earns `score` per word matched in order (a partial
+    /// match keeps it). A phrase with a word not in words.txt is left out.
     pub fn phrases(words: &SymbolTable, phrases: &[Vec<String>], score: f32) -> Result<Self> {
         let mut report = BoostReport::default();
         let mut ids = Vec::new();

@@ -6,8 +6,8 @@
 //! - [`check`]: what a CTC model's outputs and a TLG must satisfy (normalised rows, the width
 //!   of tokens.txt, blank self-loops), each a clear error.
 //! - [`boost`]: per-utterance word boosting (001 §3.3: the single-state acceptor B applied on
-//!   every arc with a word output, never composed) and phrase boosting with partial-match
-//!   take-back (beyond 001).
+//!   every arc with a word output, never composed) and phrase boosting, a bonus per word of a
+//!   phrase matched in order (beyond 001; a broken-off prefix keeps it).
 //! - [`decoder`]: offline batched decoding and streaming channels opened and closed by
 //!   correlation id, with partial hypotheses after every chunk and a final lattice.
 //! - [`greedy`]: greedy (best-path) CTC decoding and the shape of a model's posteriors.

@@ -1,7 +1,7 @@
 //! The CTC WFST family (001): a CTC model's log-posteriors decoded with a TLG through
 //! `ctc-wfst` (input checks, blank penalty, word insertion penalty), with per-utterance word
 //! boosting (001 §3.3: the single-state B applied on every word arc, never composed) and phrase
-//! boosting (multi-word phrases with partial-match take-back). Methods: `ctc-wfst`,
+//! boosting (multi-word phrases, a bonus per matched word, kept by a broken-off prefix). Methods: `ctc-wfst`,
 //! `ctc-wfst+word-boosting`, `ctc-wfst+phrase-boosting` and both.
 
 use super::family::{
@@ -34,7 +34,7 @@ const COMPONENTS: &[Component] = &[
     },
     Component {
         name: "phrase-boosting",
-        doc: "per-utterance phrase boosting with partial-match take-back (beyond 001)",
+        doc: "per-utterance phrase boosting: a bonus per word matched in order (beyond 001)",
     },
     Component {
         name: "open-vocab",
@@ -84,7 +84,7 @@ const SETTINGS: &[SettingSpec] = &[
         "phrase_boost_score",
         Type::Float,
         "phrase-boosting",
-        "bonus per word of a phrase matched in order (taken back when the phrase breaks off)",
+        "bonus per word of a phrase matched in order (a broken-off prefix keeps it, as in G-boosting)",
     ),
     OPEN_VOCAB,
     OPEN_VOCAB_WEIGHT,
@@ -234,16 +234,10 @@ impl Family for CtcWfst {
             }
             None => None,
         };
-        let open = match &open {
-            Some(o) => Some(pipeline::open_contexts(
-                st,
-                &o.kind,
-                o.weight,
-                o.max_pause_s,
-                &settings,
-            )?),
-            None => None,
-        };
+        let open = open
+            .as_ref()
+            .map(|o| o.compile(st, &settings))
+            .transpose()?;
         let booster = |i: usize| {
             Booster::stack([
                 words.as_ref().map(|b| b.boosters[i].clone()),

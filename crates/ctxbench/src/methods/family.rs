@@ -108,6 +108,14 @@ pub(crate) struct OpenVocab {
     pub max_pause_s: Option<f64>,
 }
 
+impl OpenVocab {
+    /// Compiles every utterance's context (and negative weights' main-path costs) for `st`
+    /// ([`pipeline::open_contexts`]).
+    pub fn compile(&self, st: &Setup, settings: &DecodeSettings) -> Result<pipeline::OpenContexts> {
+        pipeline::open_contexts(st, &self.kind, self.weight, self.max_pause_s, settings)
+    }
+}
+
 /// The open-vocabulary component's settings on a point (`None` without a list); `weight` and
 /// `entry` are the family's defaults.
 pub(crate) fn open_vocab_of(p: &Point, weight: f64, entry: f64) -> Result<Option<OpenVocab>> {

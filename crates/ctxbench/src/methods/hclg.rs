@@ -244,16 +244,10 @@ impl Family for HclgBoost {
         // as the WFST family's.
         let st = load_setup(cx, first, self.setup_key(first), &opts, setup)?;
         let settings = decode_settings(first, st)?;
-        let open = match &open {
-            Some(o) => Some(pipeline::open_contexts(
-                st,
-                &o.kind,
-                o.weight,
-                o.max_pause_s,
-                &settings,
-            )?),
-            None => None,
-        };
+        let open = open
+            .as_ref()
+            .map(|o| o.compile(st, &settings))
+            .transpose()?;
         if let Some(o) = open.as_ref().filter(|o| o.penalized > 0) {
             bail!(
                 "dataset {}: the open-vocabulary lists hold in-vocabulary phrases with a \

@@ -349,16 +349,9 @@ impl Family for Wfst {
         let arcs = arc_boosters(first, st, settings.threads)?;
         let words = word_boosters(first, st, settings.config.beam)?;
         report_lists(cx, first, st, otf.as_ref(), words.as_ref(), arcs.as_ref());
-        let open = match open_vocab_of(first, OPEN_DEFAULTS.0, OPEN_DEFAULTS.1)? {
-            Some(o) => Some(pipeline::open_contexts(
-                st,
-                &o.kind,
-                o.weight,
-                o.max_pause_s,
-                &settings,
-            )?),
-            None => None,
-        };
+        let open = open_vocab_of(first, OPEN_DEFAULTS.0, OPEN_DEFAULTS.1)?
+            .map(|o| o.compile(st, &settings))
+            .transpose()?;
         let booster = |i: usize| {
             Booster::stack([
                 otf.as_ref().map(|o| o.boosters[i].clone()),
