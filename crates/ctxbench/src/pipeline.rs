@@ -1289,10 +1289,10 @@ pub struct OpenContexts {
 }
 
 /// Compiles each utterance's `list` (phrases without their own weight at `weight`) into a
-/// context graph over the TLG's
-/// tokens (the simulated CTC model's BPE pieces, the TLG's topology, the decoder's word
-/// insertion penalty, at most `max_pause_s` of blanks between two tokens of a phrase — `None`:
-/// unbounded; hybrid contexts have no blanks); utterances sharing a list share its graph. A
+/// context graph over the TLG's tokens (the simulated CTC model's BPE pieces, the TLG's
+/// topology, the decoder's word insertion penalty, at most `max_pause_s` of blanks between two
+/// tokens of a phrase — `None`: unbounded; hybrid contexts have no blanks, a hybrid graph's
+/// contexts are its phones' HMMs); utterances sharing a list share its graph. A
 /// phrase with a negative weight is a penalty only: it is left out of the context graph (a
 /// context path skips the LM costs of its words, so its copy could be cheaper than the main
 /// path's even at a negative weight) and its in-vocabulary form gets a completion-cost
