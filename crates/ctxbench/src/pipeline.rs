@@ -1388,9 +1388,10 @@ pub fn open_contexts(
         build_s: 0.0,
     };
     for u in &setup.dataset.utterances {
-        let (c, pen) = match (&shared, list) {
-            (Some(b), _) => b.clone(),
-            (None, OpenList::Dataset(kind)) => match built.entry(list_of(setup, u, kind).phrases) {
+        let (c, pen) = match list {
+            // Compiled once above, for every utterance.
+            OpenList::File(_) => shared.clone().unwrap_or_default(),
+            OpenList::Dataset(kind) => match built.entry(list_of(setup, u, kind).phrases) {
                 Entry::Occupied(e) => e.get().clone(),
                 Entry::Vacant(e) => {
                     let cl = ContextList {
@@ -1406,7 +1407,6 @@ pub fn open_contexts(
                     e.insert(compile(&cl)?).clone()
                 }
             },
-            (None, OpenList::File(_)) => unreachable!("a file list is compiled once"),
         };
         if let Some(g) = &c {
             out.phrases += g.phrases;
