@@ -2,22 +2,36 @@
 // the CPU reference is crates/wfst-search/src/search.rs, the host code that launches these
 // kernels is crates/wfst-search/src/cuda/).
 //
-// Layout. Every kernel takes the same `Frame` by value. Per-lane arrays are lane-major with a
-// fixed stride (`tok_cap`, `arc_cap`, `state_stride`); per-lane scalars are indexed by lane. The
-// grid is (blocks, lanes): `blockIdx.y` is the lane, and threads stride over the lane's items
-// (`blockIdx.x * blockDim.x + threadIdx.x`, step `gridDim.x * blockDim.x`), so any grid width
-// is correct. No kernel synchronises inside a block: what one thread reads was written by an
-// earlier launch, or is an atomic whose outcome does not depend on the order (kernels/shim.h).
+// The design of Kaldi's cudadecoder: the counts stay on the device. Every queue size, cutoff,
+// best cost and overflow flag of a frame lives in device memory; the host launches a fixed
+// sequence of five kernels per frame step whose grids do not depend on any count, and reads
+// the step back once at its end (a header of per-lane counts and flags, then the packed tokens
+// and links). A lane that needs more room than its buffers have sets its overflow flag and the
+// sizes it needs, stops, and the host replays the step with grown buffers.
 //
-// One frame, in launch order (host: wfst-search/src/cuda/step.rs):
-//   init_frame, best_expandable, bound, degrees_emit, scan(degrees -> eoff), expand,
-//   emit_min, cutoff, mark_emit, scan(flags -> pos), write_emit, emit_bp_links,
-//   [lattice: scan(lflags -> pos), write_emit_links], tok_init, scan(frontier flags),
-//   write_frontier, then closure rounds until every lane's frontier is empty:
-//     degrees_front, scan, relax_eps, mark_new, scan(flags -> pos), write_new, tok_update,
-//     scan(frontier flags), write_frontier;
-//   [lattice: degrees_all_eps, scan, eps_link_flags, scan, write_eps_links], gather_out (every
-//   lane's tokens and links packed for one copy per array), reset_frame.
+// One frame step, in launch order (host: wfst-search/src/cuda/step.rs):
+//   emit_begin   (one block per lane)  counters reset; best expandable token; the early bound;
+//                                      emitting degrees and their scan (enumeration offsets)
+//   expand       (blocks × lanes)      every enumerated emitting arc offers its cost to its
+//                                      destination's slot (atomics only)
+//   frame_finish (one block per lane)  beam cutoff, survivors numbered, back-pointers and
+//                                      emitting links; the ε-closure in rounds until the lane's
+//                                      frontier is empty (an ε cycle is caught by a pop budget);
+//                                      ε links
+//   pack_offsets (one block)           every lane's place in the packed output; the header
+//   gather_out   (blocks × lanes)      tokens and links packed for one copy; slots cleared
+//
+// Block-cooperative kernels (`CTX_EXPORT_BLOCK`) walk a lane's phases with `__syncthreads`
+// between them: what a thread reads after a barrier was written before it, by any thread of
+// the block. Every other kernel's threads meet only through atomics whose outcome does not
+// depend on the order. Both kinds run on the CPU shim (kernels/shim.h: block threads as
+// fibers), in order, reversed or shuffled.
+//
+// Layout. Every kernel takes the same `Frame` by value; between steps only the score row's
+// address and the frontier buffers (swapped each step) change. Per-lane arrays are
+// lane-major with a fixed stride (`tok_cap`, `arc_cap`, `state_stride`); per-lane scalars are
+// indexed by lane; the step's per-lane inputs (active flag, frontier size, expand cut) come in
+// one upload, `lane_in`.
 //
 // Costs are computed with the CPU's formula in the CPU's order (compile with --fmad=false: no
 // FMA contraction). Recombination keys pack an order-preserving image of the cost above the arc
@@ -41,6 +55,7 @@
 #define CTX_FMIN fminf_
 #else
 #define CTX_EXPORT(name, P)
+#define CTX_EXPORT_BLOCK(name, P)
 #define CTX_FMIN fminf
 #endif
 
@@ -50,7 +65,21 @@ typedef unsigned long long u64;
 #define NONE 0xffffffffu
 #define KEY_NONE 0xffffffffffffffffull
 #define HISTOGRAM_BINS 256u
-#define SCAN_TILE 64u
+// Words per lane of `lane_in`: active, n_prev, n_items, continue (1: n_prev and the cut are
+// those the lane's last frame left on the device, n_items follows from them), then the expand
+// cut's best, width, bins (as float, −1: no max-active cut) and cutoff (float bits).
+#define LANE_IN 8u
+// The packed output's header: HDR0 words (total tokens, total links, 0, 0), then HDR words per
+// lane: status, tokens, links, emitting links, cutoff (bits), token offset, link offset, the
+// tokens, arcs and links it needs (after an overflow), arcs relaxed, closure rounds.
+#define HDR0 4u
+#define HDR 12u
+// Lane status bits.
+#define ST_OVERFLOW 1u
+#define ST_NO_SURVIVORS 2u
+#define ST_EPS_CYCLE 4u
+// The most threads a block-cooperative kernel's block may have (its shared scan array).
+#define CTA_MAX 1024u
 
 struct Frame {
   // Graph (shared by all lanes): CSR offsets, per-arc arrays, the source state of every arc.
@@ -60,24 +89,30 @@ struct Frame {
   const float* weight;
   const u32* next;
   const u32* src;
-  // Scores: per lane one row of `cols` log-likelihoods.
+  const u32* olabel;
+  // The step's scores: lane l's row at rows + l · cols.
   const float* rows;
   // Booster: per lane a sorted arc list at boost_off[l], boost_len[l] entries, discount.
   const u32* boost_arcs;
   const u32* boost_off;
   const u32* boost_len;
   const float* boost_discount;
-  // Word boosting: the graph's output labels; per lane a sorted word list at word_off[l],
-  // word_len[l] entries, with a cost per word.
-  const u32* olabel;
+  // Word boosting: per lane a sorted word list at word_off[l], word_len[l] entries, with a
+  // cost per word (on the graph's output labels).
   const u32* word_ids;
   const float* word_cost;
   const u32* word_off;
   const u32* word_len;
-  // Per-lane scalars.
-  const u32* active;
-  u32* n_prev;
-  const float* cut;  // per lane: best, width, bins (as float), cutoff of the expand rule
+  // The step's per-lane inputs from the host (LANE_IN words per lane), and the ones in force
+  // (the same, or with word 3 set: the frontier size and expand cut the lane's last frame left
+  // on the device), and that cut: 4 words per lane (best, width, bins, cutoff as in lane_in).
+  const u32* lane_in;
+  u32* lane_cur;
+  u32* next_cut;
+  // Per-lane scalars the step computes.
+  u32* status;  // ST_* bits
+  u32* need;    // 3 per lane: tokens, arcs, links a lane needed when it overflowed
+  u32* work;    // 2 per lane: arcs relaxed, closure rounds
   u64* best_key;
   float* bound;
   u32* n_exp;
@@ -85,8 +120,6 @@ struct Frame {
   float* cutoff;
   u32* n_touched;
   u32* n_tok;
-  u32* n_front;
-  u32* n_fexp;
   u32* n_new;
   u32* n_link_e;
   u32* n_link;
@@ -111,18 +144,10 @@ struct Frame {
   u32* e_ok;
   u32* flags;
   u32* touched;
-  // Scan: input (stride scan_in_stride), exclusive output (stride scan_out_stride, one more
-  // entry than items: the total), count, total, and the per-tile sums (stride tiles).
-  const u32* scan_in;
-  u32* scan_out;
-  const u32* scan_n;
-  u32* scan_tot;
-  u32* tile_sum;
-  // Enumeration offsets of the current phase (stride tok_cap + 1) and compaction positions
-  // (stride arc_cap + 1).
+  // Enumeration offsets of the current phase (stride eoff_stride) and compaction positions
+  // (stride arc_cap + 1); scan inputs (stride sx_stride).
   u32* eoff;
   u32* pos;
-  // Frontier flags / degrees input (stride max(tok_cap, arc_cap)).
   u32* sx;
   // Lattice links (stride link_cap).
   u32* l_src;
@@ -130,24 +155,15 @@ struct Frame {
   u32* l_arc;
   float* l_graph;
   float* l_ac;
-  // The frame's results of every lane packed for one copy to the host: tokens of lane l from
-  // out_tok_off[l], links from out_link_off[l].
-  const u32* out_tok_off;
-  const u32* out_link_off;
-  u32* o_state;
-  float* o_cost;
-  u32* o_bpsrc;
-  u32* o_bparc;
-  u32* o_lsrc;
-  u32* o_ldst;
-  u32* o_larc;
-  float* o_lgraph;
-  float* o_lac;
+  // Scratch of pack_offsets (4 · (lanes + 1) words) and the packed output: the header, then
+  // tokens (state, cost, back-pointer source, back-pointer arc: T each) and links (source,
+  // destination, arc, graph cost, acoustic cost: K each), T and K the totals of every lane.
+  u32* lane_scan;
+  u32* out;
   // Open-vocabulary contexts: the batch's context graphs in one pool (per graph, state arrays
   // of M + 1 entries from its state base — CSR offsets local to its arcs, final costs — and arc
   // arrays from its arc base); per lane LANE_CTX words (see `Ctx`); the main graph's entry slot
-  // arcs (sorted ids, their weights and return indices) and return states; per lane the
-  // expansion's enumeration items (n_prev, or 2 · n_prev with a context).
+  // arcs (sorted ids, their weights and return indices) and return states.
   const u32* x_e_off;
   const u32* x_ne_off;
   const float* x_final;
@@ -160,19 +176,13 @@ struct Frame {
   const float* entry_weight;
   const u32* entry_ri;
   const u32* returns;
-  const u32* n_items;
   // Sizes.
   u32 num_states;
   u32 cols;
   u32 tok_cap;
   u32 arc_cap;
   u32 link_cap;
-  u32 tiles;
-  u32 scan_in_stride;
-  u32 scan_out_stride;
   u32 sx_stride;
-  float beam;
-  float scale;
   u32 lanes;
   u32 state_stride;  // per-lane per-state arrays: N main states, then the context states
   u32 eoff_stride;   // enumeration offsets per lane (2 · tok_cap + 1)
@@ -180,6 +190,11 @@ struct Frame {
   u32 slot_word;     // the class slot's output label (NONE without a slot)
   u32 n_entries;
   u32 n_returns;
+  u32 lattice;       // 1: record lattice links
+  u32 unused;
+  float beam;
+  float scale;
+  u32 max_active;    // the expand cut's token budget (search.rs `finish_frame`)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -212,7 +227,7 @@ __device__ __forceinline__ u32 histogram_bin(float cost, float best, float width
 
 // Whether a previous-frame token of cost `c` is expanded (search.rs `ExpandCut::keeps`).
 __device__ __forceinline__ bool keeps(const Frame& p, u32 l, float c) {
-  const float* k = p.cut + 4 * l;
+  const float* k = (const float*)(p.lane_cur + LANE_IN * l) + 4;
   float bins = k[2];
   if (bins < 0.0f) return c <= k[3];  // no max-active cut: the beam cutoff
   return (float)histogram_bin(c, k[0], k[1]) < bins;
@@ -408,8 +423,8 @@ __device__ __forceinline__ bool eps_source(const Frame& p, u32 l, u32 a, u32 d, 
 // context tokens' (degrees_emit gives each token its arcs in one of the two passes).
 __device__ __forceinline__ Step emit_arc(const Frame& p, u32 l, u32 i, u32* t) {
   const u32* off = p.eoff + (u64)l * p.eoff_stride;
-  u32 k = owner(off, p.n_items[l], i);
-  u32 n = p.n_prev[l];
+  u32 k = owner(off, p.lane_cur[LANE_IN * l + 2], i);
+  u32 n = p.lane_cur[LANE_IN * l + 1];
   *t = k < n ? k : k - n;
   u32 s = p.p_state[(u64)l * p.tok_cap + *t];
   return emit_step(p, l, s, i - off[k]);
@@ -426,118 +441,175 @@ __device__ __forceinline__ Step eps_arc(const Frame& p, u32 l, u32 i, u32 n, con
   return eps_step(p, l, s, i - off[*k]);
 }
 
+// The lane's step inputs.
+__device__ __forceinline__ bool lane_active(const Frame& p, u32 l) {
+  return p.lane_in[LANE_IN * l] != 0;
+}
+// Whether lane l runs this step and has not stopped (overflow, error).
+__device__ __forceinline__ bool lane_on(const Frame& p, u32 l) {
+  return lane_active(p, l) && p.status[l] == 0;
+}
+
+// A kernel whose threads stride over `count` items of lane blockIdx.y, any number of blocks.
 #define LANE_LOOP(count)                                                   \
   const u32 l = blockIdx.y;                                                \
-  if (!p.active[l]) return;                                                \
+  if (!lane_on(p, l)) return;                                              \
   const u32 n_items = (count);                                             \
   for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n_items;         \
        i += gridDim.x * blockDim.x)
 
-#define PER_LANE                                                           \
-  const u32 l = blockIdx.x * blockDim.x + threadIdx.x;                     \
-  if (l >= p.lanes || !p.active[l]) return;
+// Inside a block-cooperative kernel: the block's threads stride over n items.
+#define CTA_LOOP(i, n) for (u32 i = threadIdx.x; i < (n); i += blockDim.x)
 
 // ---------------------------------------------------------------------------------------------
-// Scan: exclusive prefix sums per lane without block synchronisation, in three launches.
+// Block primitives (every thread of the block calls them: they hold barriers).
 
-// One thread per (lane, tile of SCAN_TILE items): the tile's sum.
-extern "C" __global__ void scan_tiles(const Frame p) {
-  LANE_LOOP((p.scan_n[l] + SCAN_TILE - 1) / SCAN_TILE) {
-    const u32* x = p.scan_in + (u64)l * p.scan_in_stride;
-    u32 n = p.scan_n[l], a = i * SCAN_TILE, b = a + SCAN_TILE < n ? a + SCAN_TILE : n, s = 0;
-    for (u32 k = a; k < b; ++k) s += x[k];
-    p.tile_sum[(u64)l * p.tiles + i] = s;
+// Exclusive prefix sums of x[0..n) into y[0..n), y[n] = the total, which every thread gets
+// back. Thread k sums its own run of ⌈n / blockDim⌉ consecutive items, the block scans the
+// runs' sums in shared memory (Hillis–Steele), then each thread writes its run's prefixes.
+// Starts with a barrier (x may have been written by any thread of the block) and ends with one
+// (y is read by any thread after it).
+__device__ u32 cta_scan(const u32* x, u32* y, u32 n) {
+  __shared__ u32 sh[CTA_MAX];
+  __shared__ u32 total;
+  const u32 bd = blockDim.x, k = threadIdx.x;
+  __syncthreads();
+  const u32 per = (n + bd - 1) / bd;
+  u32 a = k * per;
+  if (a > n) a = n;
+  u32 b = a + per;
+  if (b > n) b = n;
+  u32 s = 0;
+  for (u32 i = a; i < b; ++i) s += x[i];
+  sh[k] = s;
+  __syncthreads();
+  for (u32 off = 1; off < bd; off <<= 1) {
+    u32 v = k >= off ? sh[k - off] : 0;
+    __syncthreads();
+    sh[k] += v;
+    __syncthreads();
   }
-}
-// One thread per lane: exclusive scan of the tile sums in place; the lane's total.
-extern "C" __global__ void scan_tile_sums(const Frame p) {
-  PER_LANE
-  u32 t = (p.scan_n[l] + SCAN_TILE - 1) / SCAN_TILE, run = 0;
-  u32* ts = p.tile_sum + (u64)l * p.tiles;
-  for (u32 k = 0; k < t; ++k) {
-    u32 v = ts[k];
-    ts[k] = run;
+  u32 run = sh[k] - s;
+  for (u32 i = a; i < b; ++i) {
+    u32 v = x[i];
+    y[i] = run;
     run += v;
   }
-  p.scan_tot[l] = run;
-  p.scan_out[(u64)l * p.scan_out_stride + p.scan_n[l]] = run;
-}
-// One thread per (lane, tile): the tile's items' exclusive sums from the tile's offset.
-extern "C" __global__ void scan_apply(const Frame p) {
-  LANE_LOOP((p.scan_n[l] + SCAN_TILE - 1) / SCAN_TILE) {
-    const u32* x = p.scan_in + (u64)l * p.scan_in_stride;
-    u32* y = p.scan_out + (u64)l * p.scan_out_stride;
-    u32 n = p.scan_n[l], a = i * SCAN_TILE, b = a + SCAN_TILE < n ? a + SCAN_TILE : n;
-    u32 run = p.tile_sum[(u64)l * p.tiles + i];
-    for (u32 k = a; k < b; ++k) {
-      y[k] = run;
-      run += x[k];
-    }
+  if (k == bd - 1) {
+    y[n] = sh[k];
+    total = sh[k];
   }
+  __syncthreads();
+  const u32 t = total;
+  __syncthreads();
+  return t;
+}
+
+// Thread 0 records that lane l overflowed `what` (0 tokens, 1 arcs, 2 links) needing `n`.
+__device__ __forceinline__ void overflow(const Frame& p, u32 l, u32 what, u32 n) {
+  if (threadIdx.x != 0) return;
+  p.status[l] |= ST_OVERFLOW;
+  p.need[3 * l + what] = n;
 }
 
 // ---------------------------------------------------------------------------------------------
-// Emitting expansion.
-
-// One thread per lane: the frame's counters and reductions start empty.
-extern "C" __global__ void init_frame(const Frame p) {
-  PER_LANE
-  p.best_key[l] = KEY_NONE;
-  p.emit_min[l] = NONE;
-  p.n_touched[l] = 0;
-  p.n_tok[l] = 0;
-  p.n_new[l] = 0;
-  p.n_link_e[l] = 0;
-  p.n_link[l] = 0;
-}
-
-// One thread per previous token: offers (cost, index) of an expandable token to the lane's
-// minimum — the best expandable token, ties to the smaller index (the CPU's `min_by`).
-extern "C" __global__ void best_expandable(const Frame p) {
-  LANE_LOOP(p.n_prev[l]) {
-    float c = p.p_cost[(u64)l * p.tok_cap + i];
-    if (keeps(p, l, c)) atomicMin(&p.best_key[l], pack(c, i));
+// emit_begin: one block per lane (grid (1, lanes)).
+//
+// Thread 0 resets the lane's counters. Every thread offers the best expandable token among its
+// previous tokens (cost, index: ties to the smaller index, the CPU's `min_by`) to the block's
+// minimum; then its share of that token's emitting arcs to the early bound (min of the
+// candidate costs, NaN ignored as `f32::min` does, plus the beam: search.rs `bound = ub +
+// beam`); then the emitting degree of its enumeration items (with a context each token twice,
+// main pass then context pass; 0 for a token not expanded in this pass), scanned into the
+// enumeration offsets. An enumeration larger than the arc buffers is an overflow.
+extern "C" __global__ void emit_begin(const Frame p) {
+  const u32 l = blockIdx.y, k = threadIdx.x;
+  if (!lane_active(p, l)) return;
+  __shared__ u64 best;
+  __shared__ u32 ub;
+  if (k == 0) {
+    // The inputs in force: the host's, or the lane's last frame's (its tokens, twice with a
+    // context, and the expand cut frame_finish left).
+    const u32* in = p.lane_in + LANE_IN * l;
+    u32* cur = p.lane_cur + LANE_IN * l;
+    if (in[3]) {
+      u32 n = p.n_tok[l];
+      cur[0] = 1;
+      cur[1] = n;
+      cur[2] = p.lane_ctx[LANE_CTX * l] != 0 ? 2 * n : n;
+      cur[3] = 1;
+      for (u32 j = 0; j < 4; ++j) cur[4 + j] = p.next_cut[4 * l + j];
+    } else {
+      for (u32 j = 0; j < LANE_IN; ++j) cur[j] = in[j];
+    }
+    best = KEY_NONE;
+    ub = ord_bits(CTX_INF());
+    p.status[l] = 0;
+    p.need[3 * l] = p.need[3 * l + 1] = p.need[3 * l + 2] = 0;
+    p.work[2 * l] = p.work[2 * l + 1] = 0;
+    p.emit_min[l] = NONE;
+    p.n_touched[l] = 0;
+    p.n_tok[l] = 0;
+    p.n_new[l] = 0;
+    p.n_link_e[l] = 0;
+    p.n_link[l] = 0;
   }
-}
-
-// One thread per lane: the early bound, min over the best token's emitting arcs of its
-// candidate cost, plus the beam (search.rs: `bound = ub + beam`), arcs in CSR order.
-extern "C" __global__ void bound(const Frame p) {
-  PER_LANE
-  u64 k = p.best_key[l];
-  float ub = CTX_INF();
-  if (k != KEY_NONE) {
-    u32 i = key_idx(k);
+  __syncthreads();
+  const u32 n_prev = p.lane_cur[LANE_IN * l + 1], n_items = p.lane_cur[LANE_IN * l + 2];
+  if (n_items > p.sx_stride) {
+    // The enumeration's scan input (arc-sized) cannot hold the items.
+    overflow(p, l, 1, n_items);
+    return;
+  }
+  u64 mine = KEY_NONE;
+  CTA_LOOP(i, n_prev) {
+    float c = p.p_cost[(u64)l * p.tok_cap + i];
+    if (keeps(p, l, c)) {
+      u64 key = pack(c, i);
+      if (key < mine) mine = key;
+    }
+  }
+  if (mine != KEY_NONE) atomicMin(&best, mine);
+  __syncthreads();
+  const u64 bk = best;
+  if (bk != KEY_NONE) {
+    u32 i = key_idx(bk);
     u32 s = p.p_state[(u64)l * p.tok_cap + i];
     float cost = p.p_cost[(u64)l * p.tok_cap + i];
     const float* row = p.rows + (u64)l * p.cols;
-    u32 n = emit_degree(p, l, s);
-    for (u32 j = 0; j < n; ++j) {
+    float m = CTX_INF();
+    CTA_LOOP(j, emit_degree(p, l, s)) {
       Step st = emit_step(p, l, s, j);
       float ac = -p.scale * row[st.il - 1];
-      ub = CTX_FMIN(ub, cost + st.gc + ac);
+      m = CTX_FMIN(m, cost + st.gc + ac);
     }
+    if (m < CTX_INF()) atomicMin(&ub, ord_bits(m));
   }
-  p.bound[l] = ub + p.beam;
-}
-
-// One thread per enumeration item (a previous token; with a context each token twice, main
-// pass then context pass): its emitting degree if it is expanded in this pass, else 0 (scan
-// input).
-extern "C" __global__ void degrees_emit(const Frame p) {
-  LANE_LOOP(p.n_items[l]) {
-    u32 n = p.n_prev[l], pass = i >= n;
-    u64 t = (u64)l * p.tok_cap + (pass ? i - n : i);
+  __syncthreads();
+  if (k == 0) p.bound[l] = from_ord(ub) + p.beam;
+  u32* sx = p.sx + (u64)l * p.sx_stride;
+  CTA_LOOP(i, n_items) {
+    u32 pass = i >= n_prev;
+    u64 t = (u64)l * p.tok_cap + (pass ? i - n_prev : i);
     u32 s = p.p_state[t];
     bool here = (s >= p.num_states) == (pass != 0);
-    p.sx[(u64)l * p.sx_stride + i] = here && keeps(p, l, p.p_cost[t]) ? emit_degree(p, l, s) : 0;
+    sx[i] = here && keeps(p, l, p.p_cost[t]) ? emit_degree(p, l, s) : 0;
   }
+  const u32 n_exp = cta_scan(sx, p.eoff + (u64)l * p.eoff_stride, n_items);
+  if (k == 0) {
+    p.n_exp[l] = n_exp;
+    p.work[2 * l] = n_exp;
+  }
+  if (n_exp > p.arc_cap) overflow(p, l, 1, n_exp);
 }
 
-// One thread per enumerated emitting arc e (token i = owner of e, its arc a): the candidate
-// cost `(cost + (weight + delta)) + (−scale · loglik)`; within the bound, the arc offers
-// (cost, a) to its destination's slot and e to the destination's first discovery; the first
-// thread to reach a destination appends it to the lane's touched list (order irrelevant).
+// ---------------------------------------------------------------------------------------------
+// expand: grid (blocks, lanes), threads striding over the lane's enumerated emitting arcs.
+//
+// One thread per enumerated emitting arc e (token t = owner of e, its arc): the candidate cost
+// `(cost + (weight + delta)) + (−scale · loglik)`; within the bound, the arc offers (cost, arc
+// id) to its destination's slot and e to the destination's first discovery; the first thread
+// to reach a destination appends it to the lane's touched list (order irrelevant).
 extern "C" __global__ void expand(const Frame p) {
   LANE_LOOP(p.n_exp[l]) {
     u32 t;
@@ -562,65 +634,67 @@ extern "C" __global__ void expand(const Frame p) {
   }
 }
 
-// One thread per touched state: offers its cost's image to the lane's minimum emitting cost.
-extern "C" __global__ void emit_min(const Frame p) {
-  LANE_LOOP(p.n_touched[l]) {
-    u32 d = p.touched[(u64)l * p.arc_cap + i];
-    atomicMin(&p.emit_min[l], ord_bits(key_cost(p.slot[(u64)l * p.state_stride + d])));
+// ---------------------------------------------------------------------------------------------
+// frame_finish: one block per lane (grid (1, lanes)): the rest of the frame, phase by phase.
+
+// The emitting half. No touched state: the lane has no survivors (an error the host reports).
+// Else the cutoff is the best emitting cost + beam; a touched state within it flags its first
+// discovery, one outside has its slot cleared (the CPU drops the token); the flags' scan
+// numbers the survivors in discovery order; each survivor gets its number, state and map
+// entry. Then each enumerated arc within the bound whose destination survived: the winner of
+// the destination's slot records its source token as the back-pointer; the arc is a lattice
+// link when its cost is within the cutoff (compacted in enumeration order). Last, each token's
+// cost and back-pointer arc from its slot, and round 0's ε frontier: the tokens whose state
+// has ε arcs, with their costs (the snapshot the round relaxes from). Returns false when the
+// lane stopped.
+__device__ bool finish_emitting(const Frame& p, u32 l, u32& ntok, u32& nf) {
+  const u32 k = threadIdx.x;
+  const u32 nt = p.n_touched[l], n_exp = p.n_exp[l];
+  if (nt == 0) {
+    if (k == 0) p.status[l] |= ST_NO_SURVIVORS;
+    return false;
   }
-}
-
-// One thread per lane: the beam cutoff, best emitting cost + beam (+∞ without tokens).
-extern "C" __global__ void cutoff(const Frame p) {
-  PER_LANE
-  p.cutoff[l] = p.n_touched[l] == 0 ? CTX_INF() : from_ord(p.emit_min[l]) + p.beam;
-}
-
-// One thread per touched state: a survivor (cost within the cutoff) flags its first discovery
-// for numbering; a pruned state's slot is cleared, as the CPU drops the token.
-extern "C" __global__ void mark_emit(const Frame p) {
-  LANE_LOOP(p.n_touched[l]) {
-    u32 d = p.touched[(u64)l * p.arc_cap + i];
-    u64 sl = (u64)l * p.state_stride + d;
-    if (key_cost(p.slot[sl]) <= p.cutoff[l]) {
-      p.flags[(u64)l * p.arc_cap + p.first[sl]] = 1;
+  const u32* touched = p.touched + (u64)l * p.arc_cap;
+  u32* flags = p.flags + (u64)l * p.arc_cap;
+  u32* pos = p.pos + (u64)l * (p.arc_cap + 1);
+  u64* slot = p.slot + (u64)l * p.state_stride;
+  u32 m = NONE;
+  CTA_LOOP(i, nt) {
+    u32 o = ord_bits(key_cost(slot[touched[i]]));
+    if (o < m) m = o;
+  }
+  if (m != NONE) atomicMin(&p.emit_min[l], m);
+  __syncthreads();
+  const float cut = from_ord(p.emit_min[l]) + p.beam;
+  if (k == 0) p.cutoff[l] = cut;
+  CTA_LOOP(i, nt) {
+    u32 d = touched[i];
+    if (key_cost(slot[d]) <= cut) {
+      flags[p.first[(u64)l * p.state_stride + d]] = 1;
     } else {
-      p.slot[sl] = KEY_NONE;
-      p.first[sl] = NONE;
+      slot[d] = KEY_NONE;
+      p.first[(u64)l * p.state_stride + d] = NONE;
     }
   }
-}
-
-// One thread per touched state: a survivor gets its number (its discovery's rank among the
-// survivors' discoveries), its state and its map entry; its first discovery is cleared for the
-// closure.
-extern "C" __global__ void write_emit(const Frame p) {
-  LANE_LOOP(p.n_touched[l]) {
-    u32 d = p.touched[(u64)l * p.arc_cap + i];
+  ntok = cta_scan(flags, pos, n_exp);
+  if (ntok > p.tok_cap) {
+    overflow(p, l, 0, ntok);
+    return false;
+  }
+  CTA_LOOP(i, nt) {
+    u32 d = touched[i];
     u64 sl = (u64)l * p.state_stride + d;
     u32 f = p.first[sl];
     if (f == NONE) continue;
-    u32 j = p.pos[(u64)l * (p.arc_cap + 1) + f];
-    if (j >= p.tok_cap) continue;  // the host checks the count, grows the buffers, replays
+    u32 j = pos[f];
     p.map[sl] = j;
     p.c_state[(u64)l * p.tok_cap + j] = d;
     p.first[sl] = NONE;
   }
-}
-
-// One thread per lane: the emitting token count is the scan's total.
-extern "C" __global__ void set_tok_count(const Frame p) {
-  PER_LANE
-  p.n_tok[l] = p.scan_tot[l];
-}
-
-// One thread per enumerated emitting arc within the bound whose destination survived: the
-// winner of the destination's slot records its source token as the back-pointer; the arc is a
-// lattice link when its cost is within the cutoff (flag for compaction, in enumeration order).
-extern "C" __global__ void emit_bp_links(const Frame p) {
-  LANE_LOOP(p.n_exp[l]) {
+  __syncthreads();
+  CTA_LOOP(i, n_exp) {
     u64 e = (u64)l * p.arc_cap + i;
-    p.flags[e] = 0;
+    flags[i] = 0;
     if (!p.e_ok[e]) continue;
     u32 t;
     Step st = emit_arc(p, l, i, &t);
@@ -628,140 +702,119 @@ extern "C" __global__ void emit_bp_links(const Frame p) {
     u32 j = p.map[sl];
     if (j == NONE) continue;
     float c = p.p_cost[(u64)l * p.tok_cap + t] + p.e_gc[e] + p.e_ac[e];
-    if (p.slot[sl] == pack(c, st.id)) p.c_bpsrc[(u64)l * p.tok_cap + j] = t;
-    if (c <= p.cutoff[l]) p.flags[e] = 1;
+    if (slot[st.dst] == pack(c, st.id)) p.c_bpsrc[(u64)l * p.tok_cap + j] = t;
+    if (c <= cut) flags[i] = 1;
   }
-}
-
-// One thread per flagged emitting arc: its link (source token, destination token, arc, graph
-// and acoustic cost) at its rank.
-extern "C" __global__ void write_emit_links(const Frame p) {
-  LANE_LOOP(p.n_exp[l]) {
-    u64 e = (u64)l * p.arc_cap + i;
-    if (!p.flags[e]) continue;
-    u32 t;
-    Step st = emit_arc(p, l, i, &t);
-    u32 k = p.pos[(u64)l * (p.arc_cap + 1) + i];
-    if (k >= p.link_cap) continue;  // the host checks the count and grows the buffer
-    u64 o = (u64)l * p.link_cap + k;
-    p.l_src[o] = t;
-    p.l_dst[o] = p.map[(u64)l * p.state_stride + st.dst];
-    p.l_arc[o] = st.id;
-    p.l_graph[o] = p.e_gc[e];
-    p.l_ac[o] = p.e_ac[e];
+  if (p.lattice) {
+    const u32 nle = cta_scan(flags, pos, n_exp);
+    if (nle > p.link_cap) {
+      overflow(p, l, 2, nle);
+      return false;
+    }
+    CTA_LOOP(i, n_exp) {
+      u64 e = (u64)l * p.arc_cap + i;
+      if (!flags[i]) continue;
+      u32 t;
+      Step st = emit_arc(p, l, i, &t);
+      u64 o = (u64)l * p.link_cap + pos[i];
+      p.l_src[o] = t;
+      p.l_dst[o] = p.map[(u64)l * p.state_stride + st.dst];
+      p.l_arc[o] = st.id;
+      p.l_graph[o] = p.e_gc[e];
+      p.l_ac[o] = p.e_ac[e];
+    }
+    if (k == 0) p.n_link_e[l] = p.n_link[l] = nle;
   }
-}
-
-// One thread per lane: the emitting link count.
-extern "C" __global__ void set_link_e(const Frame p) {
-  PER_LANE
-  p.n_link_e[l] = p.scan_tot[l];
-  p.n_link[l] = p.scan_tot[l];
-}
-
-// ---------------------------------------------------------------------------------------------
-// ε-closure, in rounds (search.rs `closure`).
-
-// One thread per emitting token: its cost and back-pointer arc from its slot; round 0's
-// frontier flag (it has ε arcs).
-extern "C" __global__ void tok_init(const Frame p) {
-  LANE_LOOP(p.n_tok[l]) {
+  u32* sx = p.sx + (u64)l * p.sx_stride;
+  CTA_LOOP(i, ntok) {
     u64 t = (u64)l * p.tok_cap + i;
     u32 d = p.c_state[t];
-    u64 k = p.slot[(u64)l * p.state_stride + d];
-    p.c_cost[t] = key_cost(k);
-    p.c_bparc[t] = key_idx(k);
-    p.sx[(u64)l * p.sx_stride + i] = eps_degree(p, l, d) > 0;
+    u64 key = slot[d];
+    p.c_cost[t] = key_cost(key);
+    p.c_bparc[t] = key_idx(key);
+    sx[i] = eps_degree(p, l, d) > 0;
   }
-}
-
-// One thread per token: a flagged token joins the frontier at its rank, with its current cost
-// (the snapshot the round relaxes from).
-extern "C" __global__ void write_frontier(const Frame p) {
-  LANE_LOOP(p.n_tok[l]) {
-    if (!p.sx[(u64)l * p.sx_stride + i]) continue;
-    u32 k = p.pos[(u64)l * (p.arc_cap + 1) + i];
-    p.fr_tok[(u64)l * p.tok_cap + k] = i;
-    p.fr_cost[(u64)l * p.tok_cap + k] = p.c_cost[(u64)l * p.tok_cap + i];
+  nf = cta_scan(sx, pos, ntok);
+  CTA_LOOP(i, ntok) {
+    if (!sx[i]) continue;
+    u32 f = pos[i];
+    p.fr_tok[(u64)l * p.tok_cap + f] = i;
+    p.fr_cost[(u64)l * p.tok_cap + f] = p.c_cost[(u64)l * p.tok_cap + i];
   }
+  __syncthreads();
+  return true;
 }
 
-// One thread per lane: the frontier size is the scan's total.
-extern "C" __global__ void set_front_count(const Frame p) {
-  PER_LANE
-  p.n_front[l] = p.scan_tot[l];
-}
-
-// One thread per frontier entry: the ε degree of its token's state (scan input).
-extern "C" __global__ void degrees_front(const Frame p) {
-  LANE_LOOP(p.n_front[l]) {
-    u32 u = p.fr_tok[(u64)l * p.tok_cap + i];
-    u32 d = p.c_state[(u64)l * p.tok_cap + u];
-    p.sx[(u64)l * p.sx_stride + i] = eps_degree(p, l, d);
+// One ε-closure round (search.rs `closure`) of a lane's `nf` frontier entries: their ε
+// degrees scanned into enumeration offsets; each enumerated ε arc (entry f = owner, its arc)
+// takes the cost from the entry's snapshot `cost + (weight + delta)`; within the cutoff it
+// offers (cost, arc id) to its destination's slot, and a destination without a token records
+// its first discovery (the first thread there appends it to the round's new list). The new
+// states are numbered after the existing tokens in discovery order (cost +∞, so that the
+// update sees them improved). Each token then takes its cost and back-pointer from its slot
+// (an ε arc's source token found through the map); a token whose cost went down and whose
+// state has ε arcs joins the next frontier (a tie on cost only moves the back-pointer, as on
+// the CPU). Returns the next frontier's size, or NONE when the lane stopped.
+__device__ u32 closure_round(const Frame& p, u32 l, u32& ntok, u32 nf, float cut) {
+  const u32 k = threadIdx.x;
+  u32* sx = p.sx + (u64)l * p.sx_stride;
+  u32* eoff = p.eoff + (u64)l * p.eoff_stride;
+  u32* flags = p.flags + (u64)l * p.arc_cap;
+  u32* pos = p.pos + (u64)l * (p.arc_cap + 1);
+  u32* touched = p.touched + (u64)l * p.arc_cap;
+  const u32* fr = p.fr_tok + (u64)l * p.tok_cap;
+  CTA_LOOP(i, nf) sx[i] = eps_degree(p, l, p.c_state[(u64)l * p.tok_cap + fr[i]]);
+  const u32 nfe = cta_scan(sx, eoff, nf);
+  if (nfe > p.arc_cap) {
+    overflow(p, l, 1, nfe);
+    return NONE;
   }
-}
-
-// One thread per enumerated ε arc of the frontier (entry f = owner, its arc a): the cost from
-// the entry's snapshot `cost + (weight + delta)`; within the cutoff it offers (cost, a) to the
-// destination's slot, and a destination without a token records its first discovery (the
-// first thread there appends it to the round's new list).
-extern "C" __global__ void relax_eps(const Frame p) {
-  LANE_LOOP(p.n_fexp[l]) {
-    u64 e = (u64)l * p.arc_cap + i;
-    p.flags[e] = 0;
+  if (k == 0) {
+    p.work[2 * l] += nfe;
+    p.work[2 * l + 1] += 1;
+  }
+  CTA_LOOP(i, nfe) {
+    flags[i] = 0;
     u32 f;
-    Step st = eps_arc(p, l, i, p.n_front[l], p.fr_tok + (u64)l * p.tok_cap, &f);
+    Step st = eps_arc(p, l, i, nf, fr, &f);
     float c = p.fr_cost[(u64)l * p.tok_cap + f] + st.gc;
-    if (c > p.cutoff[l]) continue;
+    if (c > cut) continue;
     u32 d = st.dst;
     u64 sl = (u64)l * p.state_stride + d;
     atomicMin(&p.slot[sl], pack(c, st.id));
     if (p.map[sl] == NONE && atomicMin(&p.first[sl], i) == NONE) {
-      p.touched[(u64)l * p.arc_cap + atomicAdd(&p.n_new[l], 1u)] = d;
+      touched[atomicAdd(&p.n_new[l], 1u)] = d;
     }
   }
-}
-
-// One thread per new state of the round: flags its first discovery for numbering.
-extern "C" __global__ void mark_new(const Frame p) {
-  LANE_LOOP(p.n_new[l]) {
-    u32 d = p.touched[(u64)l * p.arc_cap + i];
-    p.flags[(u64)l * p.arc_cap + p.first[(u64)l * p.state_stride + d]] = 1;
+  __syncthreads();
+  const u32 nn = p.n_new[l];
+  CTA_LOOP(i, nn) flags[p.first[(u64)l * p.state_stride + touched[i]]] = 1;
+  cta_scan(flags, pos, nfe);
+  if (ntok + nn > p.tok_cap) {
+    overflow(p, l, 0, ntok + nn);
+    return NONE;
   }
-}
-
-// One thread per new state: its token number (after the existing tokens, by discovery rank),
-// state and map entry; its cost starts at +∞ so that `tok_update` sees it as improved.
-extern "C" __global__ void write_new(const Frame p) {
-  LANE_LOOP(p.n_new[l]) {
-    u32 d = p.touched[(u64)l * p.arc_cap + i];
+  CTA_LOOP(i, nn) {
+    u32 d = touched[i];
     u64 sl = (u64)l * p.state_stride + d;
-    u32 j = p.n_tok[l] + p.pos[(u64)l * (p.arc_cap + 1) + p.first[sl]];
-    if (j >= p.tok_cap) continue;  // the host checks the count and grows the buffers
+    u32 j = ntok + pos[p.first[sl]];
     p.map[sl] = j;
     p.c_state[(u64)l * p.tok_cap + j] = d;
     p.c_cost[(u64)l * p.tok_cap + j] = CTX_INF();
     p.first[sl] = NONE;
   }
-}
-
-// One thread per lane: the round's new tokens join the count; the new list empties.
-extern "C" __global__ void add_new(const Frame p) {
-  PER_LANE
-  p.n_tok[l] += p.n_new[l];
-  p.n_new[l] = 0;
-}
-
-// One thread per token: its cost and back-pointer from its slot (an ε arc's source token is
-// found through the map); the next round's frontier flag when its cost went down and its state
-// has ε arcs (a tie on cost only moves the back-pointer, as on the CPU).
-extern "C" __global__ void tok_update(const Frame p) {
-  LANE_LOOP(p.n_tok[l]) {
+  __syncthreads();
+  ntok += nn;
+  if (k == 0) {
+    p.n_new[l] = 0;
+    p.n_tok[l] = ntok;
+  }
+  CTA_LOOP(i, ntok) {
     u64 t = (u64)l * p.tok_cap + i;
     u32 d = p.c_state[t];
-    u64 k = p.slot[(u64)l * p.state_stride + d];
-    float c = key_cost(k);
-    u32 a = key_idx(k);
+    u64 key = p.slot[(u64)l * p.state_stride + d];
+    float c = key_cost(key);
+    u32 a = key_idx(key);
     bool improved = c < p.c_cost[t];
     if (a != p.c_bparc[t] || improved) {
       p.c_cost[t] = c;
@@ -769,119 +822,228 @@ extern "C" __global__ void tok_update(const Frame p) {
       u32 src;
       if (eps_source(p, l, a, d, &src)) p.c_bpsrc[t] = p.map[(u64)l * p.state_stride + src];
     }
-    p.sx[(u64)l * p.sx_stride + i] = improved && eps_degree(p, l, d) > 0;
+    sx[i] = improved && eps_degree(p, l, d) > 0;
   }
+  const u32 next = cta_scan(sx, pos, ntok);
+  CTA_LOOP(i, ntok) {
+    if (!sx[i]) continue;
+    u32 f = pos[i];
+    p.fr_tok[(u64)l * p.tok_cap + f] = i;
+    p.fr_cost[(u64)l * p.tok_cap + f] = p.c_cost[(u64)l * p.tok_cap + i];
+  }
+  __syncthreads();
+  return next;
 }
 
-// ---------------------------------------------------------------------------------------------
-// ε links and the end of the frame.
-
-// One thread per token: its ε degree (scan input for the link enumeration).
-extern "C" __global__ void degrees_all_eps(const Frame p) {
-  LANE_LOOP(p.n_tok[l]) {
-    u32 d = p.c_state[(u64)l * p.tok_cap + i];
-    p.sx[(u64)l * p.sx_stride + i] = eps_degree(p, l, d);
+// The lane's ε links: every token's ε arcs enumerated; an arc within the cutoff from the
+// token's final cost is a link (graph cost kept, acoustic 0), after the emitting links.
+__device__ bool eps_links(const Frame& p, u32 l, u32 ntok, float cut) {
+  u32* sx = p.sx + (u64)l * p.sx_stride;
+  u32* flags = p.flags + (u64)l * p.arc_cap;
+  u32* pos = p.pos + (u64)l * (p.arc_cap + 1);
+  CTA_LOOP(i, ntok) sx[i] = eps_degree(p, l, p.c_state[(u64)l * p.tok_cap + i]);
+  const u32 nfe = cta_scan(sx, p.eoff + (u64)l * p.eoff_stride, ntok);
+  if (nfe > p.arc_cap) {
+    overflow(p, l, 1, nfe);
+    return false;
   }
-}
-
-// One thread per enumerated ε arc of every token: a link when `cost + (weight + delta)` is
-// within the cutoff (flag for compaction; graph cost kept).
-extern "C" __global__ void eps_link_flags(const Frame p) {
-  LANE_LOOP(p.n_fexp[l]) {
+  CTA_LOOP(i, nfe) {
     u64 e = (u64)l * p.arc_cap + i;
     u32 u;
-    Step st = eps_arc(p, l, i, p.n_tok[l], 0, &u);
+    Step st = eps_arc(p, l, i, ntok, 0, &u);
     p.e_gc[e] = st.gc;
-    p.flags[e] = p.c_cost[(u64)l * p.tok_cap + u] + st.gc <= p.cutoff[l];
+    flags[i] = p.c_cost[(u64)l * p.tok_cap + u] + st.gc <= cut;
   }
-}
-
-// One thread per flagged ε arc: its link after the emitting links.
-extern "C" __global__ void write_eps_links(const Frame p) {
-  LANE_LOOP(p.n_fexp[l]) {
+  const u32 nl = cta_scan(flags, pos, nfe);
+  const u32 nle = p.n_link_e[l];
+  if (nle + nl > p.link_cap) {
+    overflow(p, l, 2, nle + nl);
+    return false;
+  }
+  CTA_LOOP(i, nfe) {
     u64 e = (u64)l * p.arc_cap + i;
-    if (!p.flags[e]) continue;
+    if (!flags[i]) continue;
     u32 u;
-    Step st = eps_arc(p, l, i, p.n_tok[l], 0, &u);
-    u32 k = p.n_link_e[l] + p.pos[(u64)l * (p.arc_cap + 1) + i];
-    if (k >= p.link_cap) continue;
-    u64 o = (u64)l * p.link_cap + k;
+    Step st = eps_arc(p, l, i, ntok, 0, &u);
+    u64 o = (u64)l * p.link_cap + nle + pos[i];
     p.l_src[o] = u;
     p.l_dst[o] = p.map[(u64)l * p.state_stride + st.dst];
     p.l_arc[o] = st.id;
     p.l_graph[o] = p.e_gc[e];
     p.l_ac[o] = 0.0f;
   }
+  if (threadIdx.x == 0) p.n_link[l] = nle + nl;
+  return true;
 }
 
-// One thread per lane: all links counted.
-extern "C" __global__ void add_eps_links(const Frame p) {
-  PER_LANE
-  p.n_link[l] = p.n_link_e[l] + p.scan_tot[l];
+// The next frame's expand cut (search.rs `finish_frame`): every token within the cutoff, or,
+// with more tokens than max_active, the histogram's: 256 bins from the best cost to the cutoff,
+// the first bin whose cumulative count passes max_active (at least 1) bounds the expansion.
+__device__ void next_cut(const Frame& p, u32 l, u32 ntok, float cut) {
+  __shared__ u32 best;
+  __shared__ u32 hist[HISTOGRAM_BINS];
+  u32* nc = p.next_cut + 4 * l;
+  const u32 k = threadIdx.x;
+  if (ntok <= p.max_active) {
+    if (k == 0) {
+      nc[0] = __float_as_uint(0.0f);
+      nc[1] = __float_as_uint(0.0f);
+      nc[2] = __float_as_uint(-1.0f);
+      nc[3] = __float_as_uint(cut);
+    }
+    return;
+  }
+  if (k == 0) best = ord_bits(CTX_INF());
+  CTA_LOOP(j, HISTOGRAM_BINS) hist[j] = 0;
+  __syncthreads();
+  float m = CTX_INF();
+  CTA_LOOP(i, ntok) m = CTX_FMIN(m, p.c_cost[(u64)l * p.tok_cap + i]);
+  if (m < CTX_INF()) atomicMin(&best, ord_bits(m));
+  __syncthreads();
+  const float b = from_ord(best), width = (cut - b) / (float)HISTOGRAM_BINS;
+  CTA_LOOP(i, ntok) atomicAdd(&hist[histogram_bin(p.c_cost[(u64)l * p.tok_cap + i], b, width)], 1u);
+  __syncthreads();
+  if (k == 0) {
+    u32 cum = 0, bins = HISTOGRAM_BINS;
+    for (u32 j = 0; j < HISTOGRAM_BINS; ++j) {
+      cum += hist[j];
+      if (cum > p.max_active) {
+        bins = j > 1 ? j : 1;
+        break;
+      }
+    }
+    nc[0] = __float_as_uint(b);
+    nc[1] = __float_as_uint(width);
+    nc[2] = __float_as_uint((float)bins);
+    nc[3] = __float_as_uint(cut);
+  }
+  __syncthreads();
 }
 
-// One thread per (lane, item): token i and link i of the lane copied to the lane's place in
-// the packed output (offsets from the host, which knows every lane's counts).
+// The frame after the expansion, for one lane per block: the emitting half, the ε-closure's
+// rounds until the frontier is empty, the ε links, the next frame's expand cut. The closure's
+// pops are budgeted (64 per token + 100,000): beyond it the lane has an ε cycle the beam cannot
+// end — an error; its per-state arrays are cleared for the lane's next use.
+extern "C" __global__ void frame_finish(const Frame p) {
+  const u32 l = blockIdx.y;
+  if (!lane_on(p, l)) return;
+  u32 ntok = 0, nf = 0;
+  if (!finish_emitting(p, l, ntok, nf)) return;
+  if (threadIdx.x == 0) p.n_tok[l] = ntok;
+  const float cut = p.cutoff[l];
+  u64 pops = 0;
+  while (nf > 0) {
+    pops += nf;
+    if (pops > 64ull * ntok + 100000ull) {
+      CTA_LOOP(s, p.state_stride) {
+        u64 sl = (u64)l * p.state_stride + s;
+        p.slot[sl] = KEY_NONE;
+        p.first[sl] = NONE;
+        p.map[sl] = NONE;
+      }
+      if (threadIdx.x == 0) {
+        p.status[l] |= ST_EPS_CYCLE;
+        p.n_tok[l] = 0;
+      }
+      return;
+    }
+    nf = closure_round(p, l, ntok, nf, cut);
+    if (nf == NONE) return;
+  }
+  if (p.lattice && !eps_links(p, l, ntok, cut)) return;
+  next_cut(p, l, ntok, cut);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The frame back to the host.
+
+// pack_offsets: one block (grid (1, 1)). Every lane's tokens and links get their offsets in
+// the packed output (lanes in order, a stopped or idle lane empty); the header gets every
+// lane's status, counts, cutoff, offsets, needs and work, and the totals.
+extern "C" __global__ void pack_offsets(const Frame p) {
+  const u32 n = p.lanes;
+  u32* cnt_t = p.lane_scan;
+  u32* off_t = cnt_t + (n + 1);
+  u32* cnt_k = off_t + (n + 1);
+  u32* off_k = cnt_k + (n + 1);
+  CTA_LOOP(l, n) {
+    bool ok = lane_on(p, l);
+    cnt_t[l] = ok ? p.n_tok[l] : 0;
+    cnt_k[l] = ok ? p.n_link[l] : 0;
+  }
+  const u32 tt = cta_scan(cnt_t, off_t, n);
+  const u32 tk = cta_scan(cnt_k, off_k, n);
+  CTA_LOOP(l, n) {
+    u32* h = p.out + HDR0 + HDR * l;
+    bool act = lane_active(p, l), ok = lane_on(p, l);
+    h[0] = act ? p.status[l] : 0;
+    h[1] = cnt_t[l];
+    h[2] = cnt_k[l];
+    h[3] = ok ? p.n_link_e[l] : 0;
+    h[4] = __float_as_uint(ok ? p.cutoff[l] : 0.0f);
+    h[5] = off_t[l];
+    h[6] = off_k[l];
+    h[7] = act ? p.need[3 * l] : 0;
+    h[8] = act ? p.need[3 * l + 1] : 0;
+    h[9] = act ? p.need[3 * l + 2] : 0;
+    h[10] = act ? p.work[2 * l] : 0;
+    h[11] = act ? p.work[2 * l + 1] : 0;
+  }
+  if (threadIdx.x == 0) {
+    p.out[0] = tt;
+    p.out[1] = tk;
+    p.out[2] = 0;
+    p.out[3] = 0;
+  }
+}
+
+// gather_out: grid (blocks, lanes). One thread per (lane, item): token i and link i of the lane
+// copied to the lane's place in the packed output; token i's state has its slot and map entry
+// cleared for the next frame (every slot written this frame belongs to a token, or was
+// cleared when its state fell outside the cutoff).
 extern "C" __global__ void gather_out(const Frame p) {
-  LANE_LOOP(p.n_tok[l] > p.n_link[l] ? p.n_tok[l] : p.n_link[l]) {
-    if (i < p.n_tok[l]) {
+  const u32* h = p.out + HDR0 + HDR * blockIdx.y;
+  LANE_LOOP(h[1] > h[2] ? h[1] : h[2]) {
+    const u32 tt = p.out[0], tk = p.out[1], base = HDR0 + HDR * p.lanes;
+    if (i < h[1]) {
       u64 t = (u64)l * p.tok_cap + i;
-      u32 o = p.out_tok_off[l] + i;
-      p.o_state[o] = p.c_state[t];
-      p.o_cost[o] = p.c_cost[t];
-      p.o_bpsrc[o] = p.c_bpsrc[t];
-      p.o_bparc[o] = p.c_bparc[t];
+      u32 o = base + h[5] + i;
+      u32 d = p.c_state[t];
+      p.out[o] = d;
+      p.out[o + tt] = __float_as_uint(p.c_cost[t]);
+      p.out[o + 2 * tt] = p.c_bpsrc[t];
+      p.out[o + 3 * tt] = p.c_bparc[t];
+      u64 sl = (u64)l * p.state_stride + d;
+      p.slot[sl] = KEY_NONE;
+      p.map[sl] = NONE;
     }
-    if (i < p.n_link[l]) {
+    if (i < h[2]) {
       u64 k = (u64)l * p.link_cap + i;
-      u32 o = p.out_link_off[l] + i;
-      p.o_lsrc[o] = p.l_src[k];
-      p.o_ldst[o] = p.l_dst[k];
-      p.o_larc[o] = p.l_arc[k];
-      p.o_lgraph[o] = p.l_graph[k];
-      p.o_lac[o] = p.l_ac[k];
+      u32 o = base + 4 * tt + h[6] + i;
+      p.out[o] = p.l_src[k];
+      p.out[o + tk] = p.l_dst[k];
+      p.out[o + 2 * tk] = p.l_arc[k];
+      p.out[o + 3 * tk] = __float_as_uint(p.l_graph[k]);
+      p.out[o + 4 * tk] = __float_as_uint(p.l_ac[k]);
     }
   }
 }
 
-// One thread per token of the frame: its state's slot and map entry are cleared for the next
-// frame (every slot written this frame belongs to a token, or was cleared by mark_emit).
-extern "C" __global__ void reset_frame(const Frame p) {
-  LANE_LOOP(p.n_tok[l]) {
-    u64 sl = (u64)l * p.state_stride + p.c_state[(u64)l * p.tok_cap + i];
-    p.slot[sl] = KEY_NONE;
-    p.map[sl] = NONE;
-  }
+// selftest_scan: one block (grid (1, 1)) scans x[0..n) into x[n + 1 ..] (the total after
+// it) — cta_scan alone, for ctx-cuda's tests of the block primitive at any block size and
+// thread order (tests/shim.rs).
+struct ScanTest {
+  u32* x;
+  u32 n;
+  u32 unused;
+};
+extern "C" __global__ void selftest_scan(const ScanTest p) {
+  cta_scan(p.x, p.x + p.n + 1, p.n);
 }
 
-CTX_EXPORT(scan_tiles, Frame)
-CTX_EXPORT(scan_tile_sums, Frame)
-CTX_EXPORT(scan_apply, Frame)
-CTX_EXPORT(init_frame, Frame)
-CTX_EXPORT(best_expandable, Frame)
-CTX_EXPORT(bound, Frame)
-CTX_EXPORT(degrees_emit, Frame)
+CTX_EXPORT_BLOCK(emit_begin, Frame)
 CTX_EXPORT(expand, Frame)
-CTX_EXPORT(emit_min, Frame)
-CTX_EXPORT(cutoff, Frame)
-CTX_EXPORT(mark_emit, Frame)
-CTX_EXPORT(write_emit, Frame)
-CTX_EXPORT(set_tok_count, Frame)
-CTX_EXPORT(emit_bp_links, Frame)
-CTX_EXPORT(write_emit_links, Frame)
-CTX_EXPORT(set_link_e, Frame)
-CTX_EXPORT(tok_init, Frame)
-CTX_EXPORT(write_frontier, Frame)
-CTX_EXPORT(set_front_count, Frame)
-CTX_EXPORT(degrees_front, Frame)
-CTX_EXPORT(relax_eps, Frame)
-CTX_EXPORT(mark_new, Frame)
-CTX_EXPORT(write_new, Frame)
-CTX_EXPORT(add_new, Frame)
-CTX_EXPORT(tok_update, Frame)
-CTX_EXPORT(degrees_all_eps, Frame)
-CTX_EXPORT(eps_link_flags, Frame)
-CTX_EXPORT(write_eps_links, Frame)
-CTX_EXPORT(add_eps_links, Frame)
+CTX_EXPORT_BLOCK(frame_finish, Frame)
+CTX_EXPORT_BLOCK(pack_offsets, Frame)
 CTX_EXPORT(gather_out, Frame)
-CTX_EXPORT(reset_frame, Frame)
+CTX_EXPORT_BLOCK(selftest_scan, ScanTest)

@@ -27,5 +27,12 @@ rm -rf gpu-bundle/bin
 cp scripts/gpu_run.sh gpu-bundle/
 # The Earnings-22 LM of `make lm-earnings22` (NGPU-LM query speed on the device), when built.
 if [ -f results/lm-earnings22/lm.arpa.gz ]; then cp results/lm-earnings22/lm.arpa.gz gpu-bundle/; fi
+# riva-asrlib-decoder 0.4.4 for the `riva` phase (issue 54): its CPython 3.12 wheel (7 MB; the
+# GPU machine has no network), installed there with --no-deps beside its torch and numpy.
+mkdir -p gpu-bundle/wheels
+python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    --python-version 3.12 --implementation cp --platform manylinux_2_17_x86_64 \
+    --platform manylinux2014_x86_64 -d gpu-bundle/wheels riva-asrlib-decoder==0.4.4 \
+    || echo "gpu_bundle: could not fetch riva-asrlib-decoder; the riva phase will say so"
 git rev-parse HEAD > gpu-bundle/code-version
 du -sh gpu-bundle

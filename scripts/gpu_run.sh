@@ -12,6 +12,8 @@
 #   fusion      004 greedy fusion with the LM's queries on the device (bataev-device)
 #   ctc-stream  001 Table 4: the CTC decoder's streaming channels on the device
 #   open-vocab  issue 42: open-vocabulary contexts, cuda vs cpu, and their speed rows
+#   riva        issue 54: riva-asrlib-decoder (the bundle's wheel) against ctxbench on the same
+#               exported TLG and log-probs: identical 1-best, RTFx with scores resident
 #   profile     Nsight Compute on the frame step at 512 streams (ncu-decoder.csv)
 #   sanitize    compute-sanitizer memcheck on a short cuda decode (sanitizer.log)
 # The device tool stops a command after 10 minutes: run the phases over several calls (each
@@ -218,6 +220,43 @@ phase_open_vocab() {
         --out "$OUT/runs-cpu" --cache "$CACHE"
 }
 
+phase_riva() {
+    # Issue 54: NVIDIA's riva-asrlib-decoder 0.4.4 (its cp312 wheel, fetched by gpu_bundle.sh;
+    # the machine's Python brings torch and numpy) and ctxbench on the same exports — the
+    # normal TLG and the log-probs as .npy — of ATCO2-1h (the full set) and Earnings-21 (20
+    # three-minute segments), beam 15, lattice beam 8, max-active 10,000: the 1-best of every
+    # utterance compared (riva-same.txt), RTFx with the scores already on the device for both
+    # (riva's condition), ctxbench also with them uploaded (throughput-riva.csv).
+    local R="$OUT/riva.log" spec ds sel E n
+    if ! ls gpu-bundle/wheels/riva_asrlib_decoder-*.whl > /dev/null 2>&1; then
+        echo "no riva wheel in the bundle (gpu_bundle.sh could not fetch it)" >> "$R"; return
+    fi
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/riva-site \
+        gpu-bundle/wheels/riva_asrlib_decoder-*.whl >> "$R" 2>&1
+    for spec in atco2-sim-1h: earnings21:--limit=20; do
+        IFS=: read -r ds sel <<< "$spec"
+        E=/tmp/riva-export-$ds
+        [ -f "$E/datasets.toml" ] || lim 240 "$R" "$B/ctxbench" export --dataset "$ds" \
+            ${sel/=/ } --kind tlg-normal --format npy --out "$E" --cache "$CACHE"
+        n=$(ls "$E/scores" | wc -l)
+        PYTHONPATH=/tmp/riva-site lim 240 "$R" python3 scripts/peer_riva.py "$E" \
+            --hyp "$OUT/riva-$ds.txt" --timing "$OUT/riva-$ds-timing.txt" \
+            --beam 15 --lattice-beam 8 --max-active 10000 --batch 512
+        lim 240 "$R" "$B/ctxbench" decode --registry "$E/datasets.toml" --dataset "$ds-files" \
+            --backend cuda --threads 16 --gpu-batch 512 --beam 15 --lattice-beam 8 \
+            --max-active 10000 --methods none --hyp-dir "/tmp/riva-ours-$ds"
+        python3 scripts/peer_riva_compare.py "$OUT/riva-$ds.txt" "/tmp/riva-ours-$ds/none.txt" \
+            "$ds" >> "$OUT/riva-same.txt" 2>&1
+        local m
+        for m in "" --resident; do
+            lim 120 "$R" "$B/ctxbench" throughput --registry "$E/datasets.toml" \
+                --dataset "$ds-files" --full --kind tlg-normal --backend cuda --threads 16 \
+                --streams "$n,$((8 * n))" --beam 15 --lattice-beam 8 --max-active 10000 $m \
+                --csv "$OUT/throughput-riva.csv"
+        done
+    done
+}
+
 phase_profile() {
     # Nsight Compute on the frame step at 512 streams (quick ATCO2-1h HCLG): per kernel its
     # speed of light (compute and memory throughput against the peaks), launch statistics and
@@ -242,11 +281,11 @@ phase_sanitize() {
 }
 
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(tests parity throughput lm hclg chen18 load fusion ctc-stream open-vocab profile sanitize)
+[ ${#phases[@]} -eq 0 ] && phases=(tests parity throughput riva lm hclg chen18 load fusion ctc-stream open-vocab profile sanitize)
 for p in "${phases[@]}"; do
     f="phase_${p//-/_}"
     if ! declare -F "$f" > /dev/null; then
-        echo "unknown phase '$p' (tests parity throughput lm hclg chen18 load fusion ctc-stream open-vocab profile sanitize)" >&2
+        echo "unknown phase '$p' (tests parity throughput riva lm hclg chen18 load fusion ctc-stream open-vocab profile sanitize)" >&2
         exit 2
     fi
     t0=$(date +%s)

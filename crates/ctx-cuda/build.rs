@@ -1,6 +1,6 @@
 //! Compiles every `kernels/*.cu` twice over: embedded as source for NVRTC (at run time, on a
 //! GPU), and as C++ against `kernels/shim.h` for the CPU shim device (here, now). Generates the
-//! table of kernel sources and the table of shim entry points (`CTX_EXPORT(name, ...)` lines).
+//! table of kernel sources and the table of shim entry points (`CTX_EXPORT(name, ...)` and `CTX_EXPORT_BLOCK(name, ...)` lines).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -41,7 +41,11 @@ fn main() {
         .unwrap();
         let text = std::fs::read_to_string(cu).unwrap();
         for line in text.lines() {
-            if let Some(rest) = line.trim().strip_prefix("CTX_EXPORT(") {
+            let l = line.trim();
+            if let Some(rest) = l
+                .strip_prefix("CTX_EXPORT(")
+                .or_else(|| l.strip_prefix("CTX_EXPORT_BLOCK("))
+            {
                 let k = rest.split(',').next().unwrap().trim();
                 writeln!(
                     externs,

@@ -2,7 +2,7 @@
 //! without a driver gets [`CudaError::NoDriver`], never a panic). The kernels are compiled by
 //! NVRTC once per process for the device's compute capability.
 
-use crate::device::{check_range, DevPtr, Device};
+use crate::device::{check_range, DevPtr, Device, KernelId};
 use crate::error::{CudaError, Result};
 use cudarc::driver::{result, sys};
 use std::collections::HashMap;
@@ -66,7 +66,11 @@ fn compiled(arch: &'static str) -> Result<Vec<(&'static str, String)>> {
 pub struct CudaDevice {
     name: String,
     ctx: sys::CUcontext,
-    functions: HashMap<String, sys::CUfunction>,
+    /// Every kernel: its function, by [`KernelId`]; and its id by name.
+    functions: Vec<sys::CUfunction>,
+    ids: HashMap<String, u32>,
+    /// The parameter struct of the launch being made, 8-byte aligned (reused).
+    words: Vec<u64>,
     arch: &'static str,
 }
 
@@ -91,7 +95,8 @@ impl CudaDevice {
         // SAFETY: `ctx` was just retained.
         unsafe { result::ctx::set_current(ctx) }.map_err(dev_err("binding the context"))?;
         let arch = crate::nvrtc::arch_name(major, minor);
-        let mut functions = HashMap::new();
+        let mut functions = Vec::new();
+        let mut ids = HashMap::new();
         for (file, ptx) in compiled(arch)? {
             let image = CString::new(ptx).expect("PTX has no NUL byte");
             // SAFETY: a NUL-terminated PTX image.
@@ -107,13 +112,16 @@ impl CudaDevice {
                 // SAFETY: `module` was just loaded.
                 let f = unsafe { result::module::get_function(module, c) }
                     .map_err(dev_err(&format!("finding kernel {k} in kernels/{file}")))?;
-                functions.insert(k.to_string(), f);
+                ids.insert(k.to_string(), functions.len() as u32);
+                functions.push(f);
             }
         }
         Ok(Self {
             name,
             ctx,
             functions,
+            ids,
+            words: Vec::new(),
             arch,
         })
     }
@@ -191,16 +199,30 @@ impl Device for CudaDevice {
             .map_err(dev_err("filling device memory"))
     }
 
-    fn launch(&mut self, name: &str, grid: (u32, u32), block: u32, params: &[u8]) -> Result<()> {
+    fn kernel(&self, name: &str) -> Result<KernelId> {
+        self.ids
+            .get(name)
+            .map(|&i| KernelId(i))
+            .ok_or_else(|| CudaError::UnknownKernel(name.to_string()))
+    }
+
+    fn launch_kernel(
+        &mut self,
+        k: KernelId,
+        grid: (u32, u32),
+        block: u32,
+        params: &[u8],
+    ) -> Result<()> {
         let f = *self
             .functions
-            .get(name)
-            .ok_or_else(|| CudaError::UnknownKernel(name.to_string()))?;
+            .get(k.0 as usize)
+            .ok_or_else(|| CudaError::UnknownKernel(format!("#{}", k.0)))?;
         self.bind()?;
         // The parameter struct, 8-byte aligned; the driver copies it at launch.
-        let mut words = vec![0u64; params.len().div_ceil(8)];
-        crate::device::as_bytes_mut(&mut words)[..params.len()].copy_from_slice(params);
-        let mut args = [words.as_mut_ptr().cast::<std::ffi::c_void>()];
+        self.words.clear();
+        self.words.resize(params.len().div_ceil(8), 0);
+        crate::device::as_bytes_mut(&mut self.words)[..params.len()].copy_from_slice(params);
+        let mut args = [self.words.as_mut_ptr().cast::<std::ffi::c_void>()];
         // SAFETY: `f` is a loaded kernel whose one parameter is the struct `params` holds.
         unsafe {
             result::launch_kernel(
@@ -212,7 +234,14 @@ impl Device for CudaDevice {
                 &mut args,
             )
         }
-        .map_err(dev_err(&format!("launching {name}")))
+        .map_err(|e| {
+            let name = self
+                .ids
+                .iter()
+                .find(|(_, &i)| i == k.0)
+                .map(|(n, _)| n.as_str());
+            dev_err(&format!("launching {}", name.unwrap_or("a kernel")))(e)
+        })
     }
 
     fn synchronize(&mut self) -> Result<()> {

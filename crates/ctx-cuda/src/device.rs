@@ -13,6 +13,10 @@ pub struct DevPtr {
     pub bytes: usize,
 }
 
+/// A kernel looked up once by name ([`Device::kernel`]): launching it by id does no lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KernelId(pub u32);
+
 /// Plain data that may be copied to and from a device byte for byte.
 ///
 /// # Safety
@@ -53,9 +57,23 @@ pub trait Device: Send {
     fn download(&mut self, src: DevPtr, offset: usize, dst: &mut [u8]) -> Result<()>;
     /// Sets `bytes` bytes from `offset` to `value`.
     fn fill(&mut self, p: DevPtr, offset: usize, bytes: usize, value: u8) -> Result<()>;
-    /// Launches kernel `name` on a grid of `grid.0 × grid.1` blocks of `block` threads, with
+    /// The kernel named `name`, resolved once (an unknown name is [`crate::CudaError::UnknownKernel`]).
+    fn kernel(&self, name: &str) -> Result<KernelId>;
+    /// Launches kernel `k` on a grid of `grid.0 × grid.1` blocks of `block` threads, with
     /// `params` (the bytes of the kernel's parameter struct) as its one argument.
-    fn launch(&mut self, name: &str, grid: (u32, u32), block: u32, params: &[u8]) -> Result<()>;
+    fn launch_kernel(
+        &mut self,
+        k: KernelId,
+        grid: (u32, u32),
+        block: u32,
+        params: &[u8],
+    ) -> Result<()>;
+    /// Launches kernel `name` (looked up now: hot loops resolve theirs once with
+    /// [`Device::kernel`]).
+    fn launch(&mut self, name: &str, grid: (u32, u32), block: u32, params: &[u8]) -> Result<()> {
+        let k = self.kernel(name)?;
+        self.launch_kernel(k, grid, block, params)
+    }
     /// Waits for every launch and copy.
     fn synchronize(&mut self) -> Result<()>;
 }

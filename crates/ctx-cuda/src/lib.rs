@@ -3,7 +3,7 @@
 //! - [`backend`]: `cpu | cuda | auto` and device discovery that never panics: no driver, no
 //!   device or a failing device is a typed [`CudaError`], `auto` falls back to the CPU.
 //! - [`device`]: the [`Device`] a method crate's host code drives — memory, uploads, downloads
-//!   and kernel launches by name — with two implementations:
+//!   and kernel launches (resolved once by name) — with two implementations:
 //!   - [`cuda::CudaDevice`]: a real GPU through cudarc (driver and NVRTC loaded dynamically, so
 //!     the crate builds and runs on machines without CUDA);
 //!   - [`shim::ShimDevice`]: the same `kernels/*.cu`, compiled as C++ against `kernels/shim.h`
@@ -20,5 +20,5 @@ pub mod nvrtc;
 pub mod shim;
 
 pub use backend::{open, Backend, Opened};
-pub use device::{DevPtr, Device, Pod};
+pub use device::{DevPtr, Device, KernelId, Pod};
 pub use error::{CudaError, Result};

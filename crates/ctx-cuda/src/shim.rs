@@ -1,7 +1,8 @@
 //! The CPU shim device: host memory, and the kernels of `kernels/` compiled as C++ against
-//! `kernels/shim.h` (by build.rs), each grid run block by block and thread by thread. Exact for
-//! kernels without block synchronisation, which is every kernel of this project; a kernel bug
-//! (a wrong packing, a wrong prefix sum, a lost token) shows on the CPU as it would on a GPU.
+//! `kernels/shim.h` (by build.rs), each grid run block by block and thread by thread — the
+//! threads of a block-cooperative kernel's block as fibers that meet at each `__syncthreads`.
+//! A kernel bug (a wrong packing, a wrong prefix sum, a lost token, a missing barrier) shows on
+//! the CPU as it would on a GPU.
 //! A [`ShimDevice::with_schedule`] runs each grid's threads reversed or shuffled (seeded): a
 //! result that depends on which thread runs first — what makes a GPU nondeterministic — then
 //! differs from the in-order one. [`ShimDevice::with_threads`] runs each grid on several OS
@@ -9,7 +10,7 @@
 //! memory that another thread of the same launch writes can then change the result, as a race
 //! does on a GPU.
 
-use crate::device::{check_range, DevPtr, Device};
+use crate::device::{check_range, DevPtr, Device, KernelId};
 use crate::error::{CudaError, Result};
 use std::collections::HashMap;
 
@@ -22,7 +23,9 @@ include!(concat!(env!("OUT_DIR"), "/shim_table.rs"));
 pub struct ShimDevice {
     /// Allocations by address (u64 words: 8-byte aligned, as device allocations are).
     mem: HashMap<u64, Vec<u64>>,
-    kernels: HashMap<&'static str, ShimFn>,
+    /// Every kernel's entry point by [`KernelId`] (the order of `SHIM_KERNELS`).
+    kernels: Vec<ShimFn>,
+    ids: HashMap<&'static str, u32>,
     /// Device memory to emulate (None: as much as the host has).
     limit: Option<usize>,
     used: usize,
@@ -63,7 +66,12 @@ impl ShimDevice {
             *THREADS.get_or_init(|| env_number("CTX_SHIM_THREADS", "OS threads per launch", 1));
         Self {
             mem: HashMap::new(),
-            kernels: SHIM_KERNELS.iter().copied().collect(),
+            kernels: SHIM_KERNELS.iter().map(|k| k.1).collect(),
+            ids: SHIM_KERNELS
+                .iter()
+                .enumerate()
+                .map(|(i, k)| (k.0, i as u32))
+                .collect(),
             limit: None,
             used: 0,
             schedule,
@@ -174,11 +182,24 @@ impl Device for ShimDevice {
         Ok(())
     }
 
-    fn launch(&mut self, name: &str, grid: (u32, u32), block: u32, params: &[u8]) -> Result<()> {
+    fn kernel(&self, name: &str) -> Result<KernelId> {
+        self.ids
+            .get(name)
+            .map(|&i| KernelId(i))
+            .ok_or_else(|| CudaError::UnknownKernel(name.to_string()))
+    }
+
+    fn launch_kernel(
+        &mut self,
+        k: KernelId,
+        grid: (u32, u32),
+        block: u32,
+        params: &[u8],
+    ) -> Result<()> {
         let f = *self
             .kernels
-            .get(name)
-            .ok_or_else(|| CudaError::UnknownKernel(name.to_string()))?;
+            .get(k.0 as usize)
+            .ok_or_else(|| CudaError::UnknownKernel(format!("#{}", k.0)))?;
         let (gx, gy, schedule, threads) = (grid.0, grid.1, self.schedule, self.threads as u64);
         // SAFETY: `params` is the kernel's parameter struct (the caller's contract, as for a
         // GPU launch) and every address in it is a live allocation of this device; the OS

@@ -48,6 +48,20 @@ pub struct ThroughputArgs {
     /// Record lattices (as the lattice decoder of 002 does).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub lattice: bool,
+    /// The search beam (default: the engine's).
+    #[arg(long)]
+    pub beam: Option<f32>,
+    /// The lattice beam (default: the engine's).
+    #[arg(long)]
+    pub lattice_beam: Option<f32>,
+    /// Tokens expanded per frame at most (default: the engine's).
+    #[arg(long)]
+    pub max_active: Option<usize>,
+    /// On a device, the scores already there before the clock starts (riva-asrlib-decoder's
+    /// condition: an acoustic model's output stays on the GPU); else each chunk is uploaded
+    /// inside the timed decode.
+    #[arg(long)]
+    pub resident: bool,
     /// Append the rows to this CSV (header written when the file is new).
     #[arg(long)]
     pub csv: Option<PathBuf>,
@@ -57,6 +71,9 @@ pub struct ThroughputArgs {
 pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
     if a.streams.contains(&0) {
         bail!("--streams: every stream count must be at least 1");
+    }
+    if a.resident && a.backend == ctx_cuda::Backend::Cpu {
+        bail!("--resident: scores resident on a device need --backend cuda, auto or shim");
     }
     if a.backend != ctx_cuda::Backend::Cpu {
         if let Some(n) = a.streams.iter().find(|&&n| n > wfst_search::GPU_MAX_BATCH) {
@@ -93,11 +110,16 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
         .iter()
         .map(|u| setup.scores(u))
         .collect::<Result<_>>()?;
+    let d = DecoderConfig::default();
     let config = DecoderConfig {
         acoustic_scale: setup.acoustic_scale,
         lattice: a.lattice,
-        ..DecoderConfig::default()
+        beam: a.beam.unwrap_or(d.beam),
+        lattice_beam: a.lattice_beam.unwrap_or(d.lattice_beam),
+        max_active: a.max_active.unwrap_or(d.max_active),
+        ..d
     };
+    config.validate()?;
     let dec = Decoder::new(&setup.csr, config)?.with_silence(&setup.silence);
     let mut gpu = match ctx_cuda::open(a.backend)? {
         Opened::Cpu => None,
@@ -114,6 +136,11 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
         ),
         None => ("cpu", format!("{} thread(s)", a.threads)),
     };
+    let device = if a.resident {
+        format!("{device}, scores resident")
+    } else {
+        device
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(a.threads.max(1))
         .build()?;
@@ -125,7 +152,7 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
         let audio: f64 = pick.iter().map(|&i| utts[i].duration_s).sum();
         let frames: usize = pick.iter().map(|&i| mats[i].rows()).sum();
         let before = gpu.as_ref().map(|g| g.stats());
-        let t = Instant::now();
+        let mut t = Instant::now();
         let words: usize = match &mut gpu {
             Some(g) => {
                 let mut streams: Vec<Stream> = pick
@@ -134,7 +161,16 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
                     .collect();
                 let refs: Vec<&ScoreMatrix> = pick.iter().map(|&i| &mats[i]).collect();
                 let longest = refs.iter().map(|m| m.rows()).max().unwrap_or(1);
-                let res = pool.install(|| g.decode_utterances(&mut streams, &refs, longest, None));
+                let res = if a.resident {
+                    // Uploaded before the clock (re)starts.
+                    let scores = g.upload_scores(&refs)?;
+                    t = Instant::now();
+                    let res = pool.install(|| g.decode_resident(&mut streams, &scores, None));
+                    g.free_scores(scores);
+                    res
+                } else {
+                    pool.install(|| g.decode_utterances(&mut streams, &refs, longest, None))
+                };
                 res.into_iter()
                     .map(|r| r.map(|r| r.words().len()))
                     .sum::<wfst_search::Result<usize>>()?
@@ -174,7 +210,7 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
             frames as f64 / secs
         );
         lines.push(format!(
-            "{},{},{},\"{}\",{},{},{:.3},{:.4},{:.2},{:.0},{arcs_s},{launches},{readbacks},{step_ms},{host_ms}",
+            "{},{},{},\"{}\",{},{},{:.3},{:.4},{:.2},{:.0},{arcs_s},{launches},{readbacks},{step_ms},{host_ms},{}",
             a.dataset,
             kind.name(),
             backend,
@@ -184,7 +220,8 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
             audio,
             secs,
             audio / secs,
-            frames as f64 / secs
+            frames as f64 / secs,
+            if a.resident { "resident" } else { "host" }
         ));
     }
     if let Some(p) = &a.csv {
@@ -193,7 +230,7 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
         if new {
             text.push_str(
                 "dataset,graph,backend,device,threads,streams,audio_s,decode_s,rtfx,frames_per_s,\
-                 arcs_per_s,launches_per_step,readbacks_per_step,step_ms,host_ms\n",
+                 arcs_per_s,launches_per_step,readbacks_per_step,step_ms,host_ms,scores\n",
             );
         } else {
             text = std::fs::read_to_string(p)?;

@@ -93,3 +93,61 @@ fn cuda_without_a_gpu_is_one_clear_error() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("expected cpu, cuda, auto or shim"), "{err}");
 }
+
+/// The device's frame step, counted by the backend itself on the shim (as it counts on a GPU):
+/// on HCLG and TLG, with and without lattices, a step is five kernel launches and one copy
+/// back (issue 54's bounds: at most 20 and 4; replays after the first steps' buffer growth
+/// and a second copy when a step's output outgrows the last one's are all the rest).
+#[test]
+fn the_device_step_is_five_launches_and_one_copy_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("throughput.csv");
+    for kind in ["hclg", "tlg-normal"] {
+        for lattice in ["true", "false"] {
+            let out = ctxbench(&[
+                "throughput",
+                "--dataset",
+                "atco2-sim-1h",
+                "--kind",
+                kind,
+                "--backend",
+                "shim",
+                "--streams",
+                "8",
+                "--lattice",
+                lattice,
+                "--csv",
+                csv.to_str().unwrap(),
+            ]);
+            assert!(
+                out.status.success(),
+                "{kind} lattice {lattice}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let head: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let col = |row: &[&str], n: &str| -> f64 {
+        row[head.iter().position(|c| *c == n).unwrap()]
+            .parse()
+            .unwrap()
+    };
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 4, "{text}");
+    for row in &rows {
+        let (launches, readbacks) = (
+            col(row, "launches_per_step"),
+            col(row, "readbacks_per_step"),
+        );
+        assert!(
+            (5.0..=5.5).contains(&launches) && (1.0..=1.5).contains(&readbacks),
+            "{}: {launches} launches and {readbacks} readbacks per step",
+            row.join(",")
+        );
+    }
+}

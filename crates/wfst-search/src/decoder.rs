@@ -157,6 +157,11 @@ impl<'g> Decoder<'g> {
     }
 
     /// Checks a stream's chunk: wide enough for the graph and the stream's context, finite.
+    /// The largest input label of the graph: score rows need that many columns.
+    pub(crate) fn max_ilabel(&self) -> u32 {
+        self.max_ilabel
+    }
+
     pub(crate) fn check_stream_scores(&self, stream: &Stream, m: &ScoreMatrix) -> Result<()> {
         let needed = stream.context_max_ilabel().max(self.max_ilabel);
         self.check_rows(

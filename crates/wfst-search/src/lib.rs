@@ -34,7 +34,7 @@ pub mod search;
 pub use booster::{ArcSetBooster, Booster, PoolSlot, WordArcIndex, WordBooster};
 pub use config::DecoderConfig;
 pub use context::{ContextWords, SlotInfo};
-pub use cuda::{GpuDecoder, GpuStats, MAX_BATCH as GPU_MAX_BATCH};
+pub use cuda::{DeviceScores, GpuDecoder, GpuStats, MAX_BATCH as GPU_MAX_BATCH};
 pub use decoder::{decode_utterance, Decoder, SegmentResult, UtteranceResult};
 pub use endpoint::EndpointConfig;
 pub use engine::Engine;

@@ -321,6 +321,13 @@ fn cuda_lanes_follow_their_contexts_as_the_cpu_does() {
             for (i, g) in got.iter().enumerate() {
                 assert_eq!(format!("{g:?}"), cpu[i], "{name}: case {case} stream {i}");
             }
+            // Lanes following contexts: still five launches and one copy back per attempt.
+            let st = gpu.stats();
+            let attempts = st.steps + st.replays;
+            assert!(
+                st.launches <= 5 * attempts && st.readbacks <= 2 * attempts,
+                "{name}: case {case}: {st:?}"
+            );
         }
     }
     assert!(decoded > 120, "{decoded}");

@@ -16,19 +16,22 @@ pub(crate) struct FrameParams {
     pub weight: u64,
     pub next: u64,
     pub src: u64,
+    pub olabel: u64,
     pub rows: u64,
     pub boost_arcs: u64,
     pub boost_off: u64,
     pub boost_len: u64,
     pub boost_discount: u64,
-    pub olabel: u64,
     pub word_ids: u64,
     pub word_cost: u64,
     pub word_off: u64,
     pub word_len: u64,
-    pub active: u64,
-    pub n_prev: u64,
-    pub cut: u64,
+    pub lane_in: u64,
+    pub lane_cur: u64,
+    pub next_cut: u64,
+    pub status: u64,
+    pub need: u64,
+    pub work: u64,
     pub best_key: u64,
     pub bound: u64,
     pub n_exp: u64,
@@ -36,8 +39,6 @@ pub(crate) struct FrameParams {
     pub cutoff: u64,
     pub n_touched: u64,
     pub n_tok: u64,
-    pub n_front: u64,
-    pub n_fexp: u64,
     pub n_new: u64,
     pub n_link_e: u64,
     pub n_link: u64,
@@ -57,11 +58,6 @@ pub(crate) struct FrameParams {
     pub e_ok: u64,
     pub flags: u64,
     pub touched: u64,
-    pub scan_in: u64,
-    pub scan_out: u64,
-    pub scan_n: u64,
-    pub scan_tot: u64,
-    pub tile_sum: u64,
     pub eoff: u64,
     pub pos: u64,
     pub sx: u64,
@@ -70,17 +66,8 @@ pub(crate) struct FrameParams {
     pub l_arc: u64,
     pub l_graph: u64,
     pub l_ac: u64,
-    pub out_tok_off: u64,
-    pub out_link_off: u64,
-    pub o_state: u64,
-    pub o_cost: u64,
-    pub o_bpsrc: u64,
-    pub o_bparc: u64,
-    pub o_lsrc: u64,
-    pub o_ldst: u64,
-    pub o_larc: u64,
-    pub o_lgraph: u64,
-    pub o_lac: u64,
+    pub lane_scan: u64,
+    pub out: u64,
     pub x_e_off: u64,
     pub x_ne_off: u64,
     pub x_final: u64,
@@ -93,18 +80,12 @@ pub(crate) struct FrameParams {
     pub entry_weight: u64,
     pub entry_ri: u64,
     pub returns: u64,
-    pub n_items: u64,
     pub num_states: u32,
     pub cols: u32,
     pub tok_cap: u32,
     pub arc_cap: u32,
     pub link_cap: u32,
-    pub tiles: u32,
-    pub scan_in_stride: u32,
-    pub scan_out_stride: u32,
     pub sx_stride: u32,
-    pub beam: f32,
-    pub scale: f32,
     pub lanes: u32,
     pub state_stride: u32,
     pub eoff_stride: u32,
@@ -112,12 +93,17 @@ pub(crate) struct FrameParams {
     pub slot_word: u32,
     pub n_entries: u32,
     pub n_returns: u32,
+    pub lattice: u32,
+    pub unused: u32,
+    pub beam: f32,
+    pub scale: f32,
+    pub max_active: u32,
 }
 
 impl FrameParams {
     /// The struct's bytes, as a launch passes them.
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: repr(C), u64 fields then an even number of 4-byte fields: no padding.
+        // SAFETY: repr(C), u64 fields then an even number (18) of 4-byte fields: no padding.
         unsafe {
             std::slice::from_raw_parts(
                 (self as *const Self).cast::<u8>(),
@@ -253,13 +239,28 @@ pub(crate) struct Caps {
 /// u32 words per lane in the lane-context table (`LANE_CTX` in decoder.cu).
 pub(crate) const LANE_CTX: usize = 8;
 
+/// Words of the packed output's header before the per-lane entries (`HDR0` in decoder.cu).
+pub(crate) const HDR0: usize = 4;
+/// Header words per lane (`HDR` in decoder.cu): status, tokens, links, emitting links, cutoff,
+/// token offset, link offset, tokens / arcs / links needed, arcs relaxed, closure rounds.
+pub(crate) const HDR: usize = 12;
+/// Words per lane of the step's inputs (`LANE_IN` in decoder.cu).
+pub(crate) const LANE_IN: usize = 8;
+/// Lane status bits (`ST_*` in decoder.cu).
+pub(crate) const ST_OVERFLOW: u32 = 1;
+pub(crate) const ST_NO_SURVIVORS: u32 = 2;
+pub(crate) const ST_EPS_CYCLE: u32 = 4;
+
 /// Lane-major scratch and per-lane scalars for a batch of `caps.lanes` lanes.
 pub(crate) struct LaneBufs {
     pub caps: Caps,
     pub all: Vec<DevPtr>,
-    pub active: DevPtr,
-    pub n_prev: DevPtr,
-    pub cut: DevPtr,
+    pub lane_in: DevPtr,
+    pub lane_cur: DevPtr,
+    pub next_cut: DevPtr,
+    pub status: DevPtr,
+    pub need: DevPtr,
+    pub work: DevPtr,
     pub best_key: DevPtr,
     pub bound: DevPtr,
     pub n_exp: DevPtr,
@@ -267,12 +268,9 @@ pub(crate) struct LaneBufs {
     pub cutoff: DevPtr,
     pub n_touched: DevPtr,
     pub n_tok: DevPtr,
-    pub n_front: DevPtr,
-    pub n_fexp: DevPtr,
     pub n_new: DevPtr,
     pub n_link_e: DevPtr,
     pub n_link: DevPtr,
-    pub tot: DevPtr,
     pub p_state: DevPtr,
     pub p_cost: DevPtr,
     pub c_state: DevPtr,
@@ -280,7 +278,6 @@ pub(crate) struct LaneBufs {
     pub c_bpsrc: DevPtr,
     pub c_bparc: DevPtr,
     pub lane_ctx: DevPtr,
-    pub n_items: DevPtr,
     pub fr_tok: DevPtr,
     pub fr_cost: DevPtr,
     pub eoff: DevPtr,
@@ -294,27 +291,14 @@ pub(crate) struct LaneBufs {
     pub touched: DevPtr,
     pub pos: DevPtr,
     pub sx: DevPtr,
-    pub tile_sum: DevPtr,
     pub l_src: DevPtr,
     pub l_dst: DevPtr,
     pub l_arc: DevPtr,
     pub l_graph: DevPtr,
     pub l_ac: DevPtr,
-    pub out_tok_off: DevPtr,
-    pub out_link_off: DevPtr,
-    pub o_state: DevPtr,
-    pub o_cost: DevPtr,
-    pub o_bpsrc: DevPtr,
-    pub o_bparc: DevPtr,
-    pub o_lsrc: DevPtr,
-    pub o_ldst: DevPtr,
-    pub o_larc: DevPtr,
-    pub o_lgraph: DevPtr,
-    pub o_lac: DevPtr,
+    pub lane_scan: DevPtr,
+    pub out: DevPtr,
 }
-
-/// Items of one scan tile (`SCAN_TILE` in decoder.cu).
-pub(crate) const SCAN_TILE: usize = 64;
 
 impl LaneBufs {
     /// Allocates every buffer (slots at "none": all bytes 0xff); on failure (out of device
@@ -330,6 +314,12 @@ impl LaneBufs {
         r
     }
 
+    /// u32 words of the packed output: the header, then every lane's tokens and links at full
+    /// capacity.
+    pub fn out_words(caps: Caps) -> usize {
+        HDR0 + HDR * caps.lanes + caps.lanes * (4 * caps.tok + 5 * caps.link)
+    }
+
     fn build(dev: &mut dyn Device, caps: Caps, all: &mut Vec<DevPtr>) -> Result<Self> {
         let (l, t, a, k, s) = (caps.lanes, caps.tok, caps.arc, caps.link, caps.states);
         let mut al = |bytes: usize, fill: u8, what: &str| -> Result<DevPtr> {
@@ -337,11 +327,13 @@ impl LaneBufs {
             all.push(p);
             Ok(p)
         };
-        let tiles = (a + 1).div_ceil(SCAN_TILE);
         Ok(Self {
-            active: al(4 * l, 0, "lane flags")?,
-            n_prev: al(4 * l, 0, "lane counts")?,
-            cut: al(16 * l, 0, "expand cuts")?,
+            lane_in: al(4 * LANE_IN * l, 0, "lane inputs")?,
+            lane_cur: al(4 * LANE_IN * l, 0, "lane inputs")?,
+            next_cut: al(16 * l, 0, "expand cuts")?,
+            status: al(4 * l, 0, "lane flags")?,
+            need: al(12 * l, 0, "lane needs")?,
+            work: al(8 * l, 0, "lane counts")?,
             best_key: al(8 * l, 0xff, "lane minima")?,
             bound: al(4 * l, 0, "lane bounds")?,
             n_exp: al(4 * l, 0, "lane counts")?,
@@ -349,12 +341,9 @@ impl LaneBufs {
             cutoff: al(4 * l, 0, "lane cutoffs")?,
             n_touched: al(4 * l, 0, "lane counts")?,
             n_tok: al(4 * l, 0, "lane counts")?,
-            n_front: al(4 * l, 0, "lane counts")?,
-            n_fexp: al(4 * l, 0, "lane counts")?,
             n_new: al(4 * l, 0, "lane counts")?,
             n_link_e: al(4 * l, 0, "lane counts")?,
             n_link: al(4 * l, 0, "lane counts")?,
-            tot: al(4 * l, 0, "lane counts")?,
             p_state: al(4 * l * t, 0, "previous tokens")?,
             p_cost: al(4 * l * t, 0, "previous tokens")?,
             c_state: al(4 * l * t, 0, "frame tokens")?,
@@ -365,7 +354,6 @@ impl LaneBufs {
             fr_cost: al(4 * l * t, 0, "closure frontiers")?,
             eoff: al(4 * l * (2 * t + 1), 0, "enumeration offsets")?,
             lane_ctx: al(4 * LANE_CTX * l, 0, "lane contexts")?,
-            n_items: al(4 * l, 0, "lane counts")?,
             slot: al(8 * l * s, 0xff, "per-state recombination slots")?,
             first: al(4 * l * s, 0xff, "per-state discoveries")?,
             map: al(4 * l * s, 0xff, "per-state token maps")?,
@@ -376,23 +364,13 @@ impl LaneBufs {
             touched: al(4 * l * a, 0, "touched states")?,
             pos: al(4 * l * (a + 1), 0, "compaction positions")?,
             sx: al(4 * l * a, 0, "scan inputs")?,
-            tile_sum: al(4 * l * tiles, 0, "scan tiles")?,
             l_src: al(4 * l * k, 0, "lattice links")?,
             l_dst: al(4 * l * k, 0, "lattice links")?,
             l_arc: al(4 * l * k, 0, "lattice links")?,
             l_graph: al(4 * l * k, 0, "lattice links")?,
             l_ac: al(4 * l * k, 0, "lattice links")?,
-            out_tok_off: al(4 * l, 0, "output offsets")?,
-            out_link_off: al(4 * l, 0, "output offsets")?,
-            o_state: al(4 * l * t, 0, "packed frame output")?,
-            o_cost: al(4 * l * t, 0, "packed frame output")?,
-            o_bpsrc: al(4 * l * t, 0, "packed frame output")?,
-            o_bparc: al(4 * l * t, 0, "packed frame output")?,
-            o_lsrc: al(4 * l * k, 0, "packed frame output")?,
-            o_ldst: al(4 * l * k, 0, "packed frame output")?,
-            o_larc: al(4 * l * k, 0, "packed frame output")?,
-            o_lgraph: al(4 * l * k, 0, "packed frame output")?,
-            o_lac: al(4 * l * k, 0, "packed frame output")?,
+            lane_scan: al(16 * (l + 1), 0, "lane offsets")?,
+            out: al(4 * Self::out_words(caps), 0, "packed frame output")?,
             caps,
             all: all.clone(),
         })
@@ -409,8 +387,8 @@ impl LaneBufs {
         self.all.iter().map(|p| p.bytes).sum()
     }
 
-    /// The kernels' parameters over these buffers and graph `g` (the context pool's arrays
-    /// are set by the caller).
+    /// The kernels' parameters over these buffers and graph `g` (the scores, boosters, context
+    /// pool and per-step fields are set by the caller).
     pub fn params(&self, g: &GraphBufs, num_states: usize) -> FrameParams {
         let c = self.caps;
         FrameParams {
@@ -421,9 +399,12 @@ impl LaneBufs {
             next: g.next.addr,
             src: g.src.addr,
             olabel: g.olabel.addr,
-            active: self.active.addr,
-            n_prev: self.n_prev.addr,
-            cut: self.cut.addr,
+            lane_in: self.lane_in.addr,
+            lane_cur: self.lane_cur.addr,
+            next_cut: self.next_cut.addr,
+            status: self.status.addr,
+            need: self.need.addr,
+            work: self.work.addr,
             best_key: self.best_key.addr,
             bound: self.bound.addr,
             n_exp: self.n_exp.addr,
@@ -431,8 +412,6 @@ impl LaneBufs {
             cutoff: self.cutoff.addr,
             n_touched: self.n_touched.addr,
             n_tok: self.n_tok.addr,
-            n_front: self.n_front.addr,
-            n_fexp: self.n_fexp.addr,
             n_new: self.n_new.addr,
             n_link_e: self.n_link_e.addr,
             n_link: self.n_link.addr,
@@ -452,7 +431,6 @@ impl LaneBufs {
             e_ok: self.e_ok.addr,
             flags: self.flags.addr,
             touched: self.touched.addr,
-            tile_sum: self.tile_sum.addr,
             eoff: self.eoff.addr,
             pos: self.pos.addr,
             sx: self.sx.addr,
@@ -461,19 +439,9 @@ impl LaneBufs {
             l_arc: self.l_arc.addr,
             l_graph: self.l_graph.addr,
             l_ac: self.l_ac.addr,
-            out_tok_off: self.out_tok_off.addr,
-            out_link_off: self.out_link_off.addr,
-            o_state: self.o_state.addr,
-            o_cost: self.o_cost.addr,
-            o_bpsrc: self.o_bpsrc.addr,
-            o_bparc: self.o_bparc.addr,
-            o_lsrc: self.o_lsrc.addr,
-            o_ldst: self.o_ldst.addr,
-            o_larc: self.o_larc.addr,
-            o_lgraph: self.o_lgraph.addr,
-            o_lac: self.o_lac.addr,
+            lane_scan: self.lane_scan.addr,
+            out: self.out.addr,
             lane_ctx: self.lane_ctx.addr,
-            n_items: self.n_prev.addr,
             entry_arc: g.entry_arc.addr,
             entry_weight: g.entry_weight.addr,
             entry_ri: g.entry_ri.addr,
@@ -488,7 +456,6 @@ impl LaneBufs {
             tok_cap: c.tok as u32,
             arc_cap: c.arc as u32,
             link_cap: c.link as u32,
-            tiles: (c.arc + 1).div_ceil(SCAN_TILE) as u32,
             sx_stride: c.arc as u32,
             lanes: c.lanes as u32,
             ..Default::default()

@@ -51,6 +51,8 @@ pub struct GpuStats {
     pub launches: u64,
     /// Copies of counts or results back to the host (each a synchronisation on a GPU).
     pub readbacks: u64,
+    /// Frame steps replayed after a lane outgrew its buffers (the buffers grown first).
+    pub replays: u64,
     /// Wall seconds in the frame steps (launches, waits on the device, the copies back and
     /// their unpacking per lane).
     pub step_s: f64,
@@ -78,15 +80,59 @@ pub struct GpuDecoder<'g> {
     lane_ctx_sent: Vec<u32>,
     /// Per-lane scratch to start with: tokens, enumerated arcs, links (grown on demand).
     initial: (usize, usize, usize),
+    /// The chunk's scores as this decoder uploaded them (None: none, or resident scores).
     rows: Option<DevPtr>,
-    /// Columns per row in `rows`.
+    /// Where the step's score rows are: row t of lane l at `row_base + (t · row_lanes + l) ·
+    /// row_cols` floats (the uploaded chunk, or resident scores from their start row).
+    row_base: u64,
+    row_lanes: usize,
+    /// Columns per row.
     row_cols: usize,
     /// Last frame number handed out (`Stream::gpu_epoch`).
     epoch: u64,
     /// Per lane: the epoch of the frontier its buffers hold (0: none).
     lane_epoch: Vec<u64>,
+    /// The step's kernels, resolved once (`step::STEP_KERNELS`).
+    kernels: [ctx_cuda::KernelId; step::STEP_KERNELS.len()],
+    /// Threads per block of the item kernels.
     block: u32,
+    /// Threads per block of the block-cooperative kernels (one block per lane).
+    cta_block: u32,
+    /// The last step's sizes (they size the next step's grids and copy back).
+    last: step::LastStep,
     stats: GpuStats,
+}
+
+/// Where a batch's score rows come from.
+enum Rows<'a> {
+    /// Host matrices, one per stream: the chunk is uploaded (one copy).
+    Host(&'a [&'a ScoreMatrix]),
+    /// Scores on the device, from this row on.
+    Device(&'a DeviceScores, usize),
+}
+
+/// Utterances' scores held on the device ([`GpuDecoder::upload_scores`]): row t of utterance
+/// i at `(t · streams + i) · cols` floats — the layout of a batched model output `[T, B, V]`.
+#[derive(Debug)]
+pub struct DeviceScores {
+    ptr: DevPtr,
+    streams: usize,
+    cols: usize,
+    lens: Vec<usize>,
+    /// Per utterance, its first non-finite value (row, column, value), seen at upload.
+    non_finite: Vec<Option<(usize, usize, f32)>>,
+}
+
+impl DeviceScores {
+    /// Rows per utterance.
+    pub fn lens(&self) -> &[usize] {
+        &self.lens
+    }
+
+    /// Device bytes held.
+    pub fn bytes(&self) -> usize {
+        self.ptr.bytes
+    }
 }
 
 /// A pool of arc lists on the device: which pool, its layout generation, its length.
@@ -140,6 +186,11 @@ impl std::fmt::Debug for GpuDecoder<'_> {
 impl<'g> GpuDecoder<'g> {
     /// A decoder with `dec`'s graph and settings on `dev` (the graph is uploaded once).
     pub fn new(dec: Decoder<'g>, mut dev: Box<dyn Device>) -> Result<Self> {
+        let is_gpu = dev.is_gpu();
+        let mut kernels = [ctx_cuda::KernelId(0); step::STEP_KERNELS.len()];
+        for (k, name) in kernels.iter_mut().zip(step::STEP_KERNELS) {
+            *k = dev.kernel(name)?;
+        }
         let graph = GraphBufs::upload(dev.as_mut(), dec.graph(), dec.slot())?;
         Ok(Self {
             dec,
@@ -152,12 +203,25 @@ impl<'g> GpuDecoder<'g> {
             lane_ctx_sent: Vec::new(),
             initial: (1024, 8192, 8192),
             rows: None,
+            row_base: 0,
+            row_lanes: 0,
             row_cols: 0,
             epoch: 0,
             lane_epoch: Vec::new(),
+            kernels,
             block: 256,
+            cta_block: if is_gpu { 256 } else { shim_block() },
+            last: step::LastStep::default(),
             stats: GpuStats::default(),
         })
+    }
+
+    /// Runs the block-cooperative kernels (one block per lane) with `threads` threads per block
+    /// (1 to 1024; default 256 on a GPU, `CTX_SHIM_BLOCK` or 8 on the shim): every size gives
+    /// the same frames, which the shim tests check.
+    pub fn with_block_threads(mut self, threads: u32) -> Self {
+        self.cta_block = threads.clamp(1, 1024);
+        self
     }
 
     /// Starts each lane's scratch at `tokens` tokens, `arcs` enumerated arcs and `links`
@@ -254,38 +318,215 @@ impl<'g> GpuDecoder<'g> {
         }
         let mut out: Vec<Result<Vec<SegmentResult>>> = (0..n).map(|_| Ok(Vec::new())).collect();
         for (i, (s, c)) in streams.iter().zip(chunks).enumerate() {
-            let r = self
+            if let Err(e) = self
                 .dec
                 .check_stream_scores(s, c)
-                .and_then(|_| {
-                    s.booster()
-                        .validate(self.dec.graph().num_arcs(), self.dec.graph().num_states())
+                .and_then(|_| self.usable(s))
+            {
+                out[i] = Err(e);
+            }
+        }
+        if let Err(e) = self.prepare(streams, Rows::Host(chunks)) {
+            return (0..n).map(|_| Err(batch_error(&e, n))).collect();
+        }
+        let lens: Vec<usize> = chunks.iter().map(|c| c.rows()).collect();
+        self.run_rows(streams, &lens, out, endpoint)
+    }
+
+    /// Advances every stream by rows `start..start + lens[i]` of scores already on the device
+    /// (`upload_scores`, or a model's output), read where they are — as riva-asrlib-decoder
+    /// takes its acoustic model's output tensor; like [`Self::advance`] otherwise.
+    pub fn advance_resident(
+        &mut self,
+        streams: &mut [Stream],
+        scores: &DeviceScores,
+        start: usize,
+        lens: &[usize],
+        endpoint: Option<&EndpointConfig>,
+    ) -> Vec<Result<Vec<SegmentResult>>> {
+        let n = streams.len();
+        if scores.streams != n || lens.len() != n {
+            let m = format!(
+                "{n} streams, {} lengths, resident scores of {} streams",
+                lens.len(),
+                scores.streams
+            );
+            return (0..n).map(|_| Err(DecodeError::Gpu(m.clone()))).collect();
+        }
+        let mut out: Vec<Result<Vec<SegmentResult>>> = (0..n).map(|_| Ok(Vec::new())).collect();
+        for (i, s) in streams.iter().enumerate() {
+            let needed = s.context_max_ilabel().max(self.dec.max_ilabel()) as usize;
+            let r = if start + lens[i] > scores.lens[i] {
+                Err(DecodeError::Gpu(format!(
+                    "utterance {}: rows {}..{} of resident scores with {} rows",
+                    s.id,
+                    start,
+                    start + lens[i],
+                    scores.lens[i]
+                )))
+            } else if lens[i] > 0 && scores.cols < needed {
+                Err(DecodeError::ScoreWidth {
+                    utt: s.id.clone(),
+                    cols: scores.cols,
+                    needed: needed - 1,
+                    needed_label: needed as u32,
                 })
-                .and_then(|_| supported(s));
+            } else {
+                match scores.non_finite[i] {
+                    Some((row, col, value)) if (start..start + lens[i]).contains(&row) => {
+                        Err(DecodeError::NonFinite {
+                            utt: s.id.clone(),
+                            frame: s.rows_total() as usize + row - start,
+                            col,
+                            value,
+                        })
+                    }
+                    _ => self.usable(s),
+                }
+            };
             if let Err(e) = r {
                 out[i] = Err(e);
             }
         }
-        if let Err(e) = self.prepare(streams, chunks) {
+        if let Err(e) = self.prepare(streams, Rows::Device(scores, start)) {
             return (0..n).map(|_| Err(batch_error(&e, n))).collect();
         }
-        let max_rows = chunks.iter().map(|c| c.rows()).max().unwrap_or(0);
-        for t in 0..max_rows {
-            let mut active = vec![false; n];
-            for i in 0..n {
-                if out[i].is_ok() && t < chunks[i].rows() {
-                    if !streams[i].in_segment() {
-                        if let Err(e) = streams[i].begin_segment(&self.dec) {
-                            out[i] = Err(e);
-                            continue;
-                        }
+        self.run_rows(streams, lens, out, endpoint)
+    }
+
+    /// Puts whole utterances' scores on the device for [`Self::advance_resident`] and
+    /// [`Self::decode_resident`]: one upload, row t of utterance i at `(t · n + i) · cols`
+    /// (the widest matrix's width; shorter rows padded). Non-finite values are noted per
+    /// utterance here, where the host still sees them, and refused when decoded.
+    pub fn upload_scores(&mut self, scores: &[&ScoreMatrix]) -> Result<DeviceScores> {
+        let n = scores.len();
+        let cols = scores.iter().map(|c| c.cols()).max().unwrap_or(0).max(1);
+        let rows = scores.iter().map(|c| c.rows()).max().unwrap_or(0).max(1);
+        let mut buf = vec![0f32; rows * n.max(1) * cols];
+        let mut non_finite = vec![None; n];
+        for (l, c) in scores.iter().enumerate() {
+            for t in 0..c.rows() {
+                let o = (t * n + l) * cols;
+                buf[o..o + c.cols()].copy_from_slice(c.row(t));
+                if non_finite[l].is_none() {
+                    if let Some((k, &v)) = c.row(t).iter().enumerate().find(|(_, v)| !v.is_finite())
+                    {
+                        non_finite[l] = Some((t, k, v));
                     }
-                    active[i] = true;
                 }
             }
+        }
+        let ptr = upload_new(self.dev.as_mut(), &buf, "resident scores")?;
+        Ok(DeviceScores {
+            ptr,
+            streams: n,
+            cols,
+            lens: scores.iter().map(|c| c.rows()).collect(),
+            non_finite,
+        })
+    }
+
+    /// Frees resident scores.
+    pub fn free_scores(&mut self, scores: DeviceScores) {
+        self.dev.free(scores.ptr);
+    }
+
+    /// Decodes whole utterances whose scores are on the device, as one batch and one chunk
+    /// (no partial hypotheses between chunks); `streams[i]` decodes utterance i (streams are
+    /// reset first). What [`Self::decode_utterances`] gives for one chunk, without the copy.
+    pub fn decode_resident(
+        &mut self,
+        streams: &mut [Stream],
+        scores: &DeviceScores,
+        endpoint: Option<&EndpointConfig>,
+    ) -> Vec<Result<UtteranceResult>> {
+        for s in streams.iter_mut() {
+            let b = s.booster().clone();
+            let id = s.id.clone();
+            s.reset(id, b);
+        }
+        let lens = scores.lens.clone();
+        let res = self.advance_resident(streams, scores, 0, &lens, endpoint);
+        res.into_iter()
+            .zip(streams.iter_mut())
+            .zip(&lens)
+            .map(|((r, s), &len)| {
+                let mut segments = r?;
+                if len == 0 {
+                    return Err(DecodeError::EmptyUtterance { utt: s.id.clone() });
+                }
+                if s.in_segment() && s.segment_rows() > 0 {
+                    segments.push(self.dec.finish(s)?);
+                }
+                Ok(UtteranceResult {
+                    id: s.id.clone(),
+                    segments,
+                    partials: Vec::new(),
+                })
+            })
+            .collect()
+    }
+
+    /// Whether a stream can run here: its booster fits the graph and the device has it.
+    fn usable(&self, s: &Stream) -> Result<()> {
+        s.booster()
+            .validate(self.dec.graph().num_arcs(), self.dec.graph().num_states())
+            .and_then(|_| supported(s))
+    }
+
+    /// The frame loop over `lens[i]` rows per stream of the prepared scores (`out[i]` an error
+    /// already: that stream sits the batch out).
+    fn run_rows(
+        &mut self,
+        streams: &mut [Stream],
+        lens: &[usize],
+        mut out: Vec<Result<Vec<SegmentResult>>>,
+        endpoint: Option<&EndpointConfig>,
+    ) -> Vec<Result<Vec<SegmentResult>>> {
+        let n = streams.len();
+        let max_rows = lens.iter().copied().max().unwrap_or(0);
+        // Without endpoint detection no segment ends inside the chunk: step t + 1 is launched
+        // before the host commits step t (its lanes continue from the frontier and expand cut
+        // the device holds), so the host's share runs while the device computes.
+        let pipelined = endpoint.is_none();
+        let mut next: Option<(Vec<bool>, Vec<bool>, Option<step::Launched>)> = None;
+        for t in 0..max_rows {
             let t0 = std::time::Instant::now();
-            let frames = match self.run_frame(streams, &active, t) {
-                Ok(f) => f,
+            let (active, cont, launched) = match next.take() {
+                Some(x) => x,
+                None => {
+                    let mut active = vec![false; n];
+                    for i in 0..n {
+                        if out[i].is_ok() && t < lens[i] {
+                            if !streams[i].in_segment() {
+                                if let Err(e) = streams[i].begin_segment(&self.dec) {
+                                    out[i] = Err(e);
+                                    continue;
+                                }
+                            }
+                            active[i] = true;
+                        }
+                    }
+                    (active, Vec::new(), None)
+                }
+            };
+            let step = self
+                .run_step(streams, &active, &cont, t, launched)
+                .and_then(|frames| {
+                    if !pipelined || t + 1 >= max_rows {
+                        return Ok((frames, None));
+                    }
+                    let a2: Vec<bool> = (0..n)
+                        .map(|i| active[i] && matches!(frames[i], Some(Ok(_))) && t + 1 < lens[i])
+                        .collect();
+                    let l = self.launch_step(streams, &a2, &a2, t + 1)?;
+                    Ok((frames, Some((a2.clone(), a2, l))))
+                });
+            let frames = match step {
+                Ok((f, nx)) => {
+                    next = nx;
+                    f
+                }
                 Err(e) => {
                     // A device failure ends the batch for every stream still in it.
                     for (i, a) in active.iter().enumerate() {
@@ -442,7 +683,7 @@ impl<'g> GpuDecoder<'g> {
 
     /// Lanes for the batch, the boosters' arc lists, the context graphs and the chunks' scores
     /// on the device.
-    fn prepare(&mut self, streams: &[Stream], chunks: &[&ScoreMatrix]) -> ctx_cuda::Result<()> {
+    fn prepare(&mut self, streams: &[Stream], rows: Rows<'_>) -> ctx_cuda::Result<()> {
         let n = streams.len().max(1);
         let dev = self.dev.as_mut();
         // Context graphs: the segments' own and the ones asked for (a segment that starts in
@@ -590,21 +831,30 @@ impl<'g> GpuDecoder<'g> {
                 word_len: upload_new(dev, &wlen, "the word boosting tables")?,
             });
         }
-        // Scores: [row][lane][column], the widest chunk's width.
-        let cols = chunks.iter().map(|c| c.cols()).max().unwrap_or(0).max(1);
-        let rows = chunks.iter().map(|c| c.rows()).max().unwrap_or(0).max(1);
-        let mut buf = vec![0f32; rows * lanes * cols];
-        for (l, c) in chunks.iter().enumerate() {
-            for t in 0..c.rows() {
-                let o = (t * lanes + l) * cols;
-                buf[o..o + c.cols()].copy_from_slice(c.row(t));
-            }
-        }
         if let Some(r) = self.rows.take() {
             dev.free(r);
         }
-        self.rows = Some(upload_new(dev, &buf, "the chunk's scores")?);
-        self.row_cols = cols;
+        match rows {
+            Rows::Host(chunks) => {
+                // Scores: [row][lane][column], the widest chunk's width.
+                let cols = chunks.iter().map(|c| c.cols()).max().unwrap_or(0).max(1);
+                let rows = chunks.iter().map(|c| c.rows()).max().unwrap_or(0).max(1);
+                let mut buf = vec![0f32; rows * lanes * cols];
+                for (l, c) in chunks.iter().enumerate() {
+                    for t in 0..c.rows() {
+                        let o = (t * lanes + l) * cols;
+                        buf[o..o + c.cols()].copy_from_slice(c.row(t));
+                    }
+                }
+                let p = upload_new(dev, &buf, "the chunk's scores")?;
+                self.rows = Some(p);
+                (self.row_base, self.row_lanes, self.row_cols) = (p.addr, lanes, cols);
+            }
+            Rows::Device(s, start) => {
+                let base = s.ptr.addr + (4 * start * s.streams * s.cols) as u64;
+                (self.row_base, self.row_lanes, self.row_cols) = (base, s.streams, s.cols);
+            }
+        }
         Ok(())
     }
 }
@@ -629,6 +879,22 @@ impl Drop for GpuDecoder<'_> {
             dev.free(r);
         }
     }
+}
+
+/// Threads per block of the block-cooperative kernels on the shim: `CTX_SHIM_BLOCK` (1 to
+/// 1024) or 8 — each thread is a fiber there, and a few already interleave at every barrier.
+fn shim_block() -> u32 {
+    static BLOCK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *BLOCK.get_or_init(|| match std::env::var("CTX_SHIM_BLOCK") {
+        Err(_) => 8,
+        Ok(v) => match v.trim().parse::<u32>() {
+            Ok(n) if (1..=1024).contains(&n) => n,
+            _ => {
+                eprintln!("CTX_SHIM_BLOCK={v:?} is not a block size from 1 to 1024: 8 used");
+                8
+            }
+        },
+    })
 }
 
 /// A device error of a batch of `n` streams; out of memory says how to make the batch fit.

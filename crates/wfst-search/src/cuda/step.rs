@@ -1,18 +1,21 @@
-//! One frame for a batch of lanes: the launch sequence of `kernels/decoder.cu` (its header
-//! lists it), the counts read back between phases, buffer growth and replay when a lane needs
-//! more room than the scratch has, and the frame's results copied back for the host.
+//! One frame step for a batch of lanes: the five launches of `kernels/decoder.cu` (its header
+//! lists them) over grids that no count decides, then one copy back of the packed result —
+//! the counts stay on the device. A lane that outgrew its buffers says so in the result's
+//! header; the step is then replayed with grown buffers.
 
 // Lanes index several parallel per-lane arrays (counts, flags, streams) at once.
 #![allow(clippy::needless_range_loop)]
 
 use super::contexts::ContextPool;
-use super::frame::{Caps, FrameParams, LaneBufs, LANE_CTX};
+use super::frame::{
+    Caps, FrameParams, LaneBufs, HDR, HDR0, LANE_CTX, LANE_IN, ST_EPS_CYCLE, ST_NO_SURVIVORS,
+    ST_OVERFLOW,
+};
 use super::GpuDecoder;
 use crate::config::HISTOGRAM_BINS;
 use crate::error::{DecodeError, Result};
-use crate::search::{Bp, LTok, Link, Stream, NONE};
+use crate::search::{Bp, LTok, Link, Stream};
 use ctx_cuda::device::{as_bytes, as_bytes_mut};
-use ctx_cuda::{DevPtr, Device, Pod};
 use rayon::prelude::*;
 
 /// A frame as the device computed it, ready for [`Stream::commit_frame`].
@@ -37,22 +40,42 @@ impl From<ctx_cuda::CudaError> for Stop {
     }
 }
 
+/// The kernels of one step, in launch order (decoder.cu's header).
+pub(super) const STEP_KERNELS: [&str; 5] = [
+    "emit_begin",
+    "expand",
+    "frame_finish",
+    "pack_offsets",
+    "gather_out",
+];
+
 impl GpuDecoder<'_> {
-    /// Computes frame `t` of the chunk for every active lane (lane i = stream i): per lane, the
-    /// frame or that stream's error; `None` for inactive lanes.
-    pub(super) fn run_frame(
+    /// Step `t` (launched already when `launched` holds it: lanes in `cont` then took their
+    /// frontier and expand cut from the device), its result collected; after an overflow the
+    /// buffers grow and the step is launched again from the streams' frames, until it fits.
+    pub(super) fn run_step(
         &mut self,
         streams: &[Stream],
         active: &[bool],
+        cont: &[bool],
         t: usize,
+        launched: Option<Launched>,
     ) -> ctx_cuda::Result<Vec<Option<Result<FrameOut>>>> {
+        let (mut launched, mut cont) = (launched, cont);
         loop {
-            match self.try_frame(streams, active, t) {
+            let r = match launched.take() {
+                Some(l) => self.collect(streams, l),
+                None => self
+                    .launch(streams, active, cont, t)
+                    .and_then(|l| self.collect(streams, l)),
+            };
+            match r {
                 Ok(v) => return Ok(v),
                 Err(Stop::Device(e)) => return Err(e),
                 Err(Stop::Grow(caps)) => {
                     // Bigger scratch; every lane's frontier is uploaded again and the frame
                     // replayed from the start (deterministic: the same frame comes out).
+                    self.stats.replays += 1;
                     let dev = self.dev.as_mut();
                     if let Some(l) = self.lanes.take() {
                         l.free(dev);
@@ -60,29 +83,298 @@ impl GpuDecoder<'_> {
                     self.lanes = Some(LaneBufs::new(dev, caps)?);
                     self.lane_epoch.iter_mut().for_each(|e| *e = 0);
                     self.lane_ctx_sent.clear();
+                    // The device's frontiers went with the old buffers.
+                    cont = &[];
                 }
             }
         }
     }
 
-    fn try_frame(
+    /// Launches step `t` for the active lanes without waiting for it: its inputs uploaded
+    /// (lanes in `cont` continue from the frame the device holds, the others from their
+    /// stream's last frame), then the five kernels. A launch error or a lane too big for the
+    /// buffers before any launch stops it.
+    pub(super) fn launch_step(
         &mut self,
         streams: &[Stream],
         active: &[bool],
+        cont: &[bool],
         t: usize,
+    ) -> ctx_cuda::Result<Option<Launched>> {
+        match self.launch(streams, active, cont, t) {
+            Ok(l) => Ok(Some(l)),
+            // Collected (grown and replayed) by run_step.
+            Err(Stop::Grow(_)) => Ok(None),
+            Err(Stop::Device(e)) => Err(e),
+        }
+    }
+
+    fn launch(
+        &mut self,
+        streams: &[Stream],
+        active: &[bool],
+        cont: &[bool],
+        t: usize,
+    ) -> std::result::Result<Launched, Stop> {
+        let (errors, act) = self.upload_inputs(streams, active, cont)?;
+        let p = self.step_params(t);
+        let nl = self.lanes.as_ref().expect("lanes prepared").caps.lanes;
+        let (block, cta) = (self.block, self.cta_block);
+        // Item kernels' widths from the last step's sizes (any width is correct: the threads
+        // stride to the device-held count).
+        let wide = |n: usize| (n as u32).div_ceil(block).clamp(1, 256);
+        let grids = [
+            ((1, nl as u32), cta),
+            ((wide(self.last.arcs), nl as u32), block),
+            ((1, nl as u32), cta),
+            ((1, 1), cta),
+            ((wide(self.last.items), nl as u32), block),
+        ];
+        let dev = self.dev.as_mut();
+        for (&k, (grid, b)) in self.kernels.iter().zip(grids) {
+            dev.launch_kernel(k, grid, b, p.bytes())?;
+        }
+        self.stats.launches += STEP_KERNELS.len() as u64;
+        Ok(Launched { errors, act })
+    }
+
+    /// Waits for a launched step and unpacks it: per lane its frame or its error, `None` for
+    /// lanes that sat it out. An overflowed lane stops it (the caller grows and replays).
+    fn collect(
+        &mut self,
+        streams: &[Stream],
+        launched: Launched,
     ) -> std::result::Result<Vec<Option<Result<FrameOut>>>, Stop> {
-        let cfg = self.dec.config().clone();
-        let num_states = self.dec.graph().num_states();
-        let block = self.block;
+        let Launched { mut errors, act } = launched;
         let lanes = self.lanes.as_ref().expect("lanes prepared");
         let caps = lanes.caps;
         let nl = caps.lanes;
+        let dev = self.dev.as_mut();
+
+        // One copy back: the header and as much of the body as the last step had (a second
+        // copy only when this one's is larger).
+        let head = HDR0 + HDR * nl;
+        let cap = LaneBufs::out_words(caps);
+        let guess = (head + self.last.body + self.last.body / 4 + 1024).min(cap);
+        let mut out = vec![0u32; guess];
+        dev.download(lanes.out, 0, as_bytes_mut(&mut out))?;
+        self.stats.readbacks += 1;
+        let (tt, tk) = (out[0] as usize, out[1] as usize);
+        let body = 4 * tt + 5 * tk;
+        if head + body > out.len() {
+            let have = out.len();
+            out.resize(head + body, 0);
+            dev.download(lanes.out, 4 * have, as_bytes_mut(&mut out[have..]))?;
+            self.stats.readbacks += 1;
+        }
+
+        // The header: overflows (replay), errors, work.
+        let hdr = |i: usize, k: usize| out[HDR0 + HDR * i + k];
+        let mut need = (0usize, 0usize, 0usize);
+        let (mut arcs, mut rounds, mut items) = (0u64, 0u64, 0usize);
+        for i in 0..nl {
+            if act[i] == 0 {
+                continue;
+            }
+            let st = hdr(i, 0);
+            if st & ST_OVERFLOW != 0 {
+                need.0 = need.0.max(hdr(i, 7) as usize);
+                need.1 = need.1.max(hdr(i, 8) as usize);
+                need.2 = need.2.max(hdr(i, 9) as usize);
+            } else if st & ST_NO_SURVIVORS != 0 {
+                errors[i] = Some(DecodeError::NoSurvivors {
+                    utt: streams[i].id.clone(),
+                    frame: (streams[i].rows_total() + 1) as usize,
+                });
+            } else if st & ST_EPS_CYCLE != 0 {
+                errors[i] = Some(DecodeError::EpsilonCycle {
+                    utt: streams[i].id.clone(),
+                    frame: streams[i].frames.len(),
+                });
+            }
+            arcs += hdr(i, 10) as u64;
+            rounds = rounds.max(hdr(i, 11) as u64);
+            items = items.max(hdr(i, 1).max(hdr(i, 2)) as usize);
+        }
+        if need != (0, 0, 0) {
+            return Err(Stop::Grow(grown(caps, need)));
+        }
+        self.last.arcs = (0..nl).map(|i| hdr(i, 10) as usize).max().unwrap_or(0);
+        self.last.items = items;
+        self.last.body = body;
+
+        // Each lane's slice of the packed arrays, lanes unpacked side by side.
+        let base = head;
+        let words = |k: usize, n: usize| &out[base + k..base + k + n];
+        let (st, co, bs, ba) = (
+            words(0, tt),
+            words(tt, tt),
+            words(2 * tt, tt),
+            words(3 * tt, tt),
+        );
+        let l0 = 4 * tt;
+        let (ls, ld, la, lg, lc) = (
+            words(l0, tk),
+            words(l0 + tk, tk),
+            words(l0 + 2 * tk, tk),
+            words(l0 + 3 * tk, tk),
+            words(l0 + 4 * tk, tk),
+        );
+        let frames: Vec<Option<Result<FrameOut>>> = errors
+            .into_par_iter()
+            .enumerate()
+            .take(streams.len())
+            .map(|(i, e)| {
+                if let Some(e) = e {
+                    return Some(Err(e));
+                }
+                if act[i] == 0 {
+                    return None;
+                }
+                let (n, o) = (hdr(i, 1) as usize, hdr(i, 5) as usize);
+                let toks = (o..o + n)
+                    .map(|j| LTok {
+                        state: st[j],
+                        lm: 0,
+                        cost: f32::from_bits(co[j]),
+                        extra: 0.0,
+                    })
+                    .collect();
+                let bps = (o..o + n)
+                    .map(|j| Bp {
+                        src: bs[j],
+                        arc: ba[j],
+                    })
+                    .collect();
+                let (n, o) = (hdr(i, 2) as usize, hdr(i, 6) as usize);
+                let links = (o..o + n)
+                    .map(|j| Link {
+                        src: ls[j],
+                        dst: ld[j],
+                        arc: la[j],
+                        graph: f32::from_bits(lg[j]),
+                        ac: f32::from_bits(lc[j]),
+                    })
+                    .collect();
+                Some(Ok(FrameOut {
+                    toks,
+                    bps,
+                    links,
+                    num_emitting: hdr(i, 3) as usize,
+                    cutoff: f32::from_bits(hdr(i, 4)),
+                }))
+            })
+            .collect();
+        let s = &mut self.stats;
+        s.frames += act.iter().filter(|&&a| a == 1).count() as u64;
+        s.steps += 1;
+        s.arcs += arcs;
+        s.rounds += rounds;
+        // This frame's tokens are the next frame's frontier: swap the buffers. Lanes that sat
+        // this frame out, or stopped, lose theirs (uploaded again when they come back).
+        let lanes = self.lanes.as_mut().expect("lanes");
+        std::mem::swap(&mut lanes.p_state, &mut lanes.c_state);
+        std::mem::swap(&mut lanes.p_cost, &mut lanes.c_cost);
+        for i in 0..nl {
+            if act[i] == 0 || hdr(i, 0) != 0 {
+                self.lane_epoch[i] = 0;
+            }
+        }
+        Ok(frames)
+    }
+
+    /// The step's per-lane inputs in one upload (active flag, frontier size, enumeration items,
+    /// expand cut), each lane's context words when they changed, and the frontiers a lane does
+    /// not hold yet. Returns the lanes' errors found here and their active flags.
+    #[allow(clippy::type_complexity)]
+    fn upload_inputs(
+        &mut self,
+        streams: &[Stream],
+        active: &[bool],
+        cont: &[bool],
+    ) -> std::result::Result<(Vec<Option<DecodeError>>, Vec<u32>), Stop> {
+        let lanes = self.lanes.as_ref().expect("lanes prepared");
+        let caps = lanes.caps;
+        let nl = caps.lanes;
+        let mut lane_in = vec![0u32; LANE_IN * nl];
+        let mut act = vec![0u32; nl];
+        let mut errors: Vec<Option<DecodeError>> = (0..nl).map(|_| None).collect();
+        // Each lane's context (its segment's; all 0 without one).
+        let mut ctx_words = vec![0u32; LANE_CTX * nl];
+        let dev = self.dev.as_mut();
+        for (i, s) in streams.iter().enumerate() {
+            if !active[i] {
+                continue;
+            }
+            match ContextPool::lane_words(self.contexts.as_ref(), s.active.as_ref()) {
+                Some(w) => ctx_words[LANE_CTX * i..LANE_CTX * (i + 1)].copy_from_slice(&w),
+                None => {
+                    errors[i] = Some(DecodeError::Gpu(format!(
+                        "utterance {}: its context graph is not in the device's pool (a context \
+                         set while the batch ran?)",
+                        s.id
+                    )));
+                    continue;
+                }
+            }
+            if cont.get(i).copied().unwrap_or(false) {
+                // The frontier and expand cut of the frame the device computed last.
+                act[i] = 1;
+                lane_in[LANE_IN * i] = 1;
+                lane_in[LANE_IN * i + 3] = 1;
+                continue;
+            }
+            let front = &s.frames.last().expect("a started segment").toks;
+            // A lane with a context enumerates its tokens twice (main-graph tokens' arcs,
+            // then context tokens'); the enumeration's scan input has arc-buffer room.
+            let items = if ctx_words[LANE_CTX * i] != 0 {
+                2 * front.len()
+            } else {
+                front.len()
+            };
+            fits(caps, Field::Tok, front.len())?;
+            fits(caps, Field::Arc, items)?;
+            act[i] = 1;
+            let e = s.expand;
+            let bins = if e.bins == u32::MAX {
+                -1.0
+            } else {
+                e.bins as f32
+            };
+            let w = &mut lane_in[LANE_IN * i..LANE_IN * (i + 1)];
+            w[..3].copy_from_slice(&[1, front.len() as u32, items as u32]);
+            for (k, v) in [e.best, e.width, bins, e.cutoff].into_iter().enumerate() {
+                w[4 + k] = v.to_bits();
+            }
+            if s.gpu_epoch == 0 || self.lane_epoch[i] != s.gpu_epoch {
+                let st: Vec<u32> = front.iter().map(|t| t.state).collect();
+                let co: Vec<f32> = front.iter().map(|t| t.cost).collect();
+                dev.upload(lanes.p_state, i * caps.tok * 4, as_bytes(&st))?;
+                dev.upload(lanes.p_cost, i * caps.tok * 4, as_bytes(&co))?;
+            }
+        }
+        const { assert!(HISTOGRAM_BINS == 256) };
+        dev.upload(lanes.lane_in, 0, as_bytes(&lane_in))?;
+        if self.lane_ctx_sent != ctx_words {
+            dev.upload(lanes.lane_ctx, 0, as_bytes(&ctx_words))?;
+            self.lane_ctx_sent = ctx_words;
+        }
+        Ok((errors, act))
+    }
+
+    /// The kernels' parameters for score row `t` of the chunk: the lanes', graph's, boosters'
+    /// and context pool's buffers, the search settings.
+    fn step_params(&self, t: usize) -> FrameParams {
+        let cfg = self.dec.config();
+        let lanes = self.lanes.as_ref().expect("lanes prepared");
         let boost = self.boost.as_ref().expect("boosters prepared");
-        let mut p = lanes.params(&self.graph, num_states);
-        p.rows = self.rows.expect("scores prepared").addr + (t * nl * self.row_cols * 4) as u64;
+        let mut p = lanes.params(&self.graph, self.dec.graph().num_states());
+        p.rows = self.row_base + (4 * t * self.row_lanes * self.row_cols) as u64;
         p.cols = self.row_cols as u32;
         p.beam = cfg.beam;
         p.scale = cfg.acoustic_scale;
+        p.lattice = cfg.lattice as u32;
+        p.max_active = cfg.max_active.min(u32::MAX as usize) as u32;
         p.boost_arcs = boost.arcs.addr;
         p.boost_off = boost.off.addr;
         p.boost_len = boost.len.addr;
@@ -100,492 +392,26 @@ impl GpuDecoder<'_> {
             p.x_next = x.next.addr;
             p.x_src = x.src.addr;
         }
-        let l = LaneView {
-            active: lanes.active,
-            n_prev: lanes.n_prev,
-            n_items: lanes.n_items,
-            lane_ctx: lanes.lane_ctx,
-            cut: lanes.cut,
-            n_exp: lanes.n_exp,
-            n_touched: lanes.n_touched,
-            n_tok: lanes.n_tok,
-            n_front: lanes.n_front,
-            n_fexp: lanes.n_fexp,
-            n_link_e: lanes.n_link_e,
-            n_link: lanes.n_link,
-            tot: lanes.tot,
-            p_state: lanes.p_state,
-            p_cost: lanes.p_cost,
-            cutoff: lanes.cutoff,
-            slot: lanes.slot,
-            first: lanes.first,
-            map: lanes.map,
-            sx: lanes.sx,
-            flags: lanes.flags,
-            eoff: lanes.eoff,
-            pos: lanes.pos,
-            out_tok_off: lanes.out_tok_off,
-            out_link_off: lanes.out_link_off,
-            o_state: lanes.o_state,
-            o_cost: lanes.o_cost,
-            o_bpsrc: lanes.o_bpsrc,
-            o_bparc: lanes.o_bparc,
-            o_lsrc: lanes.o_lsrc,
-            o_ldst: lanes.o_ldst,
-            o_larc: lanes.o_larc,
-            o_lgraph: lanes.o_lgraph,
-            o_lac: lanes.o_lac,
-        };
-        let dev = self.dev.as_mut();
-
-        // Per-lane inputs: active flags, frontier sizes, expand cuts; frontiers a lane does
-        // not hold yet.
-        let mut act = vec![0u32; nl];
-        let mut n_prev = vec![0u32; nl];
-        let mut cut = vec![0f32; 4 * nl];
-        let mut errors: Vec<Option<DecodeError>> = (0..nl).map(|_| None).collect();
-        // Each lane's context (its segment's; all 0 without one).
-        let mut ctx_words = vec![0u32; LANE_CTX * nl];
-        for (i, s) in streams.iter().enumerate() {
-            if !active[i] {
-                continue;
-            }
-            match ContextPool::lane_words(self.contexts.as_ref(), s.active.as_ref()) {
-                Some(w) => ctx_words[LANE_CTX * i..LANE_CTX * (i + 1)].copy_from_slice(&w),
-                None => {
-                    errors[i] = Some(DecodeError::Gpu(format!(
-                        "utterance {}: its context graph is not in the device's pool (a context \
-                         set while the batch ran?)",
-                        s.id
-                    )));
-                    continue;
-                }
-            }
-            let front = &s.frames.last().expect("a started segment").toks;
-            fits(caps, Field::Tok, front.len())?;
-            act[i] = 1;
-            n_prev[i] = front.len() as u32;
-            let e = s.expand;
-            cut[4 * i..4 * i + 4].copy_from_slice(&[
-                e.best,
-                e.width,
-                if e.bins == u32::MAX {
-                    -1.0
-                } else {
-                    e.bins as f32
-                },
-                e.cutoff,
-            ]);
-            if s.gpu_epoch == 0 || self.lane_epoch[i] != s.gpu_epoch {
-                let st: Vec<u32> = front.iter().map(|t| t.state).collect();
-                let co: Vec<f32> = front.iter().map(|t| t.cost).collect();
-                dev.upload(l.p_state, i * caps.tok * 4, as_bytes(&st))?;
-                dev.upload(l.p_cost, i * caps.tok * 4, as_bytes(&co))?;
-            }
-        }
-        debug_assert!(cut.iter().all(|c| !c.is_nan()) && HISTOGRAM_BINS == 256);
-        dev.upload(l.active, 0, as_bytes(&act))?;
-        dev.upload(l.n_prev, 0, as_bytes(&n_prev))?;
-        dev.upload(l.cut, 0, as_bytes(&cut))?;
-        if self.lane_ctx_sent != ctx_words {
-            dev.upload(l.lane_ctx, 0, as_bytes(&ctx_words))?;
-            self.lane_ctx_sent = ctx_words.clone();
-        }
-        let max_prev = n_prev.iter().copied().max().unwrap_or(0) as usize;
-        // The expansion's enumeration items: a lane with a context takes its tokens twice
-        // (main-graph tokens' arcs, then context tokens'); without any, the items are the
-        // tokens (`n_items` is `n_prev` itself).
-        let mut n_items = n_prev.clone();
-        for i in 0..nl {
-            if ctx_words[LANE_CTX * i] != 0 {
-                n_items[i] *= 2;
-            }
-        }
-        let max_items = max(&n_items);
-        fits(caps, Field::Arc, max_items)?;
-        if n_items != n_prev {
-            dev.upload(l.n_items, 0, as_bytes(&n_items))?;
-            p.n_items = l.n_items.addr;
-        }
-
-        let mut k = Launcher {
-            dev,
-            p,
-            block,
-            lanes: nl,
-            launches: 0,
-            readbacks: 0,
-        };
-        let mut arcs = 0u64;
-        let (eoff_stride, arc_stride) = (2 * caps.tok + 1, caps.arc + 1);
-
-        // Emitting expansion.
-        k.per_lane("init_frame")?;
-        k.items("best_expandable", max_prev)?;
-        k.per_lane("bound")?;
-        k.items("degrees_emit", max_items)?;
-        let items = if n_items != n_prev {
-            l.n_items
-        } else {
-            l.n_prev
-        };
-        k.scan(
-            l.sx,
-            caps.arc,
-            l.eoff,
-            eoff_stride,
-            items,
-            l.n_exp,
-            max_items,
-        )?;
-        let n_exp = k.counts(l.n_exp, &act)?;
-        let max_exp = max(&n_exp);
-        fits(caps, Field::Arc, max_exp)?;
-        arcs += n_exp.iter().map(|&x| x as u64).sum::<u64>();
-        k.items("expand", max_exp)?;
-        k.items("emit_min", max_exp)?;
-        k.per_lane("cutoff")?;
-        k.items("mark_emit", max_exp)?;
-        k.scan(
-            l.flags, caps.arc, l.pos, arc_stride, l.n_exp, l.n_tok, max_exp,
-        )?;
-        let mut n_tok = k.counts(l.n_tok, &act)?;
-        let n_touched = k.counts(l.n_touched, &act)?;
-        let mut deactivated = false;
-        for i in 0..nl {
-            if act[i] == 1 && n_touched[i] == 0 {
-                errors[i] = Some(DecodeError::NoSurvivors {
-                    utt: streams[i].id.clone(),
-                    frame: (streams[i].rows_total() + 1) as usize,
-                });
-                act[i] = 0;
-                n_tok[i] = 0;
-                deactivated = true;
-            }
-        }
-        if deactivated {
-            k.dev.upload(l.active, 0, as_bytes(&act))?;
-        }
-        let max_tok = max(&n_tok);
-        fits(caps, Field::Tok, max_tok)?;
-        k.items("write_emit", max_exp)?;
-        k.items("emit_bp_links", max_exp)?;
-        if cfg.lattice {
-            k.scan(
-                l.flags, caps.arc, l.pos, arc_stride, l.n_exp, l.tot, max_exp,
-            )?;
-            k.per_lane("set_link_e")?;
-            let n_link_e = k.counts(l.n_link_e, &act)?;
-            fits(caps, Field::Link, max(&n_link_e))?;
-            k.items("write_emit_links", max_exp)?;
-        }
-
-        // ε-closure in rounds.
-        k.items("tok_init", max_tok)?;
-        k.scan(l.sx, caps.arc, l.pos, arc_stride, l.n_tok, l.tot, max_tok)?;
-        k.items("write_frontier", max_tok)?;
-        k.per_lane("set_front_count")?;
-        let mut n_front = k.counts(l.n_front, &act)?;
-        let mut pops = vec![0usize; nl];
-        let mut rounds = 0u64;
-        while n_front.iter().any(|&f| f > 0) {
-            for i in 0..nl {
-                pops[i] += n_front[i] as usize;
-                if act[i] == 1 && pops[i] > 64 * n_tok[i] as usize + 100_000 {
-                    errors[i] = Some(DecodeError::EpsilonCycle {
-                        utt: streams[i].id.clone(),
-                        frame: streams[i].frames.len(),
-                    });
-                    act[i] = 0;
-                    n_front[i] = 0;
-                    k.dev.upload(l.active, 0, as_bytes(&act))?;
-                    // Its slots are left mid-closure: clear the lane's per-state arrays.
-                    let s = caps.states;
-                    k.dev.fill(l.slot, 8 * s * i, 8 * s, 0xff)?;
-                    k.dev.fill(l.first, 4 * s * i, 4 * s, 0xff)?;
-                    k.dev.fill(l.map, 4 * s * i, 4 * s, 0xff)?;
-                }
-            }
-            let max_front = max(&n_front);
-            if max_front == 0 {
-                break;
-            }
-            k.items("degrees_front", max_front)?;
-            k.scan(
-                l.sx,
-                caps.arc,
-                l.eoff,
-                eoff_stride,
-                l.n_front,
-                l.n_fexp,
-                max_front,
-            )?;
-            let n_fexp = k.counts(l.n_fexp, &act)?;
-            let max_fexp = max(&n_fexp);
-            fits(caps, Field::Arc, max_fexp)?;
-            arcs += n_fexp.iter().map(|&x| x as u64).sum::<u64>();
-            rounds += 1;
-            k.items("relax_eps", max_fexp)?;
-            k.items("mark_new", max_fexp)?;
-            k.scan(
-                l.flags, caps.arc, l.pos, arc_stride, l.n_fexp, l.tot, max_fexp,
-            )?;
-            let news = k.counts(l.tot, &act)?;
-            for i in 0..nl {
-                n_tok[i] += news[i];
-            }
-            let max_tok = max(&n_tok);
-            fits(caps, Field::Tok, max_tok)?;
-            k.items("write_new", max_fexp)?;
-            k.per_lane("add_new")?;
-            k.items("tok_update", max_tok)?;
-            k.scan(l.sx, caps.arc, l.pos, arc_stride, l.n_tok, l.tot, max_tok)?;
-            k.items("write_frontier", max_tok)?;
-            k.per_lane("set_front_count")?;
-            n_front = k.counts(l.n_front, &act)?;
-        }
-        let max_tok = max(&n_tok);
-
-        // ε links.
-        let mut n_link = vec![0u32; nl];
-        if cfg.lattice {
-            k.items("degrees_all_eps", max_tok)?;
-            k.scan(
-                l.sx,
-                caps.arc,
-                l.eoff,
-                eoff_stride,
-                l.n_tok,
-                l.n_fexp,
-                max_tok,
-            )?;
-            let n_fexp = k.counts(l.n_fexp, &act)?;
-            let max_fexp = max(&n_fexp);
-            fits(caps, Field::Arc, max_fexp)?;
-            k.items("eps_link_flags", max_fexp)?;
-            k.scan(
-                l.flags, caps.arc, l.pos, arc_stride, l.n_fexp, l.tot, max_fexp,
-            )?;
-            k.per_lane("add_eps_links")?;
-            n_link = k.counts(l.n_link, &act)?;
-            fits(caps, Field::Link, max(&n_link))?;
-            k.items("write_eps_links", max_fexp)?;
-        }
-
-        // The frame back to the host.
-        let n_link_e: Vec<u32> = if cfg.lattice {
-            k.read(l.n_link_e, nl)?
-        } else {
-            vec![0; nl]
-        };
-        let cutoffs: Vec<f32> = k.read(l.cutoff, nl)?;
-        // Every lane's tokens and links packed on the device, then one copy per array.
-        let (mut tok_off, mut link_off) = (vec![0u32; nl], vec![0u32; nl]);
-        let (mut nt, mut nk) = (0u32, 0u32);
-        for i in 0..nl {
-            if act[i] == 0 {
-                n_tok[i] = 0;
-                n_link[i] = 0;
-            }
-            tok_off[i] = nt;
-            link_off[i] = nk;
-            nt += n_tok[i];
-            nk += n_link[i];
-        }
-        k.dev.upload(l.out_tok_off, 0, as_bytes(&tok_off))?;
-        k.dev.upload(l.out_link_off, 0, as_bytes(&link_off))?;
-        k.items("gather_out", max(&n_tok).max(max(&n_link)))?;
-        let (nt, nk) = (nt as usize, nk as usize);
-        let st: Vec<u32> = k.read(l.o_state, nt)?;
-        let co: Vec<f32> = k.read(l.o_cost, nt)?;
-        let bs: Vec<u32> = k.read(l.o_bpsrc, nt)?;
-        let ba: Vec<u32> = k.read(l.o_bparc, nt)?;
-        let ls: Vec<u32> = k.read(l.o_lsrc, nk)?;
-        let ld: Vec<u32> = k.read(l.o_ldst, nk)?;
-        let la: Vec<u32> = k.read(l.o_larc, nk)?;
-        let lg: Vec<f32> = k.read(l.o_lgraph, nk)?;
-        let lc: Vec<f32> = k.read(l.o_lac, nk)?;
-        debug_assert!(ld.iter().all(|&d| d != NONE));
-        // Each lane's slice of the packed arrays, lanes unpacked side by side.
-        let out: Vec<Option<Result<FrameOut>>> = errors
-            .into_par_iter()
-            .enumerate()
-            .take(streams.len())
-            .map(|(i, e)| {
-                if let Some(e) = e {
-                    return Some(Err(e));
-                }
-                if act[i] == 0 {
-                    return None;
-                }
-                let t = tok_off[i] as usize..(tok_off[i] + n_tok[i]) as usize;
-                let toks = st[t.clone()]
-                    .iter()
-                    .zip(&co[t.clone()])
-                    .map(|(&state, &cost)| LTok {
-                        state,
-                        lm: 0,
-                        cost,
-                        extra: 0.0,
-                    })
-                    .collect();
-                let bps = bs[t.clone()]
-                    .iter()
-                    .zip(&ba[t])
-                    .map(|(&src, &arc)| Bp { src, arc })
-                    .collect();
-                let o = link_off[i] as usize;
-                let links = (o..o + n_link[i] as usize)
-                    .map(|j| Link {
-                        src: ls[j],
-                        dst: ld[j],
-                        arc: la[j],
-                        graph: lg[j],
-                        ac: lc[j],
-                    })
-                    .collect();
-                Some(Ok(FrameOut {
-                    toks,
-                    bps,
-                    links,
-                    num_emitting: n_link_e[i] as usize,
-                    cutoff: cutoffs[i],
-                }))
-            })
-            .collect();
-        k.items("reset_frame", max_tok)?;
-        let st = &mut self.stats;
-        st.frames += act.iter().filter(|&&a| a == 1).count() as u64;
-        st.steps += 1;
-        st.arcs += arcs;
-        st.rounds += rounds;
-        st.launches += k.launches;
-        st.readbacks += k.readbacks;
-        // This frame's tokens are the next frame's frontier: swap the buffers. Lanes that sat
-        // this frame out lose theirs (uploaded again when they come back).
-        let lanes = self.lanes.as_mut().expect("lanes");
-        std::mem::swap(&mut lanes.p_state, &mut lanes.c_state);
-        std::mem::swap(&mut lanes.p_cost, &mut lanes.c_cost);
-        for i in 0..nl {
-            if act[i] == 0 {
-                self.lane_epoch[i] = 0;
-            }
-        }
-        Ok(out)
+        p
     }
 }
 
-/// The buffers `try_frame` names (copied out of [`LaneBufs`] so the device can be borrowed).
-struct LaneView {
-    active: DevPtr,
-    n_prev: DevPtr,
-    n_items: DevPtr,
-    lane_ctx: DevPtr,
-    cut: DevPtr,
-    n_exp: DevPtr,
-    n_touched: DevPtr,
-    n_tok: DevPtr,
-    n_front: DevPtr,
-    n_fexp: DevPtr,
-    n_link_e: DevPtr,
-    n_link: DevPtr,
-    tot: DevPtr,
-    p_state: DevPtr,
-    p_cost: DevPtr,
-    cutoff: DevPtr,
-    slot: DevPtr,
-    first: DevPtr,
-    map: DevPtr,
-    sx: DevPtr,
-    flags: DevPtr,
-    eoff: DevPtr,
-    pos: DevPtr,
-    out_tok_off: DevPtr,
-    out_link_off: DevPtr,
-    o_state: DevPtr,
-    o_cost: DevPtr,
-    o_bpsrc: DevPtr,
-    o_bparc: DevPtr,
-    o_lsrc: DevPtr,
-    o_ldst: DevPtr,
-    o_larc: DevPtr,
-    o_lgraph: DevPtr,
-    o_lac: DevPtr,
+/// A step launched and not yet collected: the lanes' errors found before the launch, and
+/// which lanes run it.
+pub(super) struct Launched {
+    errors: Vec<Option<DecodeError>>,
+    act: Vec<u32>,
 }
 
-/// Launches kernels with the frame's parameters.
-struct Launcher<'a> {
-    dev: &'a mut dyn Device,
-    p: FrameParams,
-    block: u32,
-    lanes: usize,
-    launches: u64,
-    readbacks: u64,
-}
-
-impl Launcher<'_> {
-    /// The per-lane counts at `p`, 0 for lanes not active this frame (their device values are
-    /// left from an earlier frame).
-    fn counts(&mut self, p: DevPtr, act: &[u32]) -> ctx_cuda::Result<Vec<u32>> {
-        let mut v: Vec<u32> = self.read(p, act.len())?;
-        for (x, &a) in v.iter_mut().zip(act) {
-            if a == 0 {
-                *x = 0;
-            }
-        }
-        Ok(v)
-    }
-
-    /// Copies `n` values back (a synchronisation point on a GPU).
-    fn read<T: Pod + Default + Clone>(&mut self, p: DevPtr, n: usize) -> ctx_cuda::Result<Vec<T>> {
-        self.readbacks += 1;
-        let mut v = vec![T::default(); n];
-        self.dev.download(p, 0, as_bytes_mut(&mut v))?;
-        Ok(v)
-    }
-
-    /// A kernel with one thread per lane.
-    fn per_lane(&mut self, name: &str) -> ctx_cuda::Result<()> {
-        let gx = (self.lanes as u32).div_ceil(self.block).max(1);
-        self.launches += 1;
-        self.dev.launch(name, (gx, 1), self.block, self.p.bytes())
-    }
-
-    /// A kernel whose threads stride over up to `n` items per lane.
-    fn items(&mut self, name: &str, n: usize) -> ctx_cuda::Result<()> {
-        if n == 0 {
-            return Ok(());
-        }
-        let gx = (n as u32).div_ceil(self.block).clamp(1, 1024);
-        self.launches += 1;
-        self.dev
-            .launch(name, (gx, self.lanes as u32), self.block, self.p.bytes())
-    }
-
-    /// Exclusive scan per lane of `input` (lane stride `in_stride`) into `output` (stride
-    /// `out_stride`), over `n[lane]` items; the total into `tot[lane]`.
-    #[allow(clippy::too_many_arguments)]
-    fn scan(
-        &mut self,
-        input: DevPtr,
-        in_stride: usize,
-        output: DevPtr,
-        out_stride: usize,
-        n: DevPtr,
-        tot: DevPtr,
-        max_n: usize,
-    ) -> ctx_cuda::Result<()> {
-        self.p.scan_in = input.addr;
-        self.p.scan_in_stride = in_stride as u32;
-        self.p.scan_out = output.addr;
-        self.p.scan_out_stride = out_stride as u32;
-        self.p.scan_n = n.addr;
-        self.p.scan_tot = tot.addr;
-        let tiles = max_n.div_ceil(super::frame::SCAN_TILE);
-        self.items("scan_tiles", tiles)?;
-        self.per_lane("scan_tile_sums")?;
-        self.items("scan_apply", tiles)
-    }
+/// The sizes of the last step, which size the next step's item grids and first copy back.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct LastStep {
+    /// The most arcs one lane relaxed.
+    pub arcs: usize,
+    /// The most tokens or links one lane had.
+    pub items: usize,
+    /// Words of the packed body.
+    pub body: usize,
 }
 
 /// The buffer a lane outgrew.
@@ -593,39 +419,34 @@ impl Launcher<'_> {
 enum Field {
     Tok,
     Arc,
-    Link,
 }
 
 /// Ok when `need` items fit the `field` capacity; else stops the attempt with that capacity
 /// grown (the frame is then replayed).
 fn fits(caps: Caps, field: Field, need: usize) -> std::result::Result<(), Stop> {
-    let have = match field {
-        Field::Tok => caps.tok,
-        Field::Arc => caps.arc,
-        Field::Link => caps.link,
-    };
-    if need <= have {
-        return Ok(());
+    match field {
+        Field::Tok if need > caps.tok => Err(Stop::Grow(grown(caps, (need, 0, 0)))),
+        Field::Arc if need > caps.arc => Err(Stop::Grow(grown(caps, (0, need, 0)))),
+        _ => Ok(()),
     }
-    let n = grow(have, need);
-    Err(Stop::Grow(match field {
-        // Per-token scan inputs and outputs (frontier flags, positions) live in the arc-sized
-        // buffers: the arc capacity never falls below the token capacity.
-        Field::Tok => Caps {
-            tok: n,
-            arc: caps.arc.max(n),
-            ..caps
-        },
-        Field::Arc => Caps { arc: n, ..caps },
-        Field::Link => Caps { link: n, ..caps },
-    }))
 }
 
-fn max(v: &[u32]) -> usize {
-    v.iter().copied().max().unwrap_or(0) as usize
-}
-
-/// A capacity that holds `need`, at least twice the old one.
-fn grow(old: usize, need: usize) -> usize {
-    (2 * old).max(need + need / 2)
+/// Capacities that hold `need` (tokens, arcs, links; 0: as they are), each grown one at least
+/// doubled. Per-token scan inputs and outputs (frontier flags, positions) live in the
+/// arc-sized buffers: the arc capacity never falls below the token capacity.
+fn grown(caps: Caps, need: (usize, usize, usize)) -> Caps {
+    let g = |have: usize, need: usize| {
+        if need > have {
+            (2 * have).max(need + need / 2)
+        } else {
+            have
+        }
+    };
+    let tok = g(caps.tok, need.0);
+    Caps {
+        tok,
+        arc: g(caps.arc, need.1).max(tok),
+        link: g(caps.link, need.2),
+        ..caps
+    }
 }
