@@ -24,11 +24,12 @@ build:
 test: nvrtc-venv
 	$(CARGO) test --profile $(TEST_PROFILE) --workspace
 	@# The pipelines' shim tests again with each grid's threads reversed, shuffled, then
-	@# shuffled on two OS threads at once: a result that depends on which GPU thread runs
-	@# first, or on a race between them, fails here (ctx-cuda's shim.rs).
+	@# shuffled on two OS threads at once with 32-thread blocks (fibers meeting at each
+	@# barrier of the block-cooperative kernels): a result that depends on which GPU thread
+	@# runs first, on a race between them, or on a missing barrier fails here (ctx-cuda's shim.rs).
 	CTX_SHIM_SCHEDULE=1 $(CARGO) test --profile $(TEST_PROFILE) -q -p hclg-boost -p ctc-wfst -p ngpu-lm --test online --test ctc --test fusion
 	CTX_SHIM_SCHEDULE=24301 $(CARGO) test --profile $(TEST_PROFILE) -q -p hclg-boost -p ctc-wfst -p ngpu-lm --test online --test ctc --test fusion
-	CTX_SHIM_THREADS=2 CTX_SHIM_SCHEDULE=24301 $(CARGO) test --profile $(TEST_PROFILE) -q -p hclg-boost -p ctc-wfst -p ngpu-lm --test online --test ctc --test fusion
+	CTX_SHIM_BLOCK=32 CTX_SHIM_THREADS=2 CTX_SHIM_SCHEDULE=24301 $(CARGO) test --profile $(TEST_PROFILE) -q -p hclg-boost -p ctc-wfst -p ngpu-lm --test online --test ctc --test fusion
 
 ## NVRTC (CUDA 13, PyPI wheel, ~170 MB) in .venv-nvrtc: ctx-cuda's tests compile every kernel of
 ## kernels/ with it. Without network or Python the tests say the NVRTC check is skipped.

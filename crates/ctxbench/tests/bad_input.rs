@@ -166,8 +166,42 @@ fn npy_folder(base: &Base, d: &Path, bad: impl FnOnce(&Path)) -> PathBuf {
 
 type Case = (&'static str, Box<dyn Fn(&Base) -> (Vec<String>, Expect)>);
 
+/// The exported graph with `edit` applied, written as an OpenFst file in `d`.
+fn graph_with(base: &Base, d: &Path, edit: impl FnOnce(&mut ctx_graph::StdFst)) -> PathBuf {
+    use ctx_graph::rustfst::prelude::*;
+    let mut g = ctx_graph::StdFst::read(&base.graph).unwrap();
+    edit(&mut g);
+    let p = d.join("HCLG.fst");
+    g.write(&p).unwrap();
+    p
+}
+
 fn cases() -> Vec<Case> {
     vec![
+        // --- graphs ---
+        (
+            "a zero-cost epsilon self-loop on the start state (used to hang)",
+            Box::new(|b| {
+                use ctx_graph::rustfst::prelude::*;
+                let d = b.case_dir("zero-eps-cycle");
+                let g = graph_with(b, &d, |g| {
+                    let s = g.start().unwrap();
+                    g.add_tr(s, Tr::new(0, 0, TropicalWeight::new(0.0), s))
+                        .unwrap();
+                });
+                let mut a = b.decode(&b.ark(&d, |_| {}), &b.data, &[]);
+                let i = a.iter().position(|x| x == "--graph").unwrap();
+                a[i + 1] = g.to_str().unwrap().to_string();
+                (
+                    a,
+                    Expect::Fails(vec![
+                        b.id(0),
+                        "epsilon".into(),
+                        "zero or negative cost".into(),
+                    ]),
+                )
+            }),
+        ),
         // --- score matrices ---
         (
             "ark matrix header of 2^31 × 2^31 values",

@@ -45,8 +45,9 @@ pub enum DecodeError {
         /// Frame index.
         frame: usize,
     },
-    /// ε-input arcs of the graph form a cycle inside one frame of the lattice.
-    #[error("utterance {utt}: epsilon cycle in the lattice at frame {frame}; the graph has an epsilon-input cycle")]
+    /// ε-input arcs of the graph (with the stream's boosts) form a cycle of zero or negative
+    /// cost inside one frame: the ε-closure cannot end it, or its best paths go round it.
+    #[error("utterance {utt}: epsilon cycle in the lattice at frame {frame}; the graph has an epsilon-input cycle of zero or negative cost (with its boosts)")]
     EpsilonCycle {
         /// Utterance id.
         utt: String,

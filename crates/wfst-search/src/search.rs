@@ -472,7 +472,7 @@ impl Stream {
         self.booster = booster;
         r?;
         let prev_aux = Vec::new();
-        self.finish_frame(dec, toks, links, 0, cutoff, &prev_aux, 0);
+        self.finish_frame(dec, toks, links, 0, cutoff, &prev_aux, 0)?;
         self.dirty = false;
         Ok(())
     }
@@ -715,14 +715,13 @@ impl Stream {
         let mut toks = nt;
         self.closure(g, dec.slot(), cfg, booster, &mut toks, cutoff, &mut links)?;
         self.gpu_epoch = 0;
-        self.commit_frame(dec, toks, links, num_emitting, cutoff);
-        Ok(())
+        self.commit_frame(dec, toks, links, num_emitting, cutoff)
     }
 
     /// Appends the frame one score row made (its tokens, whose back-pointers are in `self.bp`,
     /// its links and beam cutoff): word traces, silence counts, the next expand cut, lattice
     /// pruning. Shared by the CPU step and the CUDA backend, which computes the same frame on
-    /// the device.
+    /// the device. Fails when the frame's back-pointers go round a cycle (a zero-cost ε cycle).
     pub(crate) fn commit_frame(
         &mut self,
         dec: &Decoder<'_>,
@@ -730,7 +729,7 @@ impl Stream {
         links: Vec<Link>,
         num_emitting: usize,
         cutoff: f32,
-    ) {
+    ) -> Result<()> {
         let cfg = dec.config();
         let k = self.frames.len() - 1;
         self.seg_tokens += toks.len() as u64;
@@ -744,7 +743,7 @@ impl Stream {
             cutoff,
             &prev_aux,
             (k + 1) as u32,
-        );
+        )?;
         // Without a lattice only the frontier frame is kept.
         if !cfg.lattice && self.frames.len() > 1 {
             self.frames.drain(..self.frames.len() - 1);
@@ -758,6 +757,7 @@ impl Stream {
             self.gc_traces();
         }
         self.dirty = false;
+        Ok(())
     }
 
     /// The beam after an emitting expansion: drops the tokens of `nt` above `best + beam`,
@@ -1051,6 +1051,8 @@ impl Stream {
 
     /// Stores frame `frame` (its tokens and links), computes the frontier's word traces and
     /// silence counts from the best predecessors, sets the next expand cut, clears the state map.
+    /// A zero-cost ε cycle can leave back-pointers going round it (a tie moves a token's
+    /// back-pointer to a token that leads back to it): that is an error, not an endless walk.
     #[allow(clippy::too_many_arguments)]
     fn finish_frame(
         &mut self,
@@ -1061,7 +1063,7 @@ impl Stream {
         cutoff: f32,
         prev_aux: &[Aux],
         frame: u32,
-    ) {
+    ) -> Result<()> {
         let (g, cfg) = (dec.graph(), dec.config());
         let n = toks.len();
         let labels = ArcLabels {
@@ -1077,11 +1079,14 @@ impl Stream {
             n
         ];
         let mut stack: Vec<u32> = Vec::new();
+        // Tokens on the walk's stack: meeting one again is a back-pointer cycle.
+        let mut on_stack = vec![false; n];
         for j in 0..n {
             if aux[j].sil != u32::MAX {
                 continue;
             }
             stack.push(j as u32);
+            on_stack[j] = true;
             while let Some(&u) = stack.last() {
                 let b = self.bp[u as usize];
                 let src = if b.arc == NONE {
@@ -1097,9 +1102,22 @@ impl Stream {
                     None
                 };
                 match src {
-                    None => stack.push(b.src),
+                    None if on_stack[b.src as usize] => {
+                        for t in &toks {
+                            self.map[t.state as usize] = NONE;
+                        }
+                        return Err(DecodeError::EpsilonCycle {
+                            utt: self.id.clone(),
+                            frame: frame as usize,
+                        });
+                    }
+                    None => {
+                        on_stack[b.src as usize] = true;
+                        stack.push(b.src);
+                    }
                     Some(s) => {
                         stack.pop();
+                        on_stack[u as usize] = false;
                         aux[u as usize] = if b.arc == NONE {
                             s
                         } else {
@@ -1167,6 +1185,7 @@ impl Stream {
             num_emitting,
             visited: false,
         });
+        Ok(())
     }
 
     /// Drops word traces no frontier token reaches.

@@ -574,3 +574,63 @@ fn no_final_state_falls_back_to_all_states() {
         vec![7]
     );
 }
+
+/// A zero-cost ε cycle — a self-loop of weight 0 on the start state, or two ε arcs whose
+/// weights sum to 0 — lets a tie move a token's back-pointer round the cycle; it used to walk
+/// that cycle for ever (issue 58, a hang). Both backends now name it, and a cycle of positive
+/// cost still decodes (1-best: the word lattice needs an acyclic ε graph, and says so).
+#[test]
+fn a_zero_cost_epsilon_cycle_is_an_error_not_a_hang() {
+    use ctx_cuda::shim::ShimDevice;
+    use wfst_search::GpuDecoder;
+    // 0 -a-> 1 -a-> 1 (final), with ε cycles of cost `w1 + w2` through 0 and 2 (or a self-loop).
+    let graph = |self_loop: bool, w1: f32, w2: f32| {
+        let mut f = StdFst::new();
+        for _ in 0..3 {
+            f.add_state();
+        }
+        f.set_start(0).unwrap();
+        f.add_tr(0, Tr::new(1, 1, 0.5, 1)).unwrap();
+        f.add_tr(1, Tr::new(1, 0, 0.5, 1)).unwrap();
+        f.add_tr(2, Tr::new(2, 2, 0.5, 1)).unwrap();
+        if self_loop {
+            f.add_tr(0, Tr::new(0, 0, w1, 0)).unwrap();
+        } else {
+            f.add_tr(0, Tr::new(0, 0, w1, 2)).unwrap();
+            f.add_tr(2, Tr::new(0, 0, w2, 0)).unwrap();
+        }
+        f.set_final(1, 0.0).unwrap();
+        DecodingGraph::from_fst(&f, None).unwrap()
+    };
+    let scores = ScoreMatrix::new(4, 2, vec![-1.0; 8]).unwrap();
+    for (self_loop, w1, w2, ok) in [
+        (true, 0.0, 0.0, false),
+        (false, 0.5, -0.5, false),
+        (false, 0.5, 0.25, true),
+        (true, 0.25, 0.0, true),
+    ] {
+        let g = graph(self_loop, w1, w2);
+        let cfg = DecoderConfig {
+            lattice: false,
+            ..wide()
+        };
+        let dec = Decoder::new(&g, cfg).unwrap();
+        let mut st = Stream::new("utt-cycle", Booster::None);
+        let cpu = decode_utterance(&dec, &mut st, &scores, 2, None);
+        let mut gpu = GpuDecoder::new(dec.clone(), Box::new(ShimDevice::new())).unwrap();
+        let mut streams = vec![Stream::new("utt-cycle", Booster::None)];
+        let shim = gpu
+            .decode_utterances(&mut streams, &[&scores], 2, None)
+            .remove(0);
+        let case = format!("self-loop {self_loop}, weights {w1} + {w2}");
+        if ok {
+            assert_eq!(cpu.unwrap().words(), vec![1], "{case}");
+            assert_eq!(shim.unwrap().words(), vec![1], "{case}");
+        } else {
+            for e in [cpu.unwrap_err(), shim.unwrap_err()] {
+                assert!(matches!(e, DecodeError::EpsilonCycle { .. }), "{case}: {e}");
+                assert!(e.to_string().contains("utt-cycle"), "{e}");
+            }
+        }
+    }
+}

@@ -517,7 +517,12 @@ impl<'g> GpuDecoder<'g> {
                         return Ok((frames, None));
                     }
                     let a2: Vec<bool> = (0..n)
-                        .map(|i| active[i] && matches!(frames[i], Some(Ok(_))) && t + 1 < lens[i])
+                        .map(|i| {
+                            active[i]
+                                && out[i].is_ok()
+                                && matches!(frames[i], Some(Ok(_)))
+                                && t + 1 < lens[i]
+                        })
                         .collect();
                     let l = self.launch_step(streams, &a2, &a2, t + 1)?;
                     Ok((frames, Some((a2.clone(), a2, l))))
@@ -550,6 +555,10 @@ impl<'g> GpuDecoder<'g> {
                 .enumerate()
                 .for_each(|(i, ((s, f), o))| {
                     let Some(f) = f else { return };
+                    if o.is_err() {
+                        // Failed while this frame was computed (step t + 1 runs ahead).
+                        return;
+                    }
                     let f = match f {
                         Err(e) => {
                             *o = Err(e);
@@ -559,7 +568,10 @@ impl<'g> GpuDecoder<'g> {
                     };
                     s.bp = f.bps;
                     s.fit_map(&f.toks);
-                    s.commit_frame(dec, f.toks, f.links, f.num_emitting, f.cutoff);
+                    if let Err(e) = s.commit_frame(dec, f.toks, f.links, f.num_emitting, f.cutoff) {
+                        *o = Err(e);
+                        return;
+                    }
                     s.gpu_epoch = base + i as u64 + 1;
                     let Some(ep) = endpoint else { return };
                     let (trailing, has_words) = s.trailing_facts();
