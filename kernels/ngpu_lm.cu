@@ -22,6 +22,9 @@
 //   ngpu_advance: every label of each row       -> scores[row * vocab + l], next[row * vocab + l]
 //   ngpu_sparse:  K given labels of each row    -> scores[row * k + j],     next[row * k + j]
 //   ngpu_final:   grid (blocks, 1), one thread per row -> scores[row] = final weight
+//   ngpu_walk:    grid (blocks, 1), one thread per row: the row moves to the next state of its
+//                 given label and keeps that label's score (a query walk that never leaves the
+//                 device: `ctxbench lm arrays --resident`)
 
 #ifdef CTX_SHIM
 #include "shim.h"
@@ -116,6 +119,28 @@ extern "C" __global__ void ngpu_final(const NgpuQuery p) {
   }
 }
 
+// One step of a walk over advance's outputs: per row its label this step, the state it moves
+// to and the score it picked (the host reads the picked scores once, after the last step).
+struct NgpuWalk {
+  u32* states;
+  const u32* labels;
+  const float* scores;
+  const u32* next;
+  float* picked;
+  u32 vocab;
+  u32 rows;
+};
+
+// Thread: rows r = its global x index, stepping by the grid width.
+extern "C" __global__ void ngpu_walk(const NgpuWalk p) {
+  for (u32 r = blockIdx.x * blockDim.x + threadIdx.x; r < p.rows; r += gridDim.x * blockDim.x) {
+    const unsigned long long c = (unsigned long long)r * p.vocab + p.labels[r];
+    p.picked[r] = p.scores[c];
+    p.states[r] = p.next[c];
+  }
+}
+
 CTX_EXPORT(ngpu_advance, NgpuQuery)
+CTX_EXPORT(ngpu_walk, NgpuWalk)
 CTX_EXPORT(ngpu_sparse, NgpuQuery)
 CTX_EXPORT(ngpu_final, NgpuQuery)

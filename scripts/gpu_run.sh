@@ -152,6 +152,14 @@ phase_lm() {
     done
     lim 120 "$OUT/ngpu-lm.txt" "$B/ctxbench" lm arrays --lm gpu-bundle/lm.arpa.gz --backend cpu \
         --threads 16 --batch 256 --steps 20
+    # Issue 54: the same walk with nothing copied between steps (the device's own rate, GB/s
+    # written against the card's), and the CPU's 16 threads at the same batch.
+    for bs in 256 2048; do
+        lim 120 "$OUT/ngpu-lm.txt" "$B/ctxbench" lm arrays --lm gpu-bundle/lm.arpa.gz --backend cuda \
+            --batch "$bs" --steps 50 --resident --json "$OUT/ngpu-lm-cuda-resident-b$bs.json"
+    done
+    lim 120 "$OUT/ngpu-lm.txt" "$B/ctxbench" lm arrays --lm gpu-bundle/lm.arpa.gz --backend cpu \
+        --threads 16 --batch 2048 --steps 5
 }
 
 # `run_exp SECONDS LOG EXPERIMENT [ARGS...]`: one experiment into $OUT/runs.

@@ -71,6 +71,8 @@ pub struct CudaDevice {
     ids: HashMap<String, u32>,
     /// The parameter struct of the launch being made, 8-byte aligned (reused).
     words: Vec<u64>,
+    /// Peak memory bandwidth in GB/s (None when the driver gives no clock or bus width).
+    bandwidth: Option<f64>,
     arch: &'static str,
 }
 
@@ -116,12 +118,23 @@ impl CudaDevice {
                 functions.push(f);
             }
         }
+        // SAFETY: `dev` is a valid device.
+        let bandwidth = unsafe {
+            use sys::CUdevice_attribute::*;
+            let a = |k| result::device::get_attribute(dev, k).unwrap_or(0);
+            let (khz, bits) = (
+                a(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
+                a(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH),
+            );
+            (khz > 0 && bits > 0).then(|| 2.0 * khz as f64 * 1e3 * bits as f64 / 8.0 / 1e9)
+        };
         Ok(Self {
             name,
             ctx,
             functions,
             ids,
             words: Vec::new(),
+            bandwidth,
             arch,
         })
     }
@@ -247,5 +260,9 @@ impl Device for CudaDevice {
     fn synchronize(&mut self) -> Result<()> {
         self.bind()?;
         result::ctx::synchronize().map_err(dev_err("synchronising"))
+    }
+
+    fn peak_bandwidth_gbs(&self) -> Option<f64> {
+        self.bandwidth
     }
 }

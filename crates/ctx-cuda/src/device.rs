@@ -76,6 +76,12 @@ pub trait Device: Send {
     }
     /// Waits for every launch and copy.
     fn synchronize(&mut self) -> Result<()>;
+    /// The memory's peak bandwidth in GB/s (2 × memory clock × bus width), what a
+    /// memory-bound kernel's rate is reported against; None where the device does not say
+    /// (the shim).
+    fn peak_bandwidth_gbs(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// Checks a copy against its buffer.

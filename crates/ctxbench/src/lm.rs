@@ -54,6 +54,11 @@ pub struct ArraysArgs {
     /// Write the figures as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// On a device, the walk's steps back to back with nothing copied between them (the
+    /// picked scores read once at the end): the device's own query rate, reported with the
+    /// bytes it writes per second against the card's memory bandwidth.
+    #[arg(long)]
+    pub resident: bool,
 }
 
 /// Settings of `ctxbench lm train`.
@@ -259,17 +264,32 @@ fn run_arrays(a: &ArraysArgs) -> Result<()> {
     };
     let mut batched_s = 0.0;
     let mut checksum = 0.0f64;
-    for _ in 0..a.steps {
-        let t = Instant::now();
-        match device.as_mut() {
-            Some(d) => d.advance(&states, &mut scores, &mut next)?,
-            None => pool.install(|| arr.advance(&states, &mut scores, &mut next))?,
-        }
-        batched_s += t.elapsed().as_secs_f64();
-        for (b, s) in states.iter_mut().enumerate() {
-            let l = rng.below(v);
-            checksum += scores[b * v + l] as f64;
-            *s = next[b * v + l];
+    let mut resident: Option<ngpu_lm::ResidentWalk> = None;
+    if a.resident {
+        let Some(d) = device.as_mut() else {
+            bail!("--resident: the walk stays on a device: --backend cuda, auto or shim");
+        };
+        // The same walk as below (the same labels in the same order), on the device.
+        let labels: Vec<u32> = (0..a.steps * a.batch)
+            .map(|_| rng.below(v) as u32)
+            .collect();
+        let w = d.walk_resident(&states, &labels)?;
+        batched_s = w.seconds;
+        checksum += w.picked.iter().map(|&x| x as f64).sum::<f64>();
+        resident = Some(w);
+    } else {
+        for _ in 0..a.steps {
+            let t = Instant::now();
+            match device.as_mut() {
+                Some(d) => d.advance(&states, &mut scores, &mut next)?,
+                None => pool.install(|| arr.advance(&states, &mut scores, &mut next))?,
+            }
+            batched_s += t.elapsed().as_secs_f64();
+            for (b, s) in states.iter_mut().enumerate() {
+                let l = rng.below(v);
+                checksum += scores[b * v + l] as f64;
+                *s = next[b * v + l];
+            }
         }
     }
     let batched_qps = (a.steps * a.batch * v) as f64 / batched_s.max(1e-12);
@@ -291,6 +311,20 @@ fn run_arrays(a: &ArraysArgs) -> Result<()> {
     }
     let per_token_s = t.elapsed().as_secs_f64();
     let per_token_qps = per_token_n as f64 / per_token_s.max(1e-12);
+    // Written per step: a score and a next state per cell.
+    let write_gbs = (a.steps * a.batch * v * 8) as f64 / batched_s.max(1e-12) / 1e9;
+    let peak_gbs = device.as_ref().and_then(|d| d.peak_bandwidth_gbs());
+    if let Some(w) = &resident {
+        println!(
+            "resident walk: {} launches, {} copies back; {write_gbs:.1} GB/s written{}",
+            w.launches,
+            w.readbacks,
+            peak_gbs.map_or(String::new(), |p| format!(
+                " of the card's {p:.0} GB/s ({:.0}%)",
+                100.0 * write_gbs / p
+            ))
+        );
+    }
     println!(
         "batched full-vocabulary queries on {device_name}: B {} x V {v}, {} steps, {} thread(s): {:.3} s, {:.1} M label scores/s; per-token back-off queries: {:.1} M/s; ratio {:.1}x (checksum {checksum:.3})",
         a.batch,
@@ -320,6 +354,9 @@ fn run_arrays(a: &ArraysArgs) -> Result<()> {
             "device": device_name,
             "batched_s": batched_s,
             "batched_label_scores_per_s": batched_qps,
+            "resident": a.resident,
+            "written_gb_per_s": write_gbs,
+            "device_peak_gb_per_s": peak_gbs,
             "per_token_queries_per_s": per_token_qps,
         });
         ctx_core::io::write_atomic(p, |w| {

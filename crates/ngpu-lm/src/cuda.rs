@@ -47,6 +47,48 @@ impl QueryParams {
     }
 }
 
+/// `struct NgpuWalk` of kernels/ngpu_lm.cu (five pointers, two u32: no padding).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct WalkParams {
+    states: u64,
+    labels: u64,
+    scores: u64,
+    next: u64,
+    picked: u64,
+    vocab: u32,
+    rows: u32,
+}
+
+impl WalkParams {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: repr(C), five u64 then two u32: no padding.
+        unsafe {
+            std::slice::from_raw_parts(
+                (self as *const Self).cast::<u8>(),
+                std::mem::size_of::<Self>(),
+            )
+        }
+    }
+}
+
+/// What [`DeviceLm::walk_resident`] measured: the scores each row picked (step-major: step t's
+/// rows at `t · B`), the rows' last states, and the seconds of the device loop (launches to the
+/// one copy back), with its launches and copies back.
+#[derive(Debug, Clone)]
+pub struct ResidentWalk {
+    /// The score each row picked, step-major.
+    pub picked: Vec<f32>,
+    /// The rows' states after the last step.
+    pub states: Vec<u32>,
+    /// Seconds from the first launch to the picked scores back on the host.
+    pub seconds: f64,
+    /// Kernel launches.
+    pub launches: usize,
+    /// Copies back (the picked scores, the last states).
+    pub readbacks: usize,
+}
+
 impl From<CudaError> for NgpuError {
     fn from(e: CudaError) -> Self {
         NgpuError::Device(e.to_string())
@@ -134,6 +176,11 @@ impl DeviceLm {
     /// The device's name ("cpu-shim" for the shim).
     pub fn device_name(&self) -> String {
         self.dev.name()
+    }
+
+    /// The device memory's peak bandwidth in GB/s, when the device says.
+    pub fn peak_bandwidth_gbs(&self) -> Option<f64> {
+        self.dev.peak_bandwidth_gbs()
     }
 
     fn ensure(
@@ -310,6 +357,76 @@ impl DeviceLm {
         d.upload(lp, 0, as_bytes(labels))?;
         self.launch_rows("ngpu_sparse", states.len(), k, k, false)?;
         self.fetch(scores, Some(next))
+    }
+
+    /// `labels.len() / states.len()` batched full-vocabulary queries ([`Self::advance`]) back to
+    /// back on the device, each row then moving to the next state of its label for that step
+    /// (`labels[t · B + b]`), nothing copied back between steps: the device's own query rate,
+    /// as a decoder that keeps the LM's outputs on the device (fusion's argmax there) sees it.
+    /// The picked scores and last states come back once, at the end.
+    pub fn walk_resident(&mut self, states: &[u32], labels: &[u32]) -> Result<ResidentWalk> {
+        let (b, v) = (states.len(), self.vocab);
+        check_advance(self.states, v, states, b * v, b * v)?;
+        if b == 0 || labels.is_empty() || !labels.len().is_multiple_of(b) {
+            return Err(NgpuError::Device(format!(
+                "a resident walk needs whole steps of {b} labels, got {}",
+                labels.len()
+            )));
+        }
+        if let Some(&l) = labels.iter().find(|&&l| l as usize >= v) {
+            return Err(NgpuError::Device(format!(
+                "a resident walk's label {l} is outside the vocabulary of {v}"
+            )));
+        }
+        let steps = labels.len() / b;
+        self.stage(states, b * v)?;
+        let d = self.dev.as_mut();
+        let lab = upload_new(d, labels, "the walk's labels")?;
+        let picked = d.alloc(4 * labels.len(), 0, "the walk's picked scores")?;
+        d.synchronize()?;
+        let walk = d.kernel("ngpu_walk")?;
+        let t0 = std::time::Instant::now();
+        let mut launches = 0;
+        let mut run = || -> Result<()> {
+            for t in 0..steps {
+                launches += b.div_ceil(MAX_GRID_Y) + 1;
+                self.launch_rows("ngpu_advance", b, v, 0, false)?;
+                let w = WalkParams {
+                    states: self.batch.states.expect("staged").addr,
+                    labels: lab.addr + (4 * t * b) as u64,
+                    scores: self.batch.scores.expect("staged").addr,
+                    next: self.batch.next.expect("staged").addr,
+                    picked: picked.addr + (4 * t * b) as u64,
+                    vocab: v as u32,
+                    rows: b as u32,
+                };
+                let grid = (self.blocks(b), 1);
+                self.dev.launch_kernel(walk, grid, self.block, w.bytes())?;
+            }
+            Ok(())
+        };
+        let r = run();
+        let d = self.dev.as_mut();
+        let mut out = ResidentWalk {
+            picked: vec![0f32; labels.len()],
+            states: vec![0u32; b],
+            seconds: 0.0,
+            launches,
+            readbacks: 2,
+        };
+        let r = r.and_then(|_| {
+            d.download(picked, 0, as_bytes_mut(&mut out.picked))?;
+            out.seconds = t0.elapsed().as_secs_f64();
+            d.download(
+                self.batch.states.expect("staged"),
+                0,
+                as_bytes_mut(&mut out.states),
+            )?;
+            Ok(())
+        });
+        d.free(lab);
+        d.free(picked);
+        r.map(|_| out)
     }
 
     /// [`NgramLm::final_weights`] on the device.

@@ -27,6 +27,6 @@ pub mod fusion;
 pub mod query;
 
 pub use arrays::{ArraysReport, NgramLm, MAX_CHAIN, MAX_ORDER};
-pub use cuda::DeviceLm;
+pub use cuda::{DeviceLm, ResidentWalk};
 pub use error::{NgpuError, Result};
 pub use forest::Forest;

@@ -324,3 +324,49 @@ fn a_forest_row_gives_its_trees_scores_on_the_cpu_and_on_devices() {
         .to_string();
     assert!(e.contains("share one vocabulary"), "{e}");
 }
+
+/// A walk whose steps never leave the device (`walk_resident`: advance, then each row to its
+/// label's next state) picks exactly the scores and ends in exactly the states of the same walk
+/// on the CPU, in two launches per step and two copies back in all; bad walks are errors.
+#[test]
+fn a_resident_walk_equals_the_cpu_walk() {
+    let mut rng = Rng::new(21);
+    for (i, order) in [2usize, 3, 5].into_iter().enumerate() {
+        let lm = random_lm(300 + i as u64, 12 + 2 * i, order, i % 2 == 1);
+        let (arr, _, _) = NgramLm::from_arpa_words(&lm).unwrap();
+        let v = arr.vocab_size();
+        let start = walk_states(&arr, &mut rng, 9);
+        let b = start.len();
+        let steps = 7;
+        let labels: Vec<u32> = (0..steps * b).map(|_| rng.below(v) as u32).collect();
+        // The CPU walk.
+        let (mut states, mut picked) = (start.clone(), Vec::new());
+        let (mut cs, mut cn) = (vec![0f32; b * v], vec![0u32; b * v]);
+        for t in 0..steps {
+            arr.advance(&states, &mut cs, &mut cn).unwrap();
+            for (r, s) in states.iter_mut().enumerate() {
+                let l = labels[t * b + r] as usize;
+                picked.push(cs[r * v + l]);
+                *s = cn[r * v + l];
+            }
+        }
+        for d in devices() {
+            let mut dev = DeviceLm::new(&arr, d).unwrap();
+            let w = dev.walk_resident(&start, &labels).unwrap();
+            assert_eq!(
+                bits(&w.picked),
+                bits(&picked),
+                "order {order}: picked scores"
+            );
+            assert_eq!(w.states, states, "order {order}: last states");
+            assert_eq!((w.launches, w.readbacks), (2 * steps, 2));
+            // A partial step and a label outside the vocabulary are refused.
+            let e = dev.walk_resident(&start, &labels[1..]).unwrap_err();
+            assert!(e.to_string().contains("whole steps"), "{e}");
+            let mut bad = labels.clone();
+            bad[3] = v as u32;
+            let e = dev.walk_resident(&start, &bad).unwrap_err();
+            assert!(e.to_string().contains("outside the vocabulary"), "{e}");
+        }
+    }
+}
