@@ -173,6 +173,213 @@ impl DecodingGraph {
         Ok(())
     }
 
+    /// Checks what the search needs of the weights, beyond [`Self::validate`]'s layout: every
+    /// arc weight and final cost a number that is not −∞ (+∞ is an arc never taken, a state
+    /// that is not final), and no cycle of ε-input arcs of zero or negative total cost (the
+    /// ε-closure could not end it, or its best paths would go round it). Errors name the arc,
+    /// state or cycle; `validate` should pass first.
+    ///
+    /// ```
+    /// use ctx_graph::csr::DecodingGraph;
+    /// use ctx_graph::StdFst;
+    /// use rustfst::prelude::*;
+    /// let mut f = StdFst::new();
+    /// let (a, b) = (f.add_state(), f.add_state());
+    /// f.set_start(a).unwrap();
+    /// f.add_tr(a, Tr::new(1, 1, 0.5, b)).unwrap();
+    /// f.add_tr(b, Tr::new(0, 0, 0.0, b)).unwrap(); // an ε self-loop of cost 0
+    /// f.set_final(b, 0.0).unwrap();
+    /// let g = DecodingGraph::from_fst(&f, None).unwrap();
+    /// let e = g.check_weights().unwrap_err().to_string();
+    /// assert!(e.contains("zero or negative cost") && e.contains("state 1"), "{e}");
+    /// ```
+    pub fn check_weights(&self) -> Result<()> {
+        let bad = |m: String| Err(GraphError::Invalid(m));
+        let n = self.num_states();
+        for s in 0..n {
+            for a in self.emitting(s as u32).chain(self.non_emitting(s as u32)) {
+                let w = self.weight[a];
+                if w.is_nan() || w == f32::NEG_INFINITY {
+                    return bad(format!(
+                        "arc {a} (from state {s} to state {}, input {}, output {}) has weight {w}",
+                        self.next[a], self.ilabel[a], self.olabel[a]
+                    ));
+                }
+            }
+            let f = self.final_cost[s];
+            if f.is_nan() || f == f32::NEG_INFINITY {
+                return bad(format!("state {s} has final weight {f}"));
+            }
+        }
+        if let Some(cycle) = self.nonpositive_eps_cycle() {
+            let path: Vec<String> = cycle.iter().map(|s| s.to_string()).collect();
+            return bad(format!(
+                "ε-input arcs form a cycle of zero or negative cost through state {} ({}):                  the search cannot close it",
+                cycle[0],
+                path.join(" -> ")
+            ));
+        }
+        Ok(())
+    }
+
+    /// The states of a cycle of ε-input arcs whose weights sum to zero or less (its first
+    /// state repeated at the end), if any: the ε subgraph's strongly connected components, then
+    /// in each one with a cycle Bellman–Ford for a negative cycle and, without one, a cycle of
+    /// tight arcs (reduced weight 0 under its potentials) for a zero one.
+    pub fn nonpositive_eps_cycle(&self) -> Option<Vec<u32>> {
+        let n = self.num_states();
+        // Tarjan's SCCs over the ε arcs (iterative).
+        let (mut index, mut low) = (vec![u32::MAX; n], vec![0u32; n]);
+        let (mut on, mut stack, mut comp) = (vec![false; n], Vec::new(), vec![u32::MAX; n]);
+        let (mut next_index, mut comps) = (0u32, 0u32);
+        let mut call: Vec<(u32, usize)> = Vec::new();
+        for root in 0..n as u32 {
+            if index[root as usize] != u32::MAX || self.non_emitting(root).is_empty() {
+                continue;
+            }
+            call.push((root, self.ne_offsets[root as usize] as usize));
+            index[root as usize] = next_index;
+            low[root as usize] = next_index;
+            next_index += 1;
+            stack.push(root);
+            on[root as usize] = true;
+            while let Some(&mut (v, ref mut a)) = call.last_mut() {
+                let end = self.ne_offsets[v as usize + 1] as usize;
+                if *a < end {
+                    let w = self.next[*a];
+                    *a += 1;
+                    if index[w as usize] == u32::MAX {
+                        index[w as usize] = next_index;
+                        low[w as usize] = next_index;
+                        next_index += 1;
+                        stack.push(w);
+                        on[w as usize] = true;
+                        call.push((w, self.ne_offsets[w as usize] as usize));
+                    } else if on[w as usize] {
+                        low[v as usize] = low[v as usize].min(index[w as usize]);
+                    }
+                    continue;
+                }
+                call.pop();
+                if let Some(&(p, _)) = call.last() {
+                    low[p as usize] = low[p as usize].min(low[v as usize]);
+                }
+                if low[v as usize] == index[v as usize] {
+                    while let Some(x) = stack.pop() {
+                        on[x as usize] = false;
+                        comp[x as usize] = comps;
+                        if x == v {
+                            break;
+                        }
+                    }
+                    comps += 1;
+                }
+            }
+        }
+        // Members per component, and the components that hold a cycle (an ε arc inside).
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); comps as usize];
+        for s in 0..n {
+            if comp[s] != u32::MAX {
+                members[comp[s] as usize].push(s as u32);
+            }
+        }
+        let comp = &comp;
+        let inside = move |s: u32| {
+            let c = comp[s as usize];
+            self.non_emitting(s)
+                .filter(move |&a| comp[self.next[a] as usize] == c)
+        };
+        for m in members
+            .iter()
+            .filter(|m| m.iter().any(|&s| inside(s).next().is_some()))
+        {
+            // Bellman–Ford from a virtual source at 0 to every member.
+            let mut dist: std::collections::BTreeMap<u32, f64> =
+                m.iter().map(|&s| (s, 0.0)).collect();
+            let mut pred: std::collections::BTreeMap<u32, u32> = Default::default();
+            let mut changed = true;
+            let mut rounds = 0;
+            while changed && rounds <= m.len() {
+                changed = false;
+                rounds += 1;
+                for &u in m {
+                    for a in inside(u) {
+                        let v = self.next[a];
+                        let c = dist[&u] + self.weight[a] as f64;
+                        if c < dist[&v] {
+                            dist.insert(v, c);
+                            pred.insert(v, u);
+                            changed = true;
+                        }
+                    }
+                }
+            }
+            if changed {
+                // A negative cycle: the predecessor graph has one (every cycle in it is
+                // negative); found by walking predecessors from each relaxed state.
+                for &start in pred.keys() {
+                    let mut seen: std::collections::BTreeMap<u32, usize> = Default::default();
+                    let mut path = Vec::new();
+                    let mut v = start;
+                    loop {
+                        if let Some(&i) = seen.get(&v) {
+                            let mut cycle: Vec<u32> = path[i..].to_vec();
+                            cycle.reverse();
+                            cycle.push(cycle[0]);
+                            return Some(cycle);
+                        }
+                        seen.insert(v, path.len());
+                        path.push(v);
+                        match pred.get(&v) {
+                            Some(&u) => v = u,
+                            None => break,
+                        }
+                    }
+                }
+            }
+            // A zero cycle: a cycle of tight arcs (every reduced weight is ≥ 0 now).
+            let dist = &dist;
+            let tight = move |u: u32| {
+                let du = dist[&u];
+                inside(u)
+                    .filter(move |&a| du + self.weight[a] as f64 == dist[&self.next[a]])
+                    .map(|a| self.next[a])
+            };
+            let mut colour: std::collections::BTreeMap<u32, u8> = Default::default();
+            for &r in m {
+                if colour.contains_key(&r) {
+                    continue;
+                }
+                let mut path: Vec<(u32, Vec<u32>)> = vec![(r, tight(r).collect())];
+                colour.insert(r, 1);
+                while let Some((u, nexts)) = path.last_mut() {
+                    let u = *u;
+                    match nexts.pop() {
+                        Some(w) => match colour.get(&w) {
+                            Some(1) => {
+                                let at = path.iter().position(|(x, _)| *x == w).expect("on path");
+                                let mut cycle: Vec<u32> =
+                                    path[at..].iter().map(|(x, _)| *x).collect();
+                                cycle.push(w);
+                                return Some(cycle);
+                            }
+                            Some(_) => {}
+                            None => {
+                                colour.insert(w, 1);
+                                path.push((w, tight(w).collect()));
+                            }
+                        },
+                        None => {
+                            colour.insert(u, 2);
+                            path.pop();
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
     /// Writes the graph in ctxbench's little-endian binary format (atomically).
     pub fn write(&self, path: &Path) -> Result<()> {
         let mut buf: Vec<u8> =

@@ -607,3 +607,87 @@ fn the_context_slot_is_entered_from_the_empty_history_at_its_entry_cost() {
         );
     }
 }
+
+/// `check_weights` refuses what the search cannot use — a NaN or −∞ arc weight or final
+/// weight, a cycle of ε-input arcs of zero or negative total cost (a self-loop, two arcs, a
+/// cycle inside a larger component) — naming the arc, state or cycle; and accepts positive ε
+/// cycles, +∞ arcs and the compiled graphs.
+#[test]
+fn search_weight_checks_name_what_is_wrong() {
+    // 0 -a-> 1, then ε arcs given as (from, to, weight) among states 1..=4.
+    let graph = |eps: &[(u32, u32, f32)], arc: f32, fin: f32| {
+        let mut f = StdFst::new();
+        for _ in 0..5 {
+            f.add_state();
+        }
+        f.set_start(0).unwrap();
+        f.add_tr(0, Tr::new(1, 1, arc, 1)).unwrap();
+        for &(a, b, w) in eps {
+            f.add_tr(a, Tr::new(0, 0, w, b)).unwrap();
+        }
+        f.set_final(4, fin).unwrap();
+        DecodingGraph::from_fst(&f, None).unwrap()
+    };
+    let err = |g: DecodingGraph| {
+        g.check_weights()
+            .map(|_| String::new())
+            .unwrap_or_else(|e| e.to_string())
+    };
+    // Fine: a DAG, a positive cycle, an arc at +∞.
+    assert_eq!(err(graph(&[(1, 2, 0.0), (2, 4, 0.0)], 0.5, 0.0)), "");
+    assert_eq!(
+        err(graph(&[(1, 2, 0.5), (2, 1, -0.25), (2, 4, 0.0)], 0.5, 0.0)),
+        ""
+    );
+    assert_eq!(err(graph(&[(1, 4, 0.0)], f32::INFINITY, 0.0)), "");
+    // Zero cycles: a self-loop, two arcs, three arcs beside a positive arc in the component.
+    let e = err(graph(&[(2, 2, 0.0), (1, 2, 0.0)], 0.5, 0.0));
+    assert!(
+        e.contains("zero or negative cost") && e.contains("2 -> 2"),
+        "{e}"
+    );
+    let e = err(graph(&[(1, 2, 0.5), (2, 1, -0.5)], 0.5, 0.0));
+    assert!(
+        e.contains("zero or negative cost")
+            && (e.contains("1 -> 2 -> 1") || e.contains("2 -> 1 -> 2")),
+        "{e}"
+    );
+    let e = err(graph(
+        &[(1, 2, 1.0), (2, 3, 1.0), (3, 1, -2.0), (2, 1, 5.0)],
+        0.5,
+        0.0,
+    ));
+    assert!(
+        e.contains("zero or negative cost") && e.contains("1 -> 2 -> 3 -> 1"),
+        "{e}"
+    );
+    // Negative cycles.
+    let e = err(graph(&[(1, 2, 0.5), (2, 3, -1.0), (3, 2, 0.25)], 0.5, 0.0));
+    assert!(
+        e.contains("zero or negative cost")
+            && (e.contains("2 -> 3 -> 2") || e.contains("3 -> 2 -> 3")),
+        "{e}"
+    );
+    // Weights.
+    let e = err(graph(&[], f32::NAN, 0.0));
+    assert!(
+        e.contains("arc 0") && e.contains("state 0") && e.contains("NaN"),
+        "{e}"
+    );
+    let e = err(graph(&[], f32::NEG_INFINITY, 0.0));
+    assert!(e.contains("arc 0") && e.contains("-inf"), "{e}");
+    let e = err(graph(&[], 0.5, f32::NAN));
+    assert!(
+        e.contains("state 4") && e.contains("final weight NaN"),
+        "{e}"
+    );
+    // A compiled HCLG passes.
+    let l = toy_l(true);
+    let g = toy_g(&l);
+    let hclg = DecodingGraph::from_fst(
+        &compile_hclg(&l, &g, &HmmTopology::default()).unwrap().fst,
+        None,
+    )
+    .unwrap();
+    assert_eq!(err(hclg), "");
+}

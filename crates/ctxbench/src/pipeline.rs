@@ -894,6 +894,18 @@ impl Setup {
             None
         };
         let csr = DecodingGraph::from_fst(&graph.fst, None)?;
+        // A graph from outside is checked at the door: layout, weights, ε cycles the search
+        // cannot close (issue 58), each error naming the file.
+        let gp = path(&f.graph);
+        csr.validate()
+            .and_then(|_| csr.check_weights())
+            .with_context(|| format!("graph {}", gp.display()))?;
+        if !csr.final_cost.iter().any(|c| c.is_finite()) {
+            eprintln!(
+                "warning: graph {}: no state is final, so no final state is reached: every                  hypothesis ends wherever its audio ends",
+                gp.display()
+            );
+        }
         let table = ctx_core::score_table::ScoreTable::open(&path(&f.scores))?;
         let mut missing_scores = Vec::new();
         dataset.utterances.retain(|u| {

@@ -111,6 +111,14 @@ impl Base {
         a
     }
 
+    /// `decode` of the good scores with graph `g` in place of the exported one.
+    fn decode_graph(&self, d: &Path, g: &Path) -> Vec<String> {
+        let mut a = self.decode(&self.ark(d, |_| {}), &self.data, &[]);
+        let i = a.iter().position(|x| x == "--graph").unwrap();
+        a[i + 1] = g.to_str().unwrap().to_string();
+        a
+    }
+
     /// The good scores with `edit` applied, written as a binary archive in `d`.
     fn ark(&self, d: &Path, edit: impl FnOnce(&mut Vec<(String, ScoreMatrix)>)) -> PathBuf {
         let mut e = self.scores.clone();
@@ -176,30 +184,108 @@ fn graph_with(base: &Base, d: &Path, edit: impl FnOnce(&mut ctx_graph::StdFst)) 
     p
 }
 
+/// State `s`'s arcs with weight `w(i)` for its i-th arc.
+fn reweigh(g: &mut ctx_graph::StdFst, s: u32, w: impl Fn(usize) -> f32) {
+    use ctx_graph::rustfst::prelude::*;
+    let trs = g.pop_trs(s).unwrap();
+    for (i, mut t) in trs.into_iter().enumerate() {
+        t.weight = TropicalWeight::new(w(i));
+        g.add_tr(s, t).unwrap();
+    }
+}
+
 fn cases() -> Vec<Case> {
+    use ctx_graph::rustfst::prelude::*;
     vec![
         // --- graphs ---
         (
             "a zero-cost epsilon self-loop on the start state (used to hang)",
             Box::new(|b| {
-                use ctx_graph::rustfst::prelude::*;
                 let d = b.case_dir("zero-eps-cycle");
                 let g = graph_with(b, &d, |g| {
                     let s = g.start().unwrap();
                     g.add_tr(s, Tr::new(0, 0, TropicalWeight::new(0.0), s))
                         .unwrap();
                 });
-                let mut a = b.decode(&b.ark(&d, |_| {}), &b.data, &[]);
-                let i = a.iter().position(|x| x == "--graph").unwrap();
-                a[i + 1] = g.to_str().unwrap().to_string();
                 (
-                    a,
-                    Expect::Fails(vec![
-                        b.id(0),
-                        "epsilon".into(),
-                        "zero or negative cost".into(),
-                    ]),
+                    b.decode_graph(&d, &g),
+                    Expect::Fails(strs(&["HCLG.fst", "zero or negative cost", "state"])),
                 )
+            }),
+        ),
+        (
+            "-inf weights on the start state's arcs (used to run seconds per utterance, WER 100)",
+            Box::new(|b| {
+                let d = b.case_dir("neg-inf-arcs");
+                let g = graph_with(b, &d, |g| {
+                    let s = g.start().unwrap();
+                    reweigh(g, s, |_| f32::NEG_INFINITY);
+                });
+                (
+                    b.decode_graph(&d, &g),
+                    Expect::Fails(strs(&["HCLG.fst", "from state", "weight -inf"])),
+                )
+            }),
+        ),
+        (
+            "a NaN arc weight (used to say 'no token survived', blaming the scores)",
+            Box::new(|b| {
+                let d = b.case_dir("nan-arc");
+                let g = graph_with(b, &d, |g| {
+                    let s = g.start().unwrap();
+                    reweigh(g, s, |i| if i == 0 { f32::NAN } else { 0.5 });
+                });
+                (
+                    b.decode_graph(&d, &g),
+                    Expect::Fails(strs(&["HCLG.fst", "weight NaN"])),
+                )
+            }),
+        ),
+        (
+            "a NaN final weight",
+            Box::new(|b| {
+                let d = b.case_dir("nan-final");
+                let g = graph_with(b, &d, |g| {
+                    let f = (0..g.num_states() as u32)
+                        .find(|&s| g.is_final(s).unwrap())
+                        .unwrap();
+                    g.set_final(f, f32::NAN).unwrap();
+                });
+                (
+                    b.decode_graph(&d, &g),
+                    Expect::Fails(strs(&["HCLG.fst", "final weight NaN"])),
+                )
+            }),
+        ),
+        (
+            "a graph with no final state decodes, and says so",
+            Box::new(|b| {
+                let d = b.case_dir("no-final");
+                let g = graph_with(b, &d, |g| {
+                    for s in 0..g.num_states() as u32 {
+                        g.delete_final_weight(s).unwrap();
+                    }
+                });
+                (
+                    b.decode_graph(&d, &g),
+                    Expect::Warns(strs(&["HCLG.fst", "no final state is reached"])),
+                )
+            }),
+        ),
+        (
+            "an arc to a state beyond the graph names the file",
+            Box::new(|b| {
+                let d = b.case_dir("arc-out-of-range");
+                let g = graph_with(b, &d, |g| {
+                    let s = g.start().unwrap();
+                    let n = g.num_states() as u32;
+                    let mut trs = g.pop_trs(s).unwrap();
+                    trs[0].nextstate = n + 5;
+                    for t in trs {
+                        g.add_tr(s, t).unwrap();
+                    }
+                });
+                (b.decode_graph(&d, &g), Expect::Fails(strs(&["HCLG.fst"])))
             }),
         ),
         // --- score matrices ---
