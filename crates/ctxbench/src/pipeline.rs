@@ -280,6 +280,9 @@ impl ContextBoosters {
     /// ([`ctc_wfst::ContextBoost::words_indexed`], over the graph's word-arc index, built once
     /// here and its time counted).
     pub fn words(setup: &Setup, kind: &ListKind, score: f32, beam: f32) -> Result<Self> {
+        if !score.is_finite() {
+            bail!("word_boost_score (--word-boost-score) {score}: a bonus in graph units, a finite number");
+        }
         let t = Instant::now();
         let index = wfst_search::WordArcIndex::new(&setup.csr);
         let words_of = |l: &BiasList| -> Vec<String> {
@@ -845,6 +848,18 @@ impl Setup {
         opts: &SetupOptions<'_>,
     ) -> Result<Self> {
         use ctx_data::registry::ModelKind;
+        if let Some(fs) = f.frame_shift_s.filter(|fs| !(fs.is_finite() && *fs > 0.0)) {
+            bail!(
+                "dataset {name}: frame shift {fs} (frame_shift_s, or decode's --frame-shift): \
+                 seconds per score row, a finite number above 0"
+            );
+        }
+        if let Some(a) = f.acoustic_scale.filter(|a| !(a.is_finite() && *a > 0.0)) {
+            bail!(
+                "dataset {name}: acoustic scale {a} (acoustic_scale, or decode's \
+                 --acoustic-scale): a finite number above 0"
+            );
+        }
         if opts.gboost.is_some() {
             bail!("dataset {name}: static G-boosting recompiles HCLG from G and the lexicon, which a files dataset does not have; use --gboost-mode on-the-fly");
         }

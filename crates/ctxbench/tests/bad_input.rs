@@ -111,6 +111,22 @@ impl Base {
         a
     }
 
+    /// `decode` of the exported set through its registry entry, plus `extra` flags.
+    fn decode_registry(&self, extra: &[&str]) -> Vec<String> {
+        let reg = self.dir.join("x/datasets.toml");
+        let mut a = strs(&[
+            "decode",
+            "--registry",
+            reg.to_str().unwrap(),
+            "--dataset",
+            "atco2-sim-1h-files",
+            "--methods",
+            "none",
+        ]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    }
+
     /// `decode` of the good scores with graph `g` in place of the exported one.
     fn decode_graph(&self, d: &Path, g: &Path) -> Vec<String> {
         let mut a = self.decode(&self.ark(d, |_| {}), &self.data, &[]);
@@ -286,6 +302,52 @@ fn cases() -> Vec<Case> {
                     }
                 });
                 (b.decode_graph(&d, &g), Expect::Fails(strs(&["HCLG.fst"])))
+            }),
+        ),
+        // --- numeric settings (issue 58: accepted silently, wrong figures) ---
+        (
+            "--frame-shift nan (used to give WER 138.2)",
+            Box::new(|b| {
+                let d = b.case_dir("frame-shift-nan");
+                let mut a = b.decode(&b.ark(&d, |_| {}), &b.data, &[]);
+                let i = a.iter().position(|x| x == "--frame-shift").unwrap();
+                a[i + 1] = "nan".into();
+                (
+                    a,
+                    Expect::Fails(strs(&["frame shift NaN", "--frame-shift", "above 0"])),
+                )
+            }),
+        ),
+        (
+            "--open-vocab-entry -1e30 (used to give WER 273.7)",
+            Box::new(|b| {
+                (
+                    b.decode_registry(&[
+                        "--open-vocab",
+                        "sequences",
+                        "--open-vocab-entry",
+                        "-1e30",
+                    ]),
+                    Expect::Fails(strs(&["--open-vocab-entry", "-1e30", "at most 1000"])),
+                )
+            }),
+        ),
+        (
+            "--open-vocab-weight inf",
+            Box::new(|b| {
+                (
+                    b.decode_registry(&["--open-vocab", "sequences", "--open-vocab-weight", "inf"]),
+                    Expect::Fails(strs(&["--open-vocab-weight", "inf", "finite"])),
+                )
+            }),
+        ),
+        (
+            "--word-boost-score nan (used to report 'word 49')",
+            Box::new(|b| {
+                (
+                    b.decode_registry(&["--word-boost", "sequences", "--word-boost-score", "nan"]),
+                    Expect::Fails(strs(&["--word-boost-score", "NaN", "finite"])),
+                )
             }),
         ),
         // --- score matrices ---
@@ -815,7 +877,7 @@ fn cases() -> Vec<Case> {
                         "--open-vocab-entry",
                         "nan",
                     ]),
-                    Expect::Fails(strs(&["context slot entry cost NaN is not finite"])),
+                    Expect::Fails(strs(&["--open-vocab-entry", "NaN", "finite"])),
                 )
             }),
         ),

@@ -126,10 +126,29 @@ pub(crate) fn open_vocab_of(p: &Point, weight: f64, entry: f64) -> Result<Option
             if pause.is_nan() || pause < 0.0 {
                 bail!("open_vocab_max_pause {pause}: a pause in seconds, 0 for no bound");
             }
+            let (weight, entry) = (
+                num(p, "open_vocab_weight", weight),
+                num(p, "open_vocab_entry", entry),
+            );
+            // Graph-cost units: beyond a thousand a setting decides every path alone (an entry
+            // of -1e30 made every utterance a context path, WER 273.7).
+            for (k, flag, v) in [
+                ("open_vocab_weight", "--open-vocab-weight", weight),
+                ("open_vocab_entry", "--open-vocab-entry", entry),
+            ] {
+                if !(v.is_finite() && v.abs() <= 1000.0) {
+                    let v = if v.is_finite() {
+                        format!("{:e}", v as f32)
+                    } else {
+                        v.to_string()
+                    };
+                    bail!("{k} ({flag}) {v}: a cost in graph units, finite and at most 1000 in magnitude");
+                }
+            }
             Ok(Some(OpenVocab {
                 kind: OpenList::parse(l).ok_or_else(|| anyhow!("bad open_vocab '{l}'"))?,
-                weight: num(p, "open_vocab_weight", weight) as f32,
-                entry: num(p, "open_vocab_entry", entry) as f32,
+                weight: weight as f32,
+                entry: entry as f32,
                 max_pause_s: (pause > 0.0).then_some(pause),
             }))
         }
