@@ -268,6 +268,11 @@ pub struct FilesArgs {
     /// Per-utterance entities (`utt<TAB>[CLASS] words|...`).
     #[arg(long, requires = "scores")]
     pub entities: Option<PathBuf>,
+    /// Whether insertions inside an entity count against it: `inside` (the default, as `score`
+    /// counts a Kaldi-format reference and the exported registries say) or `never` (fstalign's
+    /// rule for Earnings). One definition with `score` and `run`.
+    #[arg(long, requires = "entities")]
+    pub ne_insertions: Option<crate::score::NeInsArg>,
     /// One biasing list for every utterance (a phrase per line); also `list:global`.
     #[arg(long, requires = "scores")]
     pub bias_list: Option<PathBuf>,
@@ -314,7 +319,10 @@ impl FilesArgs {
             score_columns: self.score_columns,
             entities: s(&self.entities),
             entity_classes: Vec::new(),
-            ne_insertions_inside: false,
+            ne_insertions_inside: !matches!(
+                self.ne_insertions,
+                Some(crate::score::NeInsArg::Never)
+            ),
             bias_list: s(&self.bias_list),
             bias_utt: s(&self.bias_utt),
             bias_docs: s(&self.bias_docs),
