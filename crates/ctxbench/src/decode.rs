@@ -277,7 +277,7 @@ pub struct FilesArgs {
     #[arg(long, requires = "scores")]
     pub bias_list: Option<PathBuf>,
     /// Per-utterance biasing lists (`utt<TAB>phrase|phrase|...`).
-    #[arg(long, requires = "scores")]
+    #[arg(long, requires = "scores", conflicts_with = "bias_list")]
     pub bias_utt: Option<PathBuf>,
     /// Per-document biasing lists: a folder of <recording>.txt (recordings from `segments`).
     #[arg(long, requires = "scores")]

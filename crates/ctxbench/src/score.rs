@@ -344,6 +344,34 @@ pub fn run_score(args: &ScoreArgs) -> Result<ScoreReport> {
             refs
         }
     };
+    // Classes asked for that no entity of the reference has: NE-WER would be empty ("-")
+    // without a word of why (issue 58). Asked on the command line, a mistake: refused.
+    if let (Some(asked), Some(_)) = (&ne_classes, &args.ne_classes) {
+        let present: BTreeSet<&str> = refs
+            .iter()
+            .flat_map(|r| r.entities.iter().map(|e| e.class.as_str()))
+            .collect();
+        let absent: Vec<&str> = asked
+            .iter()
+            .map(String::as_str)
+            .filter(|c| !present.contains(c))
+            .collect();
+        let classes = if present.is_empty() {
+            "none: no entities".to_string()
+        } else {
+            present.iter().copied().collect::<Vec<_>>().join(", ")
+        };
+        let msg = format!(
+            "--ne-classes: {} in no entity of {} (its classes: {classes})",
+            absent.join(", "),
+            args.reference.display()
+        );
+        if absent.len() == asked.len() {
+            bail!("{msg}: NE-WER would be empty");
+        } else if !absent.is_empty() {
+            warnings.push(msg);
+        }
+    }
     let hyps = load_hyps(&args.hyp, norm)
         .with_context(|| format!("reading hypotheses {}", args.hyp.display()))?;
     let ref_ids: HashSet<&str> = refs.iter().map(|r| r.id.as_str()).collect();

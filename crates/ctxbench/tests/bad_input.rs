@@ -18,6 +18,8 @@ enum Expect {
     Warns(Vec<String>),
     /// Exit 0, none of the needles in stderr.
     Clean(Vec<String>),
+    /// A usage error (clap's exit 2), every needle in stderr.
+    Usage(Vec<String>),
 }
 
 /// The good inputs every case starts from.
@@ -347,6 +349,71 @@ fn cases() -> Vec<Case> {
                 (
                     b.decode_registry(&["--word-boost", "sequences", "--word-boost-score", "nan"]),
                     Expect::Fails(strs(&["--word-boost-score", "NaN", "finite"])),
+                )
+            }),
+        ),
+        (
+            "--bias-list with --bias-utt (the first used to be ignored)",
+            Box::new(|b| {
+                let d = b.case_dir("bias-both");
+                let l = d.join("list.txt");
+                std::fs::write(&l, "lufthansa\n").unwrap();
+                let u = d.join("utt.tsv");
+                std::fs::write(&u, format!("{}\tlufthansa\n", b.id(0))).unwrap();
+                (
+                    b.decode(
+                        &b.ark(&d, |_| {}),
+                        &b.data,
+                        &[
+                            "--bias-list",
+                            l.to_str().unwrap(),
+                            "--bias-utt",
+                            u.to_str().unwrap(),
+                        ],
+                    ),
+                    Expect::Usage(strs(&["--bias-utt", "--bias-list", "cannot be used with"])),
+                )
+            }),
+        ),
+        (
+            "score --ne-classes naming a class no entity has",
+            Box::new(|b| {
+                let x = b.dir.join("x");
+                let (t, e) = (x.join("data/text"), x.join("entities.txt"));
+                (
+                    strs(&[
+                        "score",
+                        "--ref",
+                        t.to_str().unwrap(),
+                        "--hyp",
+                        t.to_str().unwrap(),
+                        "--entities",
+                        e.to_str().unwrap(),
+                        "--ne-classes",
+                        "NOSUCH",
+                    ]),
+                    Expect::Fails(strs(&[
+                        "--ne-classes",
+                        "NOSUCH",
+                        "CALLSIGN",
+                        "NE-WER would be empty",
+                    ])),
+                )
+            }),
+        ),
+        (
+            "a duplicate utt2dur line",
+            Box::new(|b| {
+                let d = b.case_dir("dup-utt2dur");
+                let data = b.data_copy(&d);
+                let p = data.join("utt2dur");
+                let mut t = std::fs::read_to_string(&p).unwrap();
+                let first = t.lines().next().unwrap().to_string();
+                t.push_str(&format!("{first}\n"));
+                std::fs::write(&p, t).unwrap();
+                (
+                    b.decode(&b.ark(&d, |_| {}), &data, &[]),
+                    Expect::Fails(strs(&["utt2dur", "duplicate line for", "first on line 1"])),
                 )
             }),
         ),
@@ -1034,6 +1101,13 @@ fn every_bad_input_is_refused_or_warned_about_never_a_panic() {
                 }),
             Expect::Warns(n) => (code != Some(0))
                 .then(|| format!("exit {code:?}, expected 0"))
+                .or_else(|| {
+                    n.iter()
+                        .find(|x| !err.contains(x.as_str()))
+                        .map(|x| format!("no '{x}'"))
+                }),
+            Expect::Usage(n) => (code != Some(2))
+                .then(|| format!("exit {code:?}, expected 2"))
                 .or_else(|| {
                     n.iter()
                         .find(|x| !err.contains(x.as_str()))

@@ -86,6 +86,19 @@ fn read_pairs(path: &Path, min_fields: usize) -> Result<Vec<(usize, Vec<String>)
     Ok(out)
 }
 
+/// Refuses a key a table already had: `key` on line `line` of `path`, first on the line
+/// `seen` remembers.
+fn once(seen: &mut HashMap<String, usize>, path: &Path, line: usize, key: &str) -> Result<()> {
+    match seen.insert(key.to_string(), line) {
+        Some(first) => Err(CoreError::parse(
+            path,
+            line,
+            format!("a duplicate line for {key} (first on line {first})"),
+        )),
+        None => Ok(()),
+    }
+}
+
 fn parse_secs(path: &Path, line: usize, s: &str) -> Result<f64> {
     s.parse::<f64>()
         .ok()
@@ -138,11 +151,15 @@ impl KaldiDataDir {
             }
         }
         if let Some(p) = file("utt2dur") {
+            let mut seen = HashMap::new();
             for (line, f) in read_pairs(&p, 2)? {
+                once(&mut seen, &p, line, &f[0])?;
                 durations.insert(f[0].clone(), parse_secs(&p, line, &f[1])?);
             }
         } else if let Some(p) = file("segments") {
+            let mut seen = HashMap::new();
             for (line, f) in read_pairs(&p, 4)? {
+                once(&mut seen, &p, line, &f[0])?;
                 let (s, e) = (parse_secs(&p, line, &f[2])?, parse_secs(&p, line, &f[3])?);
                 if e < s {
                     return Err(CoreError::parse(
@@ -167,7 +184,9 @@ impl KaldiDataDir {
         }
         let mut speakers: HashMap<String, String> = HashMap::new();
         if let Some(p) = file("utt2spk") {
-            for (_, f) in read_pairs(&p, 2)? {
+            let mut seen = HashMap::new();
+            for (line, f) in read_pairs(&p, 2)? {
+                once(&mut seen, &p, line, &f[0])?;
                 speakers.insert(f[0].clone(), f[1].clone());
             }
         }
@@ -201,6 +220,32 @@ impl KaldiDataDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_duplicate_line_is_called_a_duplicate() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("text"), "u1 hello\nu2 world\n").unwrap();
+        for (file, body) in [
+            ("utt2dur", "u1 1.0\nu2 2.0\nu1 3.0\n"),
+            ("segments", "u1 r 0 1\nu2 r 1 2\nu1 r 2 3\n"),
+            ("utt2spk", "u1 a\nu2 b\nu1 c\n"),
+        ] {
+            std::fs::write(d.join(file), body).unwrap();
+            if file == "utt2spk" {
+                std::fs::write(d.join("segments"), "u1 r 0 1\nu2 r 1 2\n").unwrap();
+            }
+            let e = KaldiDataDir::read(d).unwrap_err().to_string();
+            assert!(
+                e.contains(file)
+                    && e.contains(":3:")
+                    && e.contains("duplicate line for u1")
+                    && e.contains("first on line 1"),
+                "{file}: {e}"
+            );
+            std::fs::remove_file(d.join(file)).unwrap();
+        }
+    }
 
     #[test]
     fn durations_from_utt2dur_segments_and_wav_headers() {
