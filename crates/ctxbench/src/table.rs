@@ -3,7 +3,7 @@
 
 use crate::experiment::{Experiment, Overrides};
 use crate::results::Points;
-use anyhow::Result;
+use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -175,8 +175,8 @@ pub fn grid(exp: &Experiment, pts: &Points) -> Result<Grid> {
             last_section = Some(section.clone());
         }
         let mut cells = Vec::new();
-        for (value, _) in &groups {
-            let i = (0..pts.rows.len()).find(|&i| {
+        for (value, glabel) in &groups {
+            let mut at = (0..pts.rows.len()).filter(|&i| {
                 row_key(i).1 == *label
                     && pts.text(i, "section").unwrap_or("") == section
                     && spec
@@ -184,6 +184,27 @@ pub fn grid(exp: &Experiment, pts: &Points) -> Result<Grid> {
                         .as_ref()
                         .is_none_or(|g| pts.text(i, g).unwrap_or("") == value)
             });
+            let i = at.next();
+            if let Some(j) = at.next() {
+                // Two points for one cell: one would vanish from the table (issue 58).
+                bail!(
+                    "{}: two points for one table cell — row '{label}'{}{} (points.csv rows {} \
+                     and {}): give the [[rows]] distinct labels",
+                    exp.id,
+                    if section.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", section '{section}'")
+                    },
+                    if glabel.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", column block '{glabel}'")
+                    },
+                    i.expect("a first point") + 1,
+                    j + 1
+                );
+            }
             for m in measures {
                 cells.push(
                     i.and_then(|i| pts.num(i, m))
@@ -225,14 +246,16 @@ pub fn grid(exp: &Experiment, pts: &Points) -> Result<Grid> {
 
 /// The grid as a Markdown table.
 pub fn markdown(g: &Grid) -> String {
-    let mut head = vec![g.corner.clone()];
+    // A `|` inside a cell would end it (issue 58: a row label with one broke the table).
+    let md = |t: &str| t.replace('|', "\\|");
+    let mut head = vec![md(&g.corner)];
     for (label, ms) in &g.blocks {
         for (j, m) in ms.iter().enumerate() {
             let name = measure_name(m);
             head.push(if j == 0 && !label.is_empty() {
-                format!("{label} {name}")
+                md(&format!("{label} {name}"))
             } else {
-                name.to_string()
+                md(name)
             });
         }
     }
@@ -241,10 +264,10 @@ pub fn markdown(g: &Grid) -> String {
     for line in &g.body {
         match line {
             Line::Section(t) => {
-                s.push_str(&format!("| **{t}** |{}\n", " |".repeat(width - 1)));
+                s.push_str(&format!("| **{}** |{}\n", md(t), " |".repeat(width - 1)));
             }
             Line::Row(label, cells) => {
-                s.push_str(&format!("| {label} | {} |\n", cells.join(" | ")));
+                s.push_str(&format!("| {} | {} |\n", md(label), cells.join(" | ")));
             }
         }
     }
@@ -464,6 +487,31 @@ wer = 9.5
         let row =
             |s: &str, c: &[&str]| Line::Row(s.into(), c.iter().map(|x| x.to_string()).collect());
         assert_eq!(g.body[3], row("*paper*", &["-", "-", "9.5", "-"]));
+    }
+
+    #[test]
+    fn two_points_for_one_cell_are_refused_and_pipes_are_escaped() {
+        let (d, exp, _) = setup("columns");
+        // Two points with row 'lat' in block A (two [[rows]] sharing a label): one would vanish.
+        let csv = "row,section,dataset,wer,rtfx\nbase,S,a,10.0,1\nlat,S,a,9.0,2\nlat,S,a,8.0,3\n";
+        std::fs::write(d.path().join("points.csv"), csv).unwrap();
+        let e = grid(&exp, &Points::read(d.path()).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("row 'lat'") && e.contains("block 'A'") && e.contains("rows 2 and 3"),
+            "{e}"
+        );
+        let g = Grid {
+            corner: "Row".into(),
+            blocks: vec![(String::new(), vec!["wer".into()])],
+            body: vec![Line::Row("a | b".into(), vec!["1.0".into()])],
+        };
+        assert!(
+            markdown(&g).contains("| a \\| b | 1.0 |"),
+            "{}",
+            markdown(&g)
+        );
     }
 
     #[test]
