@@ -637,6 +637,20 @@ extern "C" __global__ void expand(const Frame p) {
 // ---------------------------------------------------------------------------------------------
 // frame_finish: one block per lane (grid (1, lanes)): the rest of the frame, phase by phase.
 
+// The next closure round's frontier: the lane's tokens flagged in sx (ntok of them), at their
+// ranks, with their current costs (the snapshot the round relaxes from). Returns its size.
+__device__ u32 write_frontier(const Frame& p, u32 l, u32 ntok, const u32* sx, u32* pos) {
+  const u32 nf = cta_scan(sx, pos, ntok);
+  CTA_LOOP(i, ntok) {
+    if (!sx[i]) continue;
+    u32 f = pos[i];
+    p.fr_tok[(u64)l * p.tok_cap + f] = i;
+    p.fr_cost[(u64)l * p.tok_cap + f] = p.c_cost[(u64)l * p.tok_cap + i];
+  }
+  __syncthreads();
+  return nf;
+}
+
 // The emitting half. No touched state: the lane has no survivors (an error the host reports).
 // Else the cutoff is the best emitting cost + beam; a touched state within it flags its first
 // discovery, one outside has its slot cleared (the CPU drops the token); the flags' scan
@@ -734,14 +748,7 @@ __device__ bool finish_emitting(const Frame& p, u32 l, u32& ntok, u32& nf) {
     p.c_bparc[t] = key_idx(key);
     sx[i] = eps_degree(p, l, d) > 0;
   }
-  nf = cta_scan(sx, pos, ntok);
-  CTA_LOOP(i, ntok) {
-    if (!sx[i]) continue;
-    u32 f = pos[i];
-    p.fr_tok[(u64)l * p.tok_cap + f] = i;
-    p.fr_cost[(u64)l * p.tok_cap + f] = p.c_cost[(u64)l * p.tok_cap + i];
-  }
-  __syncthreads();
+  nf = write_frontier(p, l, ntok, sx, pos);
   return true;
 }
 
@@ -824,15 +831,7 @@ __device__ u32 closure_round(const Frame& p, u32 l, u32& ntok, u32 nf, float cut
     }
     sx[i] = improved && eps_degree(p, l, d) > 0;
   }
-  const u32 next = cta_scan(sx, pos, ntok);
-  CTA_LOOP(i, ntok) {
-    if (!sx[i]) continue;
-    u32 f = pos[i];
-    p.fr_tok[(u64)l * p.tok_cap + f] = i;
-    p.fr_cost[(u64)l * p.tok_cap + f] = p.c_cost[(u64)l * p.tok_cap + i];
-  }
-  __syncthreads();
-  return next;
+  return write_frontier(p, l, ntok, sx, pos);
 }
 
 // The lane's ε links: every token's ε arcs enumerated; an arc within the cutoff from the

@@ -62,32 +62,37 @@ fn decode_run_and_score_give_the_same_ne_wer() {
     let silence = field("silence_columns")
         .trim_matches(['[', ']'])
         .replace(' ', "");
-    run(&[
-        "decode",
-        "--scores",
-        &p(&field("scores")),
-        "--graph",
-        &p(&field("graph")),
-        "--words",
-        &p(&field("words")),
-        "--data",
-        &p(&field("data")),
-        "--frame-shift",
-        &field("frame_shift_s"),
-        "--acoustic-scale",
-        &field("acoustic_scale"),
-        "--silence-columns",
-        &silence,
-        "--entities",
-        &p(&field("entities")),
-        "--methods",
-        "none",
+    let flags = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = vec![
+            "decode".into(),
+            "--scores".into(),
+            p(&field("scores")),
+            "--graph".into(),
+            p(&field("graph")),
+            "--words".into(),
+            p(&field("words")),
+            "--data".into(),
+            p(&field("data")),
+            "--frame-shift".into(),
+            field("frame_shift_s"),
+            "--acoustic-scale".into(),
+            field("acoustic_scale"),
+            "--silence-columns".into(),
+            silence.clone(),
+            "--entities".into(),
+            p(&field("entities")),
+            "--methods".into(),
+            "none".into(),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    run(&flags(&[
         "--hyp-dir",
         &dir("h2"),
         "--points-out",
         &dir("p2.csv"),
-    ]
-    .map(String::from));
+    ]));
     // `score` on the first decode's hypotheses.
     let j = tmp.path().join("score.json");
     run(&[
@@ -104,15 +109,15 @@ fn decode_run_and_score_give_the_same_ne_wer() {
     .map(String::from));
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
-    let (reg, flags) = (tmp.path().join("p1.csv"), tmp.path().join("p2.csv"));
+    let (reg, flagged) = (tmp.path().join("p1.csv"), tmp.path().join("p2.csv"));
     let ne = [
         csv_col(&reg, "ne_wer"),
-        csv_col(&flags, "ne_wer"),
+        csv_col(&flagged, "ne_wer"),
         json["ne_wer"].as_f64().unwrap(),
     ];
     let wer = [
         csv_col(&reg, "wer"),
-        csv_col(&flags, "wer"),
+        csv_col(&flagged, "wer"),
         json["wer"].as_f64().unwrap(),
     ];
     assert!(ne[0] > 0.0, "no entity errors to compare: {ne:?}");
@@ -144,32 +149,12 @@ fn decode_run_and_score_give_the_same_ne_wer() {
     .map(String::from));
     let never: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
-    run(&[
-        "decode",
-        "--scores",
-        &p(&field("scores")),
-        "--graph",
-        &p(&field("graph")),
-        "--words",
-        &p(&field("words")),
-        "--data",
-        &p(&field("data")),
-        "--frame-shift",
-        &field("frame_shift_s"),
-        "--acoustic-scale",
-        &field("acoustic_scale"),
-        "--silence-columns",
-        &silence,
-        "--entities",
-        &p(&field("entities")),
+    run(&flags(&[
         "--ne-insertions",
         "never",
-        "--methods",
-        "none",
         "--points-out",
         &dir("p3.csv"),
-    ]
-    .map(String::from));
+    ]));
     let n = never["ne_wer"].as_f64().unwrap();
     assert!(
         n < ne[0],
