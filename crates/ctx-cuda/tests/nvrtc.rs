@@ -8,6 +8,16 @@ fn nvrtc_or_skip() -> bool {
     if nvrtc::available() {
         return true;
     }
+    // The Makefile's install succeeded (it leaves .venv-nvrtc/.ok): NVRTC must load, or CI's
+    // only kernel compile check would pass as skipped (issue 58).
+    let installed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv-nvrtc/.ok");
+    assert!(
+        !installed.exists(),
+        "make nvrtc-venv installed NVRTC ({}) but it cannot be loaded from {:?}: the kernel \
+         compile check cannot run",
+        installed.display(),
+        nvrtc::wheel_dirs()
+    );
     eprintln!(
         "SKIPPED: NVRTC not found (system library path, $CTX_NVRTC_LIB_DIR, .venv-nvrtc: {:?}); \
          `make nvrtc-venv` installs it from PyPI",
