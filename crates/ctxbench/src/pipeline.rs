@@ -1075,6 +1075,18 @@ impl Setup {
                         u.id
                     );
                 }
+                // Silence labels are columns + 1 (issue 58: a column beyond the width was
+                // accepted, and endpointing never saw silence).
+                if let Some(&c) = self.silence.iter().find(|&&l| l as usize > m.cols()) {
+                    bail!(
+                        "{}: utterance {}: silence column {} (silence_columns / \
+                         --silence-columns) is beyond its {} score columns",
+                        table.path().display(),
+                        u.id,
+                        c - 1,
+                        m.cols()
+                    );
+                }
                 // Scores so large that path costs lose f32 precision (all paths tie and the
                 // lattice explodes: flat scores of 1e6 took minutes per utterance) are shifted
                 // per frame to a maximum of 0, which changes no path's rank.

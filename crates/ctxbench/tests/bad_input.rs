@@ -417,6 +417,32 @@ fn cases() -> Vec<Case> {
                 )
             }),
         ),
+        (
+            "a silence column beyond the scores' width (used to be accepted)",
+            Box::new(|b| {
+                let d = b.case_dir("silence-beyond");
+                let mut a = b.decode(&b.ark(&d, |_| {}), &b.data, &[]);
+                let i = a.iter().position(|x| x == "--silence-columns").unwrap();
+                a[i + 1] = "9999".into();
+                (
+                    a,
+                    Expect::Fails(vec![
+                        b.id(0),
+                        "silence column 9999".into(),
+                        "--silence-columns".into(),
+                    ]),
+                )
+            }),
+        ),
+        (
+            "--limit 0 names the limit",
+            Box::new(|b| {
+                (
+                    b.decode_registry(&["--limit", "0"]),
+                    Expect::Fails(strs(&["limit 0", "--limit", "at least 1"])),
+                )
+            }),
+        ),
         // --- score matrices ---
         (
             "ark matrix header of 2^31 × 2^31 values",

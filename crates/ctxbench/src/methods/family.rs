@@ -335,15 +335,25 @@ pub(crate) fn load_setup<'s>(
         *setup = None; // free the previous graph before building the next
         let name = s(first, "dataset");
         let mut st = Setup::load(cx.reg, &name, opts)?;
-        if let Some(n) = first.settings.get("limit").and_then(Value::as_f64) {
-            st.dataset.utterances.truncate(n as usize);
-        }
-        if st.dataset.utterances.is_empty() {
-            bail!("dataset {name} has no utterances to decode");
-        }
+        apply_limit(first, &name, &mut st.dataset.utterances)?;
         *setup = Some((key, st));
     }
     Ok(&setup.as_ref().expect("just loaded").1)
+}
+
+/// A point's `limit` (the first N utterances; N at least 1, named when it is not) applied to
+/// dataset `name`'s utterances; none left is an error.
+pub(crate) fn apply_limit<T>(first: &Point, name: &str, utts: &mut Vec<T>) -> Result<()> {
+    if let Some(n) = first.settings.get("limit").and_then(Value::as_f64) {
+        if !(n.is_finite() && n >= 1.0) {
+            bail!("limit {n} (--limit): the first N utterances of {name}, N at least 1");
+        }
+        utts.truncate(n as usize);
+    }
+    if utts.is_empty() {
+        bail!("dataset {name} has no utterances to decode");
+    }
+    Ok(())
 }
 
 /// The decoder settings every family reads (beams, chunking, endpointing, threads, backend).

@@ -598,12 +598,7 @@ fn setup(cx: &GroupContext<'_>, first: &Point) -> Result<Arc<E2eSetup>> {
     let name = s(first, "dataset");
     let mut dataset = Dataset::load(cx.reg, &name, subset_of(first))
         .with_context(|| format!("loading dataset {name}"))?;
-    if let Some(n) = first.settings.get("limit").and_then(Value::as_f64) {
-        dataset.utterances.truncate(n as usize);
-    }
-    if dataset.utterances.is_empty() {
-        bail!("dataset {name} has no utterances to decode");
-    }
+    super::family::apply_limit(first, &name, &mut dataset.utterances)?;
     let kind = E2eKind::parse(&s(first, "model"))
         .ok_or_else(|| anyhow!("model '{}' (ctc, rnnt, tdt or aed)", s(first, "model")))?;
     let base = name.trim_end_matches("-quick");
