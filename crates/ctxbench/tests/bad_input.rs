@@ -443,6 +443,19 @@ fn cases() -> Vec<Case> {
                 )
             }),
         ),
+        (
+            "an empty --open-vocab file: (used to decode unbiased, labelled open-vocab)",
+            Box::new(|b| {
+                let d = b.case_dir("open-vocab-empty");
+                let f = d.join("phrases.txt");
+                std::fs::write(&f, "\n\n").unwrap();
+                let arg = format!("file:{}", f.display());
+                (
+                    b.decode_registry(&["--open-vocab", &arg]),
+                    Expect::Fails(strs(&["phrases.txt", "holds no phrase"])),
+                )
+            }),
+        ),
         // --- score matrices ---
         (
             "ark matrix header of 2^31 × 2^31 values",

@@ -179,7 +179,7 @@ pub(crate) fn open_file_key(p: &Point) -> String {
 }
 
 /// Checks that an open-vocabulary `file:PATH` list reads (its errors name the file and line)
-/// before anything runs.
+/// and holds a phrase, before anything runs.
 pub(crate) fn check_open_file(p: &Point) -> Result<()> {
     if let Some(Some(OpenList::File(path))) = p
         .settings
@@ -187,8 +187,16 @@ pub(crate) fn check_open_file(p: &Point) -> Result<()> {
         .and_then(Value::as_str)
         .map(OpenList::parse)
     {
-        ctx_core::context_list::ContextList::read(&path, 1.0, true)
+        let l = ctx_core::context_list::ContextList::read(&path, 1.0, true)
             .with_context(|| format!("open_vocab 'file:{}'", path.display()))?;
+        // An empty list would decode unbiased under an open-vocabulary label (issue 58), as
+        // an empty --bias-list is refused.
+        if l.is_empty() {
+            bail!(
+                "open_vocab 'file:{}': the file holds no phrase",
+                path.display()
+            );
+        }
     }
     Ok(())
 }
