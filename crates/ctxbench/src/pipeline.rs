@@ -952,6 +952,25 @@ impl Setup {
             }
             eprintln!("warning: {msg}; they are not decoded");
         }
+        // Per-utterance lists that leave utterances out: those decode unbiased, which a figure
+        // of a biased row should not hide (issue 58).
+        if let Some(b) = &f.bias_utt {
+            let unlisted: Vec<&str> = dataset
+                .utterances
+                .iter()
+                .filter(|u| !dataset.lists.contains_key(&u.id))
+                .map(|u| u.id.as_str())
+                .collect();
+            if !unlisted.is_empty() {
+                eprintln!(
+                    "warning: {} utterance(s) of {}/text have no list in {b} (first: {}): \
+                     they decode unbiased in every biased row",
+                    unlisted.len(),
+                    f.data,
+                    unlisted[0]
+                );
+            }
+        }
         if !missing_scores.is_empty() {
             let msg = format!(
                 "{} utterance(s) of {}/text have no scores in {} (first: {})",

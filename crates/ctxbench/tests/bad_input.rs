@@ -456,6 +456,26 @@ fn cases() -> Vec<Case> {
                 )
             }),
         ),
+        (
+            "a --bias-utt file missing an utterance (used to say nothing)",
+            Box::new(|b| {
+                let d = b.case_dir("bias-utt-missing");
+                let u = d.join("utt.tsv");
+                std::fs::write(&u, format!("{}\tlufthansa\n", b.id(0))).unwrap();
+                (
+                    b.decode(
+                        &b.ark(&d, |_| {}),
+                        &b.data,
+                        &["--bias-utt", u.to_str().unwrap()],
+                    ),
+                    Expect::Warns(vec![
+                        "have no list in".into(),
+                        b.id(1),
+                        "decode unbiased".into(),
+                    ]),
+                )
+            }),
+        ),
         // --- score matrices ---
         (
             "ark matrix header of 2^31 × 2^31 values",
