@@ -274,7 +274,9 @@ inline void ctx_shim_run_block(void (*body)(const void*), const void* params, co
 // which runs the (block, thread) pairs `first`, `first + stride`, ... of the grid's schedule
 // (ctx_shim_visit; 0: blocks x fastest, then y, and in each block its threads in order): the
 // whole grid with (0, 1), or one OS thread's share when several run the launch together.
-#define CTX_EXPORT(name, P)                                                                 \
+// The opening both exports share: the C entry point's signature, the parameter struct copied
+// in, the grid's dimensions and the kernel's name set.
+#define CTX_SHIM_ENTRY(name, P)                                                             \
   extern "C" void ctx_shim_##name(unsigned gx, unsigned gy, unsigned bx, const void* params, \
                                   unsigned long long schedule, unsigned long long first,    \
                                   unsigned long long stride) {                              \
@@ -282,7 +284,10 @@ inline void ctx_shim_run_block(void (*body)(const void*), const void* params, co
     std::memcpy(&p, params, sizeof(P));                                                     \
     gridDim = dim3{gx, gy, 1};                                                              \
     blockDim = dim3{bx, 1, 1};                                                              \
-    ctx_shim_kernel = #name;                                                                \
+    ctx_shim_kernel = #name;
+
+#define CTX_EXPORT(name, P)                                                                 \
+  CTX_SHIM_ENTRY(name, P)                                                                   \
     unsigned long long n = (unsigned long long)gx * gy * bx;                                \
     for (unsigned long long i = first; i < n; i += stride) {                                \
       unsigned long long k = ctx_shim_visit(i, n, schedule);                                \
@@ -296,14 +301,7 @@ inline void ctx_shim_run_block(void (*body)(const void*), const void* params, co
 // `first + stride`, ... of the grid's schedule, each run by ctx_shim_run_block.
 #define CTX_EXPORT_BLOCK(name, P)                                                           \
   static void ctx_shim_body_##name(const void* params) { name(*(const P*)params); }         \
-  extern "C" void ctx_shim_##name(unsigned gx, unsigned gy, unsigned bx, const void* params, \
-                                  unsigned long long schedule, unsigned long long first,    \
-                                  unsigned long long stride) {                              \
-    P p;                                                                                    \
-    std::memcpy(&p, params, sizeof(P));                                                     \
-    gridDim = dim3{gx, gy, 1};                                                              \
-    blockDim = dim3{bx, 1, 1};                                                              \
-    ctx_shim_kernel = #name;                                                                \
+  CTX_SHIM_ENTRY(name, P)                                                                   \
     unsigned long long n = (unsigned long long)gx * gy;                                     \
     for (unsigned long long i = first; i < n; i += stride) {                                \
       unsigned long long k = ctx_shim_visit(i, n, schedule);                                \

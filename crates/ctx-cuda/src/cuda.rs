@@ -2,7 +2,7 @@
 //! without a driver gets [`CudaError::NoDriver`], never a panic). The kernels are compiled by
 //! NVRTC once per process for the device's compute capability.
 
-use crate::device::{check_range, DevPtr, Device, KernelId};
+use crate::device::{check_range, DevPtr, Device, KernelId, KernelTable};
 use crate::error::{CudaError, Result};
 use cudarc::driver::{result, sys};
 use std::collections::HashMap;
@@ -66,9 +66,8 @@ fn compiled(arch: &'static str) -> Result<Vec<(&'static str, String)>> {
 pub struct CudaDevice {
     name: String,
     ctx: sys::CUcontext,
-    /// Every kernel: its function, by [`KernelId`]; and its id by name.
-    functions: Vec<sys::CUfunction>,
-    ids: HashMap<String, u32>,
+    /// Every kernel's function, by [`KernelId`] and by name.
+    kernels: KernelTable<sys::CUfunction>,
     /// The parameter struct of the launch being made, 8-byte aligned (reused).
     words: Vec<u64>,
     /// Peak memory bandwidth in GB/s (None when the driver gives no clock or bus width).
@@ -98,7 +97,6 @@ impl CudaDevice {
         unsafe { result::ctx::set_current(ctx) }.map_err(dev_err("binding the context"))?;
         let arch = crate::nvrtc::arch_name(major, minor);
         let mut functions = Vec::new();
-        let mut ids = HashMap::new();
         for (file, ptx) in compiled(arch)? {
             let image = CString::new(ptx).expect("PTX has no NUL byte");
             // SAFETY: a NUL-terminated PTX image.
@@ -114,8 +112,7 @@ impl CudaDevice {
                 // SAFETY: `module` was just loaded.
                 let f = unsafe { result::module::get_function(module, c) }
                     .map_err(dev_err(&format!("finding kernel {k} in kernels/{file}")))?;
-                ids.insert(k.to_string(), functions.len() as u32);
-                functions.push(f);
+                functions.push((k.to_string(), f));
             }
         }
         // SAFETY: `dev` is a valid device.
@@ -131,8 +128,7 @@ impl CudaDevice {
         Ok(Self {
             name,
             ctx,
-            functions,
-            ids,
+            kernels: KernelTable::new(functions),
             words: Vec::new(),
             bandwidth,
             arch,
@@ -213,10 +209,7 @@ impl Device for CudaDevice {
     }
 
     fn kernel(&self, name: &str) -> Result<KernelId> {
-        self.ids
-            .get(name)
-            .map(|&i| KernelId(i))
-            .ok_or_else(|| CudaError::UnknownKernel(name.to_string()))
+        self.kernels.id(name)
     }
 
     fn launch_kernel(
@@ -226,10 +219,7 @@ impl Device for CudaDevice {
         block: u32,
         params: &[u8],
     ) -> Result<()> {
-        let f = *self
-            .functions
-            .get(k.0 as usize)
-            .ok_or_else(|| CudaError::UnknownKernel(format!("#{}", k.0)))?;
+        let (name, f) = self.kernels.get(k)?;
         self.bind()?;
         // The parameter struct, 8-byte aligned; the driver copies it at launch.
         self.words.clear();
@@ -247,14 +237,7 @@ impl Device for CudaDevice {
                 &mut args,
             )
         }
-        .map_err(|e| {
-            let name = self
-                .ids
-                .iter()
-                .find(|(_, &i)| i == k.0)
-                .map(|(n, _)| n.as_str());
-            dev_err(&format!("launching {}", name.unwrap_or("a kernel")))(e)
-        })
+        .map_err(dev_err(&format!("launching {name}")))
     }
 
     fn synchronize(&mut self) -> Result<()> {

@@ -17,6 +17,43 @@ pub struct DevPtr {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KernelId(pub u32);
 
+/// A device's kernels: each entry point by [`KernelId`] (the order they were added), and its id
+/// by name — the one lookup both devices share.
+#[derive(Debug)]
+pub(crate) struct KernelTable<F> {
+    entries: Vec<(String, F)>,
+    ids: std::collections::HashMap<String, u32>,
+}
+
+impl<F: Copy> KernelTable<F> {
+    /// A table of `(name, entry point)` pairs.
+    pub(crate) fn new(kernels: impl IntoIterator<Item = (String, F)>) -> Self {
+        let entries: Vec<(String, F)> = kernels.into_iter().collect();
+        let ids = entries
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (n.clone(), i as u32))
+            .collect();
+        Self { entries, ids }
+    }
+
+    /// The id of kernel `name`.
+    pub(crate) fn id(&self, name: &str) -> Result<KernelId> {
+        self.ids
+            .get(name)
+            .map(|&i| KernelId(i))
+            .ok_or_else(|| crate::CudaError::UnknownKernel(name.to_string()))
+    }
+
+    /// Kernel `k`'s name and entry point.
+    pub(crate) fn get(&self, k: KernelId) -> Result<(&str, F)> {
+        self.entries
+            .get(k.0 as usize)
+            .map(|(n, f)| (n.as_str(), *f))
+            .ok_or_else(|| crate::CudaError::UnknownKernel(format!("#{}", k.0)))
+    }
+}
+
 /// Plain data that may be copied to and from a device byte for byte.
 ///
 /// # Safety

@@ -10,7 +10,7 @@
 //! memory that another thread of the same launch writes can then change the result, as a race
 //! does on a GPU.
 
-use crate::device::{check_range, DevPtr, Device, KernelId};
+use crate::device::{check_range, DevPtr, Device, KernelId, KernelTable};
 use crate::error::{CudaError, Result};
 use std::collections::HashMap;
 
@@ -23,9 +23,8 @@ include!(concat!(env!("OUT_DIR"), "/shim_table.rs"));
 pub struct ShimDevice {
     /// Allocations by address (u64 words: 8-byte aligned, as device allocations are).
     mem: HashMap<u64, Vec<u64>>,
-    /// Every kernel's entry point by [`KernelId`] (the order of `SHIM_KERNELS`).
-    kernels: Vec<ShimFn>,
-    ids: HashMap<&'static str, u32>,
+    /// Every kernel's entry point, by [`KernelId`] (the order of `SHIM_KERNELS`) and by name.
+    kernels: KernelTable<ShimFn>,
     /// Device memory to emulate (None: as much as the host has).
     limit: Option<usize>,
     used: usize,
@@ -66,12 +65,7 @@ impl ShimDevice {
             *THREADS.get_or_init(|| env_number("CTX_SHIM_THREADS", "OS threads per launch", 1));
         Self {
             mem: HashMap::new(),
-            kernels: SHIM_KERNELS.iter().map(|k| k.1).collect(),
-            ids: SHIM_KERNELS
-                .iter()
-                .enumerate()
-                .map(|(i, k)| (k.0, i as u32))
-                .collect(),
+            kernels: KernelTable::new(SHIM_KERNELS.iter().map(|&(n, f)| (n.to_string(), f))),
             limit: None,
             used: 0,
             schedule,
@@ -183,10 +177,7 @@ impl Device for ShimDevice {
     }
 
     fn kernel(&self, name: &str) -> Result<KernelId> {
-        self.ids
-            .get(name)
-            .map(|&i| KernelId(i))
-            .ok_or_else(|| CudaError::UnknownKernel(name.to_string()))
+        self.kernels.id(name)
     }
 
     fn launch_kernel(
@@ -196,10 +187,7 @@ impl Device for ShimDevice {
         block: u32,
         params: &[u8],
     ) -> Result<()> {
-        let f = *self
-            .kernels
-            .get(k.0 as usize)
-            .ok_or_else(|| CudaError::UnknownKernel(format!("#{}", k.0)))?;
+        let (_, f) = self.kernels.get(k)?;
         let (gx, gy, schedule, threads) = (grid.0, grid.1, self.schedule, self.threads as u64);
         // SAFETY: `params` is the kernel's parameter struct (the caller's contract, as for a
         // GPU launch) and every address in it is a live allocation of this device; the OS

@@ -95,20 +95,25 @@ fn decode_run_and_score_give_the_same_ne_wer() {
     ]));
     // `score` on the first decode's hypotheses.
     let j = tmp.path().join("score.json");
-    run(&[
-        "score",
-        "--ref",
-        &p("data/text"),
-        "--hyp",
-        &format!("{}/none.txt", dir("h1")),
-        "--entities",
-        &p(&field("entities")),
-        "--json",
-        j.to_str().unwrap(),
-    ]
-    .map(String::from));
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    let score = |extra: &[&str]| -> serde_json::Value {
+        let mut a: Vec<String> = [
+            "score",
+            "--ref",
+            &p("data/text"),
+            "--hyp",
+            &format!("{}/none.txt", dir("h1")),
+            "--entities",
+            &p(&field("entities")),
+            "--json",
+            j.to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        run(&a);
+        serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap()
+    };
+    let json = score(&[]);
     let (reg, flagged) = (tmp.path().join("p1.csv"), tmp.path().join("p2.csv"));
     let ne = [
         csv_col(&reg, "ne_wer"),
@@ -133,22 +138,7 @@ fn decode_run_and_score_give_the_same_ne_wer() {
         );
     }
     // And `never` is one flag away on both doors.
-    run(&[
-        "score",
-        "--ref",
-        &p("data/text"),
-        "--hyp",
-        &format!("{}/none.txt", dir("h1")),
-        "--entities",
-        &p(&field("entities")),
-        "--ne-insertions",
-        "never",
-        "--json",
-        j.to_str().unwrap(),
-    ]
-    .map(String::from));
-    let never: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    let never = score(&["--ne-insertions", "never"]);
     run(&flags(&[
         "--ne-insertions",
         "never",

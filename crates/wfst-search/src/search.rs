@@ -1079,14 +1079,15 @@ impl Stream {
             n
         ];
         let mut stack: Vec<u32> = Vec::new();
-        // Tokens on the walk's stack: meeting one again is a back-pointer cycle.
-        let mut on_stack = vec![false; n];
+        // A token's `sil` is u32::MAX until computed, ON_STACK while the walk's stack holds it:
+        // meeting such a token again is a back-pointer cycle.
+        const ON_STACK: u32 = u32::MAX - 1;
         for j in 0..n {
             if aux[j].sil != u32::MAX {
                 continue;
             }
             stack.push(j as u32);
-            on_stack[j] = true;
+            aux[j].sil = ON_STACK;
             while let Some(&u) = stack.last() {
                 let b = self.bp[u as usize];
                 let src = if b.arc == NONE {
@@ -1096,13 +1097,13 @@ impl Stream {
                     })
                 } else if labels.is_emitting(b.arc) {
                     Some(prev_aux[b.src as usize])
-                } else if aux[b.src as usize].sil != u32::MAX {
+                } else if aux[b.src as usize].sil < ON_STACK {
                     Some(aux[b.src as usize])
                 } else {
                     None
                 };
                 match src {
-                    None if on_stack[b.src as usize] => {
+                    None if aux[b.src as usize].sil == ON_STACK => {
                         for t in &toks {
                             self.map[t.state as usize] = NONE;
                         }
@@ -1112,12 +1113,11 @@ impl Stream {
                         });
                     }
                     None => {
-                        on_stack[b.src as usize] = true;
+                        aux[b.src as usize].sil = ON_STACK;
                         stack.push(b.src);
                     }
                     Some(s) => {
                         stack.pop();
-                        on_stack[u as usize] = false;
                         aux[u as usize] = if b.arc == NONE {
                             s
                         } else {
