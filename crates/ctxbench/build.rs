@@ -1,7 +1,7 @@
 //! Computes `CTXBENCH_SOURCE_HASH`: an FNV-1a hash of every source file that can change a
 //! figure of `ctxbench run` — every workspace crate `ctxbench` depends on, directly or not
 //! (read from the Cargo manifests, so a new crate is hashed the day it becomes a dependency),
-//! the runner's own figure-deciding modules (`pipeline.rs`, `audio.rs`, `methods/`), the kernels and
+//! the runner's own figure-deciding modules (`pipeline/`, `audio.rs`, `methods/`), the kernels and
 //! Cargo.lock. Results are keyed by it, so a code change reruns the points while re-rendering
 //! tables does not. `CTXBENCH_HASHED_CRATES` lists the crates hashed (a test holds it against
 //! `cargo metadata`).
@@ -100,14 +100,13 @@ fn main() {
         files(&dir.join("src"), &mut list);
         list.push(dir.join("Cargo.toml"));
     }
-    for f in ["src/pipeline.rs", "src/audio.rs", "Cargo.toml"] {
+    for f in ["src/audio.rs", "Cargo.toml"] {
         list.push(here.join(f));
     }
-    println!(
-        "cargo:rerun-if-changed={}",
-        here.join("src/methods").display()
-    );
-    files(&here.join("src/methods"), &mut list);
+    for dir in ["src/methods", "src/pipeline"] {
+        println!("cargo:rerun-if-changed={}", here.join(dir).display());
+        files(&here.join(dir), &mut list);
+    }
     println!("cargo:rerun-if-changed={}", root.join("kernels").display());
     files(&root.join("kernels"), &mut list);
     list.push(root.join("Cargo.lock"));

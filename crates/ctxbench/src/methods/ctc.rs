@@ -4,6 +4,8 @@
 //! boosting (multi-word phrases, a bonus per matched word, kept by a broken-off prefix). Methods: `ctc-wfst`,
 //! `ctc-wfst+word-boosting`, `ctc-wfst+phrase-boosting` and both.
 
+use super::components;
+use super::components::word_boost::ContextBoosters;
 use super::family::{
     accuracy_measures, base_measures, check_global_lists, check_targets, context_words,
     decode_settings, excess_repeats, key_of, load_setup, num, open_file_key, open_vocab_of, record,
@@ -12,7 +14,7 @@ use super::family::{
     SETUP_KEYS, WORD_BOOST, WORD_BOOST_SCORE,
 };
 use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
-use crate::pipeline::{self, ContextBoosters, ListKind, OpenList, Setup, SetupOptions};
+use crate::pipeline::{self, ListKind, OpenList, Setup, SetupOptions};
 use crate::results::PointRecord;
 use anyhow::{anyhow, bail, Result};
 use ctx_data::dataset::Dataset;
@@ -323,7 +325,7 @@ fn streaming(
     settings: &pipeline::DecodeSettings,
     streams: usize,
     booster: &(dyn Fn(usize) -> Booster + Sync),
-    open: Option<&pipeline::OpenContexts>,
+    open: Option<&components::open_vocab::OpenContexts>,
 ) -> Result<Vec<PointRecord>> {
     let first = &cx.points[group[0]];
     let blank = st.ctc_blank.ok_or_else(|| anyhow!("not a CTC model"))?;

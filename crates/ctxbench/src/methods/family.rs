@@ -2,6 +2,7 @@
 //! run reads, and the helpers the families build their points from (settings, setup loading,
 //! decoder settings, measures, records).
 
+use super::components;
 use crate::experiment::{spec, Point, SettingSpec, Type, Value};
 pub use crate::experiment::{Component, FamilySpec};
 use crate::pipeline::{
@@ -110,9 +111,19 @@ pub(crate) struct OpenVocab {
 
 impl OpenVocab {
     /// Compiles every utterance's context (and negative weights' main-path costs) for `st`
-    /// ([`pipeline::open_contexts`]).
-    pub fn compile(&self, st: &Setup, settings: &DecodeSettings) -> Result<pipeline::OpenContexts> {
-        pipeline::open_contexts(st, &self.kind, self.weight, self.max_pause_s, settings)
+    /// ([`components::open_vocab::open_contexts`]).
+    pub fn compile(
+        &self,
+        st: &Setup,
+        settings: &DecodeSettings,
+    ) -> Result<components::open_vocab::OpenContexts> {
+        components::open_vocab::open_contexts(
+            st,
+            &self.kind,
+            self.weight,
+            self.max_pause_s,
+            settings,
+        )
     }
 }
 

@@ -18,6 +18,7 @@
 //! the HCLG's HMMs), followed through the graph's class slot: the words it writes need not be
 //! in the graph, and are written as the list spells them.
 
+use super::components;
 use super::family::{
     accuracy_measures, check_global_lists, check_targets, context_words, decode_settings,
     graph_bytes, key_of, load_setup, num, open_file_key, open_vocab_of, record, s, subset_of,
@@ -424,7 +425,11 @@ impl<'g> Contexts<'g> {
     /// One context per distinct list of the point's kind (an utterance's, a document's, a
     /// global one) and open-vocabulary graph (`open`, per utterance); the wrong context of
     /// utterance i is the one of utterance i + n/2.
-    fn build(st: &'g Setup, p: &Point, open: Option<&pipeline::OpenContexts>) -> Result<Self> {
+    fn build(
+        st: &'g Setup,
+        p: &Point,
+        open: Option<&components::open_vocab::OpenContexts>,
+    ) -> Result<Self> {
         let mut registry = ContextRegistry::new(
             &st.csr,
             &st.graph.symbols.words,

@@ -13,6 +13,7 @@
 //! - [`ngpu`]: simulated end-to-end models (CTC, RNN-T, TDT, AED) decoded greedily or by beam
 //!   search, with NGPU-LM shallow fusion (004).
 
+pub mod components;
 pub mod ctc;
 pub mod family;
 pub mod hclg;

@@ -8,6 +8,7 @@
 //! lattice-biased 1-best) and counts the shared decode plus its own rescoring in RTFx, as a run
 //! of that method alone would.
 
+use super::components;
 use super::family::{
     base_measures, check_open_file, check_targets, context_words, decode_settings, key_of,
     load_setup, num, open_file_key, open_vocab_of, record, s, subset_of, Component, Family,
@@ -474,23 +475,23 @@ fn setup_options<'a>(p: &Point, cache: &'a Path) -> Result<SetupOptions<'a>> {
 }
 
 /// The per-utterance boosters of a point with on-the-fly G-boosting (see
-/// [`pipeline::otf_boosters`]); `None` for other points.
+/// [`components::gboost::otf_boosters`]); `None` for other points.
 fn otf_boosters(
     reg: &Registry,
     p: &Point,
     st: &Setup,
     threads: usize,
-) -> Result<Option<pipeline::OtfBoosters>> {
+) -> Result<Option<components::gboost::OtfBoosters>> {
     if st.otf.is_none() {
         return Ok(None);
     }
-    let req = pipeline::OtfRequest {
+    let req = components::gboost::OtfRequest {
         list: s(p, "gboost_list"),
         exact: s(p, "gboost_mode") == "on-the-fly-lm",
         discount: num(p, "gboost_discount", -2.0) as f32,
         per_utterance: s(p, "gboost_scope") == "utterance",
     };
-    pipeline::otf_boosters(reg, &s(p, "dataset"), st, subset_of(p), &req, threads)
+    components::gboost::otf_boosters(reg, &s(p, "dataset"), st, subset_of(p), &req, threads)
 }
 
 /// What each list a group decodes with kept, for a single decode's reader.
@@ -498,9 +499,9 @@ fn report_lists(
     cx: &GroupContext<'_>,
     p: &Point,
     st: &Setup,
-    otf: Option<&pipeline::OtfBoosters>,
-    words: Option<&pipeline::ContextBoosters>,
-    arcs: Option<&pipeline::ArcBoosters>,
+    otf: Option<&components::gboost::OtfBoosters>,
+    words: Option<&components::word_boost::ContextBoosters>,
+    arcs: Option<&components::arc_boost::ArcBoosters>,
 ) {
     if let Some(r) = &st.gboost {
         cx.report(|| {
@@ -550,21 +551,29 @@ fn report_lists(
 }
 
 /// The per-utterance word boosters of a point with word boosting; `None` for other points.
-fn word_boosters(p: &Point, st: &Setup, beam: f32) -> Result<Option<pipeline::ContextBoosters>> {
+fn word_boosters(
+    p: &Point,
+    st: &Setup,
+    beam: f32,
+) -> Result<Option<components::word_boost::ContextBoosters>> {
     let Some(l) = p.settings.get("word_boost") else {
         return Ok(None);
     };
     let kind = ListKind::parse(&l.to_string()).ok_or_else(|| anyhow!("bad word_boost '{l}'"))?;
     let score = num(p, "word_boost_score", 3.0) as f32;
-    pipeline::ContextBoosters::words(st, &kind, score, beam).map(Some)
+    components::word_boost::ContextBoosters::words(st, &kind, score, beam).map(Some)
 }
 
 /// The per-utterance arc boosters of a point with arc-boosting; `None` for other points.
-fn arc_boosters(p: &Point, st: &Setup, threads: usize) -> Result<Option<pipeline::ArcBoosters>> {
+fn arc_boosters(
+    p: &Point,
+    st: &Setup,
+    threads: usize,
+) -> Result<Option<components::arc_boost::ArcBoosters>> {
     let Some(l) = p.settings.get("arcs_list") else {
         return Ok(None);
     };
     let kind = ListKind::parse(&l.to_string()).ok_or_else(|| anyhow!("bad arcs_list '{l}'"))?;
     let discount = num(p, "arcs_discount", -2.0) as f32;
-    pipeline::ArcBoosters::new(st, &kind, discount, threads).map(Some)
+    components::arc_boost::ArcBoosters::new(st, &kind, discount, threads).map(Some)
 }

@@ -9,10 +9,12 @@
 //! `points.csv` rows. Flags are named like the settings they set (`--arcs-list` =
 //! `arcs_list`); `--method` and `--set KEY=VALUE` reach every family and setting.
 
+mod report;
+
 use crate::data::registry;
 use crate::experiment::{Overrides, Point, Value};
 use crate::methods::{catalog, family_of, GroupContext, OutputSink, SetupCache};
-use crate::pipeline::{self, DecodeRun, ListKind, Output, Setup};
+use crate::pipeline::{DecodeRun, ListKind, Output, Setup};
 use crate::results::{self, PointRecord};
 use crate::run::PlannedPoints;
 use anyhow::{anyhow, bail, Context, Result};
@@ -352,7 +354,7 @@ pub const FILES_DATASET: &str = "files";
 /// (or "No biasing"); a 1-best biased during the search says how, arc boosting with 000's
 /// "partial hypotheses" row of its list.
 fn default_row(output: &str, l: &Lists) -> String {
-    let table1 = crate::pipeline::table1_row;
+    let table1 = report::table1_row;
     if output != "none" {
         return table1(output).to_string();
     }
@@ -745,7 +747,7 @@ impl DecodeRequest {
         self.files.finish()?;
         let st = setup.as_ref().map(|(_, s)| s);
         let realism = match st {
-            Some(s) => pipeline::ctc_realism(s)?,
+            Some(s) => report::ctc_realism(s)?,
             None => None,
         };
         print_figures(
@@ -814,7 +816,7 @@ fn print_figures(
     records: &[PointRecord],
     outputs: &[String],
     st: Option<&Setup>,
-    realism: Option<&pipeline::CtcRealism>,
+    realism: Option<&report::CtcRealism>,
 ) {
     let m = |i: usize, k: &str| records[i].measures.get(k).copied();
     if let Some(st) = st {

@@ -1,0 +1,96 @@
+//! Arc boosting (000 §4.2, Algorithm 1): the HCLG arcs that spell each utterance's phrases,
+//! discounted during the search.
+
+use crate::pipeline::lists::{list_of, ListKind};
+use crate::pipeline::setup::Setup;
+use anyhow::{bail, Result};
+use ctx_core::bias::BiasList;
+use ctx_graph::phrase_arcs::PhraseArcFinder;
+use lattice_rescorer::{PhraseIds, PhraseReport};
+use rayon::prelude::*;
+use std::time::Instant;
+use wfst_search::{ArcSetBooster, Booster};
+
+/// Arc-index boosting (000 §4.2): per utterance, the arcs of the decoding graph that Algorithm 1
+/// finds for the utterance's list ([`ctx_graph::phrase_arcs`]), discounted during the search.
+#[derive(Debug, Clone)]
+pub struct ArcBoosters {
+    /// Per utterance, in dataset order.
+    pub boosters: Vec<Booster>,
+    /// The lists' phrases kept and dropped (a word outside the vocabulary), summed over
+    /// utterances.
+    pub report: PhraseReport,
+    /// Boosted arcs, summed over utterances.
+    pub arcs: usize,
+    /// Seconds spent finding the arcs and building the boosters: the lists arrive with their
+    /// utterances, so this time counts in RTFx.
+    pub build_s: f64,
+}
+
+impl ArcBoosters {
+    /// Finds the arcs of every utterance's list of `kind` in `setup`'s graph, one search per
+    /// distinct list, in parallel on `threads`.
+    pub fn new(setup: &Setup, kind: &ListKind, discount: f32, threads: usize) -> Result<Self> {
+        if let ListKind::Global(name) = kind {
+            if !setup.dataset.global_lists.contains_key(name) {
+                bail!("dataset {} has no global list '{name}'", setup.dataset.name);
+            }
+        }
+        let t = Instant::now();
+        let lists: Vec<BiasList> = setup
+            .dataset
+            .utterances
+            .iter()
+            .map(|u| list_of(setup, u, kind))
+            .collect();
+        let mut distinct: Vec<&Vec<Vec<String>>> = lists.iter().map(|l| &l.phrases).collect();
+        distinct.sort();
+        distinct.dedup();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .build()?;
+        let ids: Vec<PhraseIds> = pool.install(|| {
+            distinct
+                .par_iter()
+                .map(|phrases| {
+                    let list = BiasList {
+                        phrases: (*phrases).clone(),
+                    };
+                    PhraseIds::new(&list, &setup.graph.symbols.words)
+                })
+                .collect()
+        });
+        // One search of every distinct prefix of every list (consecutive radar lists share
+        // most phrases), then each list's union of its prefixes' arcs, in parallel.
+        let phrases: Vec<&[Vec<u32>]> = ids.iter().map(|i| i.phrases.as_slice()).collect();
+        let found = PhraseArcFinder::new(&setup.csr).find_lists(&phrases);
+        let built: Vec<(Booster, PhraseReport, usize)> = pool.install(|| {
+            (0..ids.len())
+                .into_par_iter()
+                .map(|i| {
+                    let arcs = found.list(i).arcs;
+                    let n = arcs.len();
+                    let b = ArcSetBooster::new(&setup.csr, arcs, discount)?;
+                    Ok((Booster::ArcSet(b), ids[i].report, n))
+                })
+                .collect::<Result<_>>()
+        })?;
+        let mut out = Self {
+            boosters: Vec::with_capacity(lists.len()),
+            report: PhraseReport::default(),
+            arcs: 0,
+            build_s: 0.0,
+        };
+        for l in &lists {
+            let i = distinct
+                .binary_search(&&l.phrases)
+                .expect("every list is among the distinct ones");
+            let (b, r, n) = &built[i];
+            out.boosters.push(b.clone());
+            out.report.add(r);
+            out.arcs += n;
+        }
+        out.build_s = t.elapsed().as_secs_f64();
+        Ok(out)
+    }
+}

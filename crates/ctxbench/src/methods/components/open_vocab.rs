@@ -1,0 +1,167 @@
+//! Open-vocabulary contexts (issue 42): each utterance's list compiled at run time over the
+//! graph's input units and entered through the graph's class slot.
+
+use crate::pipeline::lists::{list_of, ListKind, OpenList};
+use crate::pipeline::search::DecodeSettings;
+use crate::pipeline::setup::{Acoustic, Setup};
+use anyhow::{bail, Result};
+use ctx_core::context_list::ContextList;
+use ctx_data::bpe::Bpe;
+use ctx_data::pronounce::Pronouncer;
+use ctx_graph::compile::GraphKind;
+use ctx_graph::context::ContextGraph;
+use ctx_graph::hmm::HmmTopology;
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+use wfst_search::{Booster, PhraseAutomaton};
+
+/// Every utterance's open-vocabulary context (issue 42), compiled from its list at run time.
+pub struct OpenContexts {
+    /// Per utterance in dataset order (`None`: an empty list).
+    pub contexts: Vec<Option<Arc<ContextGraph>>>,
+    /// Per utterance, the main graph's side of negative weights: the in-vocabulary phrases'
+    /// costs when a path completes them (a word automaton; `None` when none).
+    pub penalties: Vec<Option<Booster>>,
+    /// In-vocabulary phrases with a negative weight, summed over utterances.
+    pub penalized: usize,
+    /// Phrases compiled, summed over utterances.
+    pub phrases: usize,
+    /// Phrases left out (a word the model's pieces cannot spell), summed over utterances.
+    pub unspellable: usize,
+    /// Seconds spent compiling (each distinct list once).
+    pub build_s: f64,
+}
+
+/// Compiles each utterance's `list` (phrases without their own weight at `weight`) into a
+/// context graph over the TLG's tokens (the simulated CTC model's BPE pieces, the TLG's
+/// topology, the decoder's word insertion penalty, at most `max_pause_s` of blanks between two
+/// tokens of a phrase — `None`: unbounded; hybrid contexts have no blanks, a hybrid graph's
+/// contexts are its phones' HMMs); utterances sharing a list share its graph. A
+/// phrase with a negative weight is a penalty only: it is left out of the context graph (a
+/// context path skips the LM costs of its words, so its copy could be cheaper than the main
+/// path's even at a negative weight) and its in-vocabulary form gets a completion-cost
+/// automaton ([`PhraseAutomaton::penalties`]) to stack on the stream's booster: −weight on
+/// every main path that writes it.
+pub fn open_contexts(
+    setup: &Setup,
+    list: &OpenList,
+    weight: f32,
+    max_pause_s: Option<f64>,
+    settings: &DecodeSettings,
+) -> Result<OpenContexts> {
+    let max_blanks = max_pause_s.map(|s| ((s / setup.frame_s).round() as u32).max(1));
+    // How a phrase's words become the graph's input units: BPE pieces over a TLG (a simulated
+    // CTC model), or phones (the lexicon, letter-to-sound for unknown words) laid out as the
+    // HCLG's monophone HMMs (a simulated hybrid model).
+    enum Spell<'a> {
+        Pieces(&'a Bpe, ctx_graph::ctc::CtcTopology),
+        Phones(&'a Pronouncer, ctx_graph::hmm::UnitHmms),
+    }
+    let spell = match (&setup.acoustic, setup.graph.kind) {
+        (Acoustic::Ctc(sim), GraphKind::Tlg(topo)) => Spell::Pieces(sim.bpe(), topo),
+        (Acoustic::Hybrid { pron, .. }, GraphKind::Hclg) => Spell::Phones(
+            pron,
+            ctx_graph::hmm::UnitHmms::uniform(
+                &HmmTopology::default(),
+                setup.graph.symbols.num_units,
+            ),
+        ),
+        _ => bail!(
+            "dataset {}: open-vocabulary contexts are compiled for a simulated CTC model's TLG \
+             or a simulated hybrid model's HCLG (this setup: {} graph)",
+            setup.dataset.name,
+            setup.graph.kind.name()
+        ),
+    };
+    let units = &setup.graph.symbols.units;
+    let pronounce = |w: &str| -> Option<Vec<u32>> {
+        let Spell::Phones(pron, _) = &spell else {
+            return None;
+        };
+        let (prons, _) = pron.pronounce(w).ok()?;
+        prons.first()?.iter().map(|p| units.id(p)).collect()
+    };
+    if let OpenList::Dataset(ListKind::Global(name)) = list {
+        if !setup.dataset.global_lists.contains_key(name) {
+            bail!("dataset {} has no global list '{name}'", setup.dataset.name);
+        }
+    }
+    let t = Instant::now();
+    // A phrase file is read as a list arrives (its time counts); errors name file and line.
+    let file = match list {
+        OpenList::File(path) => Some(ContextList::read(path, weight, true)?),
+        OpenList::Dataset(_) => None,
+    };
+    let wip = settings.word_insertion_penalty;
+    let words = &setup.graph.symbols.words;
+    type Built = (Option<Arc<ContextGraph>>, Option<(Booster, usize)>);
+    let compile = |cl: &ContextList| -> Result<Built> {
+        // A negative weight only penalises: the phrase stays out of the context graph (whose
+        // copy skips the LM costs of its words, so even at a negative weight it can be cheaper
+        // than the main path's), and its in-vocabulary form costs −weight on the main path.
+        let pen = PhraseAutomaton::penalties(cl, |w| words.id(w).filter(|&i| i != 0))?
+            .map(|(a, n)| (Booster::Phrases(a), n));
+        let offered = ContextList {
+            phrases: cl
+                .phrases
+                .iter()
+                .filter(|p| p.weight >= 0.0)
+                .cloned()
+                .collect(),
+        };
+        if offered.phrases.is_empty() {
+            return Ok((None, pen));
+        }
+        let mut g = match &spell {
+            Spell::Pieces(bpe, topo) => {
+                ContextGraph::compile(&offered, |w| Some(bpe.encode(w)), *topo, max_blanks)?
+            }
+            Spell::Phones(_, hmms) => ContextGraph::compile_hybrid(&offered, pronounce, hmms)?,
+        };
+        ctc_wfst::add_word_penalty(&mut g, wip);
+        Ok((Some(Arc::new(g)), pen))
+    };
+    let shared = file.as_ref().map(&compile).transpose()?;
+    let mut built: BTreeMap<Vec<Vec<String>>, Built> = BTreeMap::new();
+    let mut out = OpenContexts {
+        contexts: Vec::with_capacity(setup.dataset.utterances.len()),
+        penalties: Vec::with_capacity(setup.dataset.utterances.len()),
+        penalized: 0,
+        phrases: 0,
+        unspellable: 0,
+        build_s: 0.0,
+    };
+    for u in &setup.dataset.utterances {
+        let (c, pen) = match list {
+            // Compiled once above, for every utterance.
+            OpenList::File(_) => shared.clone().unwrap_or_default(),
+            OpenList::Dataset(kind) => match built.entry(list_of(setup, u, kind).phrases) {
+                Entry::Occupied(e) => e.get().clone(),
+                Entry::Vacant(e) => {
+                    let cl = ContextList {
+                        phrases: e
+                            .key()
+                            .iter()
+                            .map(|w| ctx_core::context_list::ContextPhrase {
+                                words: w.clone(),
+                                weight,
+                            })
+                            .collect(),
+                    };
+                    e.insert(compile(&cl)?).clone()
+                }
+            },
+        };
+        if let Some(g) = &c {
+            out.phrases += g.phrases;
+            out.unspellable += g.unspellable.len();
+        }
+        out.penalized += pen.as_ref().map_or(0, |p| p.1);
+        out.contexts.push(c);
+        out.penalties.push(pen.map(|p| p.0));
+    }
+    out.build_s = t.elapsed().as_secs_f64();
+    Ok(out)
+}

@@ -1,0 +1,116 @@
+//! Word boosting (001 §3.3's single-state B on any graph): each utterance's distinct words
+//! earn a bonus when a path emits them.
+
+use crate::pipeline::lists::{list_of, set_list, ListKind};
+use crate::pipeline::setup::Setup;
+use anyhow::{bail, Result};
+use ctx_core::bias::BiasList;
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+use wfst_search::Booster;
+
+/// Per-utterance boosting (001 §3.3 and phrase boosting) of every utterance of a setup: one
+/// [`ctc_wfst::ContextBoost`] per distinct list (a global list is built once for all), its
+/// booster shared by the utterances with that list.
+pub struct ContextBoosters {
+    /// Per utterance, in dataset order.
+    pub boosters: Vec<Booster>,
+    /// Words (or phrases) applied, summed over utterances.
+    pub applied: usize,
+    /// Words (or phrases) not in the graph's words.txt (left out), summed over utterances.
+    pub oov: usize,
+    /// Seconds spent building the tables (the lists arrive with their utterances: counted in RTFx).
+    pub build_s: f64,
+}
+
+impl ContextBoosters {
+    /// Word boosting: the distinct words of each utterance's list of `kind`, each with bonus
+    /// `score` (positive = favoured), as the single-state B applied on the fly
+    /// ([`ctc_wfst::ContextBoost::words_indexed`], over the graph's word-arc index, built once
+    /// here and its time counted).
+    pub fn words(setup: &Setup, kind: &ListKind, score: f32, beam: f32) -> Result<Self> {
+        if !score.is_finite() {
+            bail!("word_boost_score (--word-boost-score) {score}: a bonus in graph units, a finite number");
+        }
+        let t = Instant::now();
+        let index = wfst_search::WordArcIndex::new(&setup.csr);
+        let words_of = |l: &BiasList| -> Vec<String> {
+            let set: BTreeSet<&String> = l.phrases.iter().flatten().collect();
+            set.into_iter().cloned().collect()
+        };
+        let mut out = Self::per_list(setup, kind, words_of, |words| {
+            let entries: Vec<(String, f32)> = words.iter().map(|w| (w.clone(), score)).collect();
+            Ok(ctc_wfst::ContextBoost::words_indexed(
+                &index,
+                &setup.graph.symbols.words,
+                &entries,
+                beam,
+            )?)
+        })?;
+        out.build_s = t.elapsed().as_secs_f64();
+        Ok(out)
+    }
+
+    /// Phrase boosting: each utterance's list of `kind` as a phrase automaton, `score` per word
+    /// matched in order ([`ctc_wfst::ContextBoost::phrases`]).
+    pub fn phrases(setup: &Setup, kind: &ListKind, score: f32) -> Result<Self> {
+        Self::per_list(
+            setup,
+            kind,
+            |l| l.phrases.clone(),
+            |phrases| {
+                Ok(ctc_wfst::ContextBoost::phrases(
+                    &setup.graph.symbols.words,
+                    phrases,
+                    score,
+                )?)
+            },
+        )
+    }
+
+    /// One `make(key(list))` per distinct key over the utterances' lists of `kind`.
+    fn per_list<K: Ord>(
+        setup: &Setup,
+        kind: &ListKind,
+        key: impl Fn(&BiasList) -> K,
+        mut make: impl FnMut(&K) -> Result<ctc_wfst::ContextBoost>,
+    ) -> Result<Self> {
+        if let ListKind::Global(name) = kind {
+            if !setup.dataset.global_lists.contains_key(name) {
+                bail!("dataset {} has no global list '{name}'", setup.dataset.name);
+            }
+        }
+        let t = Instant::now();
+        let mut out = Self {
+            boosters: Vec::with_capacity(setup.dataset.utterances.len()),
+            applied: 0,
+            oov: 0,
+            build_s: 0.0,
+        };
+        let utts = &setup.dataset.utterances;
+        if let Some(l) = set_list(setup, kind) {
+            // One list for every utterance: built once.
+            let c = make(&key(&l))?;
+            out.applied = c.report.applied * utts.len();
+            out.oov = c.report.oov.len() * utts.len();
+            out.boosters = vec![c.booster; utts.len()];
+        } else {
+            let mut built: BTreeMap<K, ctc_wfst::ContextBoost> = BTreeMap::new();
+            for u in utts {
+                let c = match built.entry(key(&list_of(setup, u, kind))) {
+                    Entry::Occupied(e) => e.into_mut(),
+                    Entry::Vacant(e) => {
+                        let c = make(e.key())?;
+                        e.insert(c)
+                    }
+                };
+                out.applied += c.report.applied;
+                out.oov += c.report.oov.len();
+                out.boosters.push(c.booster.clone());
+            }
+        }
+        out.build_s = t.elapsed().as_secs_f64();
+        Ok(out)
+    }
+}

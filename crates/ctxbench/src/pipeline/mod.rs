@@ -1,0 +1,24 @@
+//! The steps every decoding experiment runs, top to bottom: dataset and graph ([`setup`]) →
+//! acoustic scores and batched decoding ([`search`], wfst-search) → rescoring and output
+//! ([`output`], lattice-rescorer) → scoring (ctx-core metrics). What only one biasing
+//! component needs lives with it in `methods/components`.
+
+pub mod lists;
+pub mod memory;
+pub mod otf_lm;
+pub mod output;
+pub mod search;
+pub mod setup;
+
+pub use lists::{dataset_list_of, list_of, set_list, static_list, ListKind, OpenList};
+pub use memory::{peak_mem_mb, reset_peak_mem};
+pub use otf_lm::OtfGBoost;
+pub use output::{
+    active_tokens, best_hyps, best_timed, lattice_bias, lattice_bias_timed, lattice_density,
+    oracle_wer, output, targets, Output, TimedWord,
+};
+pub use search::{
+    decode, decode_indexed, decode_indexed_with, decode_with, spell_all, spell_words, Contexts,
+    DecodeRun, DecodeSettings, OpenWords,
+};
+pub use setup::{ctc_knobs, score_dataset, Acoustic, Setup, SetupOptions, StaticBoost};

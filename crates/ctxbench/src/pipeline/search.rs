@@ -1,0 +1,378 @@
+//! Decoding a setup: the decoder settings, the batched search over every utterance (online
+//! chunks, endpointing, CPU or device backend, per-utterance boosters and contexts) and what it
+//! produced.
+
+use crate::pipeline::setup::Setup;
+use anyhow::{bail, Result};
+use ctx_core::scores::ScoreMatrix;
+use ctx_data::dataset::Utterance;
+use ctx_graph::context::ContextGraph;
+use rayon::prelude::*;
+use std::sync::Arc;
+use std::time::Instant;
+use wfst_search::{
+    decode_utterance, Booster, Decoder, DecoderConfig, EndpointConfig, Stream, UtteranceResult,
+};
+
+/// Decoder settings of a run.
+#[derive(Debug, Clone)]
+pub struct DecodeSettings {
+    /// Beam search settings.
+    pub config: DecoderConfig,
+    /// Online chunk length in seconds (partial hypotheses after each).
+    pub chunk_s: f64,
+    /// Split streams at endpoints (Kaldi rules).
+    pub endpointing: bool,
+    /// Decoding threads (CPU backend).
+    pub threads: usize,
+    /// Where the frame step runs: the CPU reference, a GPU, or the GPU kernels on the CPU shim.
+    pub backend: ctx_cuda::Backend,
+    /// Streams per device batch (CUDA and shim backends).
+    pub gpu_batch: usize,
+    /// CTC setups: subtracted from the blank's log-probability on every frame (nats).
+    pub blank_penalty: f32,
+    /// CTC setups: added to the cost of every word a path emits (graph units).
+    pub word_insertion_penalty: f32,
+}
+
+impl Default for DecodeSettings {
+    fn default() -> Self {
+        Self {
+            config: DecoderConfig::default(),
+            chunk_s: 0.5,
+            endpointing: true,
+            threads: 2,
+            backend: ctx_cuda::Backend::Cpu,
+            gpu_batch: 256,
+            blank_penalty: 0.0,
+            word_insertion_penalty: 0.0,
+        }
+    }
+}
+
+/// What decoding a dataset produced.
+pub struct DecodeRun {
+    /// Per utterance, in dataset order.
+    pub results: Vec<UtteranceResult>,
+    /// Seconds of audio.
+    pub audio_s: f64,
+    /// Wall seconds spent decoding (all threads together; simulation excluded).
+    pub decode_s: f64,
+    /// Wall seconds spent simulating scores.
+    pub sim_s: f64,
+    /// Wall seconds spent checking CTC inputs (every row a log-probability distribution) and
+    /// applying the blank penalty: input validation, kept out of `decode_s` and RTFx as a real
+    /// model's log-softmax is.
+    pub check_s: f64,
+    /// Threads used.
+    pub threads: usize,
+    /// The backend that decoded (cpu, cuda, shim) and, for a device, its name.
+    pub backend: String,
+    /// The device's name ("" on the CPU backend).
+    pub device: String,
+    /// Context words (open-vocabulary decoding): word id `words.len() + k` of the graph's
+    /// table is `open_words[k]`.
+    pub open_words: Vec<String>,
+}
+
+impl DecodeRun {
+    /// Word strings of word ids: the graph's words, then the run's context words.
+    pub fn words(&self, setup: &Setup, ids: &[u32]) -> Vec<String> {
+        spell_words(setup, &self.open_words, ids)
+    }
+
+    /// Audio seconds per decoding second.
+    pub fn rtfx(&self) -> f64 {
+        self.audio_s / self.decode_s.max(1e-9)
+    }
+}
+
+/// Each utterance's index in the dataset, by id.
+fn utterance_index(setup: &Setup) -> std::collections::HashMap<&str, usize> {
+    setup
+        .dataset
+        .utterances
+        .iter()
+        .enumerate()
+        .map(|(i, u)| (u.id.as_str(), i))
+        .collect()
+}
+
+/// [`decode`] with each utterance's booster chosen by its index in the dataset (per-utterance
+/// booster tables built in dataset order).
+pub fn decode_indexed(
+    setup: &Setup,
+    settings: &DecodeSettings,
+    booster: &(dyn Fn(usize) -> Booster + Sync),
+) -> Result<DecodeRun> {
+    let index = utterance_index(setup);
+    decode(setup, settings, &|u| booster(index[u.id.as_str()]))
+}
+
+/// [`decode_indexed`] with each utterance's open-vocabulary context (by dataset index).
+pub fn decode_indexed_with(
+    setup: &Setup,
+    settings: &DecodeSettings,
+    booster: &(dyn Fn(usize) -> Booster + Sync),
+    contexts: &Contexts,
+) -> Result<DecodeRun> {
+    let index = utterance_index(setup);
+    decode_with(
+        setup,
+        settings,
+        &|u| booster(index[u.id.as_str()]),
+        Some(contexts),
+    )
+}
+
+/// Decodes every utterance of the setup, `booster(u)` choosing each stream's booster.
+pub fn decode(
+    setup: &Setup,
+    settings: &DecodeSettings,
+    booster: &(dyn Fn(&Utterance) -> Booster + Sync),
+) -> Result<DecodeRun> {
+    decode_with(setup, settings, booster, None)
+}
+
+/// Each utterance's open-vocabulary context (issue 42), by its index in the dataset.
+pub type Contexts = [Option<Arc<ContextGraph>>];
+
+/// [`decode`] with open-vocabulary contexts (the graph must have the class slot): context
+/// words come out numbered after the graph's words table, the same word the same id over
+/// the run ([`DecodeRun::open_words`]).
+pub fn decode_with(
+    setup: &Setup,
+    settings: &DecodeSettings,
+    booster: &(dyn Fn(&Utterance) -> Booster + Sync),
+    contexts: Option<&Contexts>,
+) -> Result<DecodeRun> {
+    let slot = setup.graph.symbols.context_slot();
+    if contexts.is_some() && slot.is_none() {
+        bail!(
+            "dataset {}: open-vocabulary contexts need a graph built with the class slot",
+            setup.dataset.name
+        );
+    }
+    let index = match contexts {
+        Some(_) => utterance_index(setup),
+        None => Default::default(),
+    };
+    let context_of = |u: &Utterance| -> Option<Arc<ContextGraph>> {
+        contexts.and_then(|c| c[index[u.id.as_str()]].clone())
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(settings.threads.max(1))
+        .build()?;
+    // A CTC model decodes through ctc-wfst: its input checks, blank penalty and word
+    // insertion penalty (a graph copy only when that penalty is set).
+    let ctc = match setup.ctc_blank {
+        Some(blank) => Some(ctc_wfst::CtcDecoder::new(
+            &setup.csr,
+            ctc_wfst::CtcConfig {
+                search: settings.config.clone(),
+                blank,
+                blank_penalty: settings.blank_penalty,
+                word_insertion_penalty: settings.word_insertion_penalty,
+                context_slot: slot,
+                ..ctc_wfst::CtcConfig::default()
+            },
+        )?),
+        None => {
+            if settings.blank_penalty != 0.0 || settings.word_insertion_penalty != 0.0 {
+                bail!(
+                    "dataset {}: blank and word insertion penalties are CTC settings; this is a {} graph",
+                    setup.dataset.name,
+                    setup.graph.kind.name()
+                );
+            }
+            None
+        }
+    };
+    let graph = ctc.as_ref().map_or(&setup.csr, |c| c.graph());
+    let dec = Decoder::new(graph, settings.config.clone())?.with_silence(&setup.silence);
+    // A graph with the slot declares it, with contexts or without (its arcs are no word).
+    let dec = match slot {
+        Some(w) => dec.with_context_slot(w)?,
+        None => dec,
+    };
+    let prepare = |u: &Utterance, m: ScoreMatrix| -> Result<ScoreMatrix> {
+        match &ctc {
+            Some(c) => {
+                let owned = match c.prepare(&u.id, &m)? {
+                    std::borrow::Cow::Owned(x) => Some(x),
+                    std::borrow::Cow::Borrowed(_) => None,
+                };
+                Ok(owned.unwrap_or(m))
+            }
+            None => Ok(m),
+        }
+    };
+    let chunk_rows = ((settings.chunk_s / setup.frame_s).round() as usize).max(1);
+    let endpoint = settings
+        .endpointing
+        .then(|| EndpointConfig::kaldi(setup.frame_s as f32));
+    let utts = &setup.dataset.utterances;
+    let mut results = Vec::with_capacity(utts.len());
+    let open_base = setup.graph.symbols.words.len() as u32;
+    let mut open_words = OpenWords::default();
+    let (mut decode_s, mut sim_s, mut check_s, mut audio_s) = (0.0, 0.0, 0.0, 0.0);
+    let mut gpu = match ctx_cuda::open(settings.backend)? {
+        ctx_cuda::Opened::Cpu => None,
+        ctx_cuda::Opened::Device(dev) => Some(wfst_search::GpuDecoder::new(dec.clone(), dev)?),
+    };
+    let batch = match &gpu {
+        Some(_) => settings.gpu_batch.max(1),
+        None => 16 * settings.threads.max(1),
+    };
+    for group in utts.chunks(batch) {
+        let t = Instant::now();
+        // Results gathered in order, then the first error in dataset order (a parallel
+        // `collect::<Result<_>>` would report whichever failure a thread met first).
+        let mats: Vec<Result<ScoreMatrix>> =
+            pool.install(|| group.par_iter().map(|u| setup.scores(u)).collect());
+        let mats: Vec<ScoreMatrix> = mats.into_iter().collect::<Result<_>>()?;
+        sim_s += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let mats: Vec<ScoreMatrix> = match &ctc {
+            None => mats,
+            Some(_) => {
+                let v: Vec<Result<ScoreMatrix>> = pool.install(|| {
+                    group
+                        .par_iter()
+                        .zip(mats)
+                        .map(|(u, m)| prepare(u, m))
+                        .collect()
+                });
+                v.into_iter().collect::<Result<_>>()?
+            }
+        };
+        check_s += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let out: Vec<wfst_search::Result<UtteranceResult>> = match &mut gpu {
+            Some(gpu) => {
+                let mut streams: Vec<Stream> = group
+                    .iter()
+                    .map(|u| {
+                        let mut s = Stream::new(u.id.clone(), booster(u));
+                        s.set_context(context_of(u));
+                        s
+                    })
+                    .collect();
+                let refs: Vec<&ScoreMatrix> = mats.iter().collect();
+                gpu.decode_utterances(&mut streams, &refs, chunk_rows, endpoint.as_ref())
+            }
+            None => pool.install(|| {
+                group
+                    .par_iter()
+                    .zip(&mats)
+                    .map_init(
+                        || Stream::new("", Booster::None),
+                        |stream, (u, m)| {
+                            stream.reset(u.id.clone(), booster(u));
+                            stream.set_context(context_of(u));
+                            decode_utterance(&dec, stream, m, chunk_rows, endpoint.as_ref())
+                        },
+                    )
+                    .collect()
+            }),
+        };
+        decode_s += t.elapsed().as_secs_f64();
+        for r in out {
+            let mut r = r?;
+            renumber_context_words(&mut r, open_base, &mut open_words);
+            results.push(r);
+        }
+        audio_s += group.iter().map(|u| u.duration_s).sum::<f64>();
+    }
+    let (backend, device) = match &gpu {
+        Some(g) if g.is_gpu() => ("cuda".to_string(), g.device_name()),
+        Some(g) => ("shim".to_string(), g.device_name()),
+        None => ("cpu".to_string(), String::new()),
+    };
+    Ok(DecodeRun {
+        results,
+        audio_s,
+        decode_s,
+        sim_s,
+        check_s,
+        threads: settings.threads.max(1),
+        backend,
+        device,
+        open_words: open_words.words,
+    })
+}
+
+/// Word strings of word ids: the graph's words, then a run's context words (`open[k]` is word
+/// id `words.len() + k`).
+pub fn spell_words(setup: &Setup, open: &[String], ids: &[u32]) -> Vec<String> {
+    let base = setup.graph.symbols.words.len();
+    ids.iter()
+        .map(|&i| match (i as usize).checked_sub(base) {
+            Some(k) if k < open.len() => open[k].clone(),
+            _ => setup
+                .graph
+                .symbols
+                .words
+                .symbol(i)
+                .unwrap_or("<unk>")
+                .to_string(),
+        })
+        .collect()
+}
+
+/// [`spell_words`] of every utterance's word ids.
+pub fn spell_all(setup: &Setup, open: &[String], ids: &[Vec<u32>]) -> Vec<Vec<String>> {
+    ids.iter().map(|w| spell_words(setup, open, w)).collect()
+}
+
+/// The context words of a run in order of first appearance (dataset order, so deterministic).
+#[derive(Default)]
+pub struct OpenWords {
+    /// The words, in order of first appearance.
+    pub words: Vec<String>,
+    ids: std::collections::HashMap<String, u32>,
+}
+
+impl OpenWords {
+    /// The run's id of context word `text` (`base + k` for its first appearance as k-th).
+    pub fn id(&mut self, base: u32, text: &str) -> u32 {
+        let next = base + self.words.len() as u32;
+        *self.ids.entry(text.to_string()).or_insert_with(|| {
+            self.words.push(text.to_string());
+            next
+        })
+    }
+
+    /// `ids` of a segment decoded with context words `cw`, renumbered to the run's.
+    pub fn renumber(&mut self, base: u32, cw: Option<&wfst_search::ContextWords>, ids: &mut [u32]) {
+        if let Some(cw) = cw {
+            for w in ids {
+                if let Some(text) = cw.word(*w) {
+                    *w = self.id(base, text);
+                }
+            }
+        }
+    }
+}
+
+/// Renumbers an utterance's context words (best paths, lattices, partial hypotheses) from its
+/// segments' own numbering to the run's: `base + k` for the run's k-th context word.
+fn renumber_context_words(r: &mut UtteranceResult, base: u32, open: &mut OpenWords) {
+    let Some(cw) = r.segments.iter().find_map(|s| s.context.clone()) else {
+        return;
+    };
+    let mut map = |w: &mut u32| {
+        if let Some(text) = cw.word(*w) {
+            *w = open.id(base, text);
+        }
+    };
+    for seg in &mut r.segments {
+        seg.best.words.iter_mut().for_each(&mut map);
+        if let Some(lat) = &mut seg.lattice {
+            lat.arcs.iter_mut().for_each(|a| map(&mut a.word));
+        }
+    }
+    for (_, p) in &mut r.partials {
+        p.iter_mut().for_each(&mut map);
+    }
+}
