@@ -103,7 +103,7 @@ fn main() {
     for f in ["src/audio.rs", "Cargo.toml"] {
         list.push(here.join(f));
     }
-    for dir in ["src/methods", "src/pipeline"] {
+    for dir in ["src/methods", "src/pipeline", "src/settings"] {
         println!("cargo:rerun-if-changed={}", here.join(dir).display());
         files(&here.join(dir), &mut list);
     }

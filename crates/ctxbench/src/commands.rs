@@ -36,8 +36,9 @@ impl Common {
     fn overrides(&self) -> Result<Overrides> {
         let mut o = Overrides::parse(&self.set, catalog())?;
         if self.quick {
-            o.0.retain(|(k, _)| k != "subset");
-            o.0.push(("subset".into(), Value::Str("quick".into())));
+            let subset = crate::key!(crate::settings::Common, subset);
+            o.0.retain(|(k, _)| k != subset);
+            o.0.push((subset.into(), Value::Str("quick".into())));
         }
         Ok(o)
     }
@@ -315,7 +316,8 @@ pub fn run_regress(a: &RegressArgs) -> Result<()> {
         bail!("no experiment is marked regress = true");
     }
     let reg = registry(&a.registry)?;
-    let over = Overrides(vec![("subset".into(), Value::Str("quick".into()))]);
+    let subset = crate::key!(crate::settings::Common, subset);
+    let over = Overrides(vec![(subset.into(), Value::Str("quick".into()))]);
     let plans = exps
         .into_iter()
         .map(|e| Plan::new(&reg, e, &over))

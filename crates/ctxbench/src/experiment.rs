@@ -8,6 +8,8 @@
 //! (a `--set` of a swept setting replaces the sweep by that one value). Unknown keys, settings a
 //! row's method lacks and values of the wrong type are errors naming the key and the file.
 
+use crate::settings::{Block, Common};
+pub use crate::settings::{SettingSpec, Settings, Type, Value};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -34,12 +36,9 @@ pub trait FamilySpec: Sync {
     fn marker(&self) -> Option<&'static str>;
     /// Its components, in the canonical order of method names.
     fn components(&self) -> &'static [Component];
-    /// Its settings (each owned by one of its components), in points.csv column order.
-    fn settings(&self) -> &'static [SettingSpec];
-    /// Built-in defaults of its settings.
-    fn defaults(&self, s: &mut Settings);
-    /// Settings that must be given when a component is in the method: (setting, component).
-    fn required(&self) -> &'static [(&'static str, &'static str)];
+    /// Its settings (each owned by one of its components, the blocks of
+    /// [`crate::settings_block!`] in order), in points.csv column order.
+    fn settings(&self) -> Vec<SettingSpec>;
     /// Checks its settings' values (closed choices, ranges); `what` names the row and file.
     fn check(&self, s: &Settings, what: &str) -> Result<()>;
 }
@@ -69,13 +68,14 @@ impl Catalog {
     pub fn new(families: Vec<&'static dyn FamilySpec>) -> Self {
         let mut settings: Vec<SettingSpec> = Vec::new();
         let mut owners: BTreeMap<&'static str, Vec<&'static str>> = BTreeMap::new();
-        let all = COMMON_SETTINGS
+        let all = Common::SPECS
             .iter()
+            .copied()
             .chain(families.iter().flat_map(|f| f.settings()));
         for sp in all {
             let o = owners.entry(sp.name).or_default();
             if o.is_empty() {
-                settings.push(*sp);
+                settings.push(sp);
             }
             if !o.contains(&sp.component) {
                 o.push(sp.component);
@@ -123,23 +123,25 @@ impl Catalog {
     pub fn point(&self, mut p: Point, what: &str) -> Result<Point> {
         p.settings.retain(|k, _| self.reads(&p.method, k));
         let fam = self.family(&p.method);
-        for &(k, c) in std::iter::once(&("dataset", "common")).chain(fam.required()) {
-            if p.method.has(c) && !p.settings.contains_key(k) {
-                bail!("{what}: '{k}' is not set");
+        for sp in self.settings.iter().filter(|sp| sp.required) {
+            let needed = self.owners[sp.name].iter().any(|c| p.method.has(c));
+            if needed && !p.settings.contains_key(sp.name) {
+                bail!("{what}: '{}' is not set", sp.name);
             }
         }
-        check_values(&p.settings, what)?;
+        Common::read(&p.settings)
+            .and_then(|c| c.check())
+            .map_err(|e| anyhow!("{what}: {e}"))?;
         fam.check(&p.settings, what)?;
         Ok(p)
     }
 
     /// Built-in defaults (a setting without one is unset unless given, e.g. `noise`).
     pub fn defaults(&self) -> Settings {
-        let mut s = common_defaults();
-        for f in &self.families {
-            f.defaults(&mut s);
-        }
-        s
+        self.settings
+            .iter()
+            .filter_map(|sp| Some((sp.name.to_string(), (sp.default)()?)))
+            .collect()
     }
 
     /// The known settings, for error messages.
@@ -329,225 +331,6 @@ impl fmt::Display for Method {
     }
 }
 
-/// The type of a setting's value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Type {
-    /// A string.
-    Str,
-    /// A number (integers accepted).
-    Float,
-    /// A non-negative integer.
-    Int,
-    /// true / false.
-    Bool,
-}
-
-/// A setting's value.
-#[derive(Debug, Clone, PartialEq, PartialOrd)]
-pub enum Value {
-    /// A string.
-    Str(String),
-    /// A number.
-    Float(f64),
-    /// An integer.
-    Int(i64),
-    /// A flag.
-    Bool(bool),
-}
-
-impl fmt::Display for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Value::Str(s) => f.write_str(s),
-            Value::Float(x) => write!(f, "{x}"),
-            Value::Int(i) => write!(f, "{i}"),
-            Value::Bool(b) => write!(f, "{b}"),
-        }
-    }
-}
-
-impl Value {
-    /// The string, if it is one.
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            Value::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    /// The number (integers widened).
-    pub fn as_f64(&self) -> Option<f64> {
-        match self {
-            Value::Float(x) => Some(*x),
-            Value::Int(i) => Some(*i as f64),
-            _ => None,
-        }
-    }
-
-    /// The flag.
-    pub fn as_bool(&self) -> Option<bool> {
-        match self {
-            Value::Bool(b) => Some(*b),
-            _ => None,
-        }
-    }
-
-    /// Converts a TOML value to this type, or says why not.
-    fn from_toml(v: &toml::Value, ty: Type) -> std::result::Result<Self, String> {
-        match (ty, v) {
-            (Type::Str, toml::Value::String(s)) => Ok(Value::Str(s.clone())),
-            (Type::Float, toml::Value::Float(x)) if x.is_finite() => Ok(Value::Float(*x)),
-            (Type::Float, toml::Value::Integer(i)) => Ok(Value::Float(*i as f64)),
-            (Type::Int, toml::Value::Integer(i)) if *i >= 0 => Ok(Value::Int(*i)),
-            (Type::Bool, toml::Value::Boolean(b)) => Ok(Value::Bool(*b)),
-            (ty, v) => Err(format!("expected {ty:?} (got {v})").to_lowercase()),
-        }
-    }
-
-    /// Parses a command-line value (`--set key=value`) as this type.
-    fn from_cli(s: &str, ty: Type) -> std::result::Result<Self, String> {
-        match ty {
-            Type::Str => Ok(Value::Str(s.to_string())),
-            Type::Float => s
-                .parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite())
-                .map(Value::Float)
-                .ok_or_else(|| format!("'{s}' is not a number")),
-            Type::Int => s
-                .parse::<i64>()
-                .ok()
-                .filter(|i| *i >= 0)
-                .map(Value::Int)
-                .ok_or_else(|| format!("'{s}' is not a non-negative integer")),
-            Type::Bool => s
-                .parse::<bool>()
-                .map(Value::Bool)
-                .map_err(|_| format!("'{s}' is not true or false")),
-        }
-    }
-}
-
-/// One setting an experiment may fix or sweep.
-#[derive(Debug, Clone, Copy)]
-pub struct SettingSpec {
-    /// Its key in the TOML files and its column in points.csv.
-    pub name: &'static str,
-    /// Its type.
-    pub ty: Type,
-    /// The method component that reads it (`common`: every method).
-    pub component: &'static str,
-    /// What it means.
-    pub doc: &'static str,
-}
-
-pub const fn spec(
-    name: &'static str,
-    ty: Type,
-    component: &'static str,
-    doc: &'static str,
-) -> SettingSpec {
-    SettingSpec {
-        name,
-        ty,
-        component,
-        doc,
-    }
-}
-
-/// The settings every method has (the first columns of points.csv).
-pub const COMMON_SETTINGS: &[SettingSpec] = &[
-    spec(
-        "dataset",
-        Type::Str,
-        "common",
-        "dataset name in datasets.toml",
-    ),
-    spec("subset", Type::Str, "common", "full or quick"),
-    spec(
-        "backend",
-        Type::Str,
-        "common",
-        "cpu, cuda (a GPU; the run stops without one) or shim (the CUDA kernels on the CPU)",
-    ),
-    spec(
-        "graph",
-        Type::Str,
-        "common",
-        "hclg, tlg-normal or tlg-compact",
-    ),
-    spec("bpe_size", Type::Int, "common", "BPE pieces of TLG graphs"),
-    spec("beam", Type::Float, "common", "search beam"),
-    spec(
-        "max_active",
-        Type::Int,
-        "common",
-        "max active tokens per frame",
-    ),
-    spec("lattice_beam", Type::Float, "common", "lattice beam"),
-    spec(
-        "acoustic_scale",
-        Type::Float,
-        "common",
-        "acoustic scale (default: the acoustic model's own)",
-    ),
-    spec("chunk_s", Type::Float, "common", "online chunk in seconds"),
-    spec(
-        "endpointing",
-        Type::Bool,
-        "common",
-        "split streams at Kaldi endpoints",
-    ),
-    spec("threads", Type::Int, "common", "decoding threads"),
-    spec(
-        "noise",
-        Type::Float,
-        "common",
-        "acoustic noise override (calibration only)",
-    ),
-    spec(
-        "limit",
-        Type::Int,
-        "common",
-        "decode only the first N utterances",
-    ),
-    spec(
-        "targets",
-        Type::Str,
-        "common",
-        "global list whose words get precision/recall/F1 (default: rare when present)",
-    ),
-    spec(
-        "gpu_batch",
-        Type::Int,
-        "common",
-        "streams decoded together per device batch on the cuda and shim backends (default 256)",
-    ),
-];
-
-/// Built-in defaults of the common settings.
-fn common_defaults() -> Settings {
-    let d = wfst_search::DecoderConfig::default();
-    let mut s = Settings::new();
-    let mut put = |k: &str, v: Value| {
-        s.insert(k.to_string(), v);
-    };
-    put("subset", Value::Str("full".into()));
-    put("backend", Value::Str("cpu".into()));
-    put("graph", Value::Str("hclg".into()));
-    put(
-        "bpe_size",
-        Value::Int(ctx_data::graphs::DEFAULT_BPE_SIZE as i64),
-    );
-    put("beam", Value::Float(d.beam as f64));
-    put("max_active", Value::Int(d.max_active as i64));
-    put("lattice_beam", Value::Float(d.lattice_beam as f64));
-    put("chunk_s", Value::Float(0.5));
-    put("endpointing", Value::Bool(true));
-    put("threads", Value::Int(2));
-    s
-}
-
 /// Measure columns of points.csv, in order (percentages, seconds, sizes).
 pub const MEASURES: &[&str] = &[
     "wer",
@@ -611,9 +394,6 @@ pub const MEASURES: &[&str] = &[
     "rtfx_am",
     "context_words",
 ];
-
-/// Resolved settings by key.
-pub type Settings = BTreeMap<String, Value>;
 
 /// A table of paper figures: one published row, group (column block) and its measures.
 /// (Unknown keys are caught by checking `values` against the measure names.)
@@ -937,7 +717,7 @@ impl Experiment {
             Some(q) => cat.read_settings(&q.settings, &format!("{file} [quick.settings]"))?,
             None => Settings::new(),
         };
-        if quick_settings.contains_key("subset") {
+        if quick_settings.contains_key(crate::key!(Common, subset)) {
             bail!("{file} [quick.settings]: 'subset' is what [quick] depends on; set it in [settings]");
         }
         if raw.rows.is_empty() {
@@ -1113,7 +893,7 @@ impl Experiment {
         let quick = over
             .0
             .iter()
-            .any(|(k, v)| k == "subset" && v.as_str() == Some("quick"));
+            .any(|(k, v)| k == crate::key!(Common, subset) && v.as_str() == Some("quick"));
         let mut out: Vec<Point> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for r in &self.rows {
@@ -1197,44 +977,6 @@ pub fn selects(p: &Point, sel: &BTreeMap<String, String>) -> bool {
         "method" => &p.method.to_string() == v,
         _ => &p.get(k) == v,
     })
-}
-
-/// Checks the common settings' values (a family checks its own).
-fn check_values(s: &Settings, what: &str) -> Result<()> {
-    let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_string);
-    if let Some(v) = str_of("subset") {
-        if v != "full" && v != "quick" {
-            bail!("{what}: subset '{v}' (full or quick)");
-        }
-    }
-    if let Some(v) = str_of("backend") {
-        // Not `auto`: a row's backend must say what ran.
-        if !["cpu", "cuda", "shim"].contains(&v.as_str()) {
-            bail!("{what}: backend '{v}' (cpu, cuda or shim)");
-        }
-    }
-    if let Some(v) = str_of("graph") {
-        if ctx_graph::compile::GraphKind::parse(&v).is_none() {
-            bail!("{what}: graph '{v}' (hclg, tlg-normal, tlg-compact)");
-        }
-    }
-    for k in ["threads", "max_active"] {
-        if s.get(k) == Some(&Value::Int(0)) {
-            bail!("{what}: '{k}' must be at least 1");
-        }
-    }
-    if let Some(n) = s.get("gpu_batch").and_then(Value::as_f64) {
-        let max = wfst_search::GPU_MAX_BATCH;
-        if !(1.0..=max as f64).contains(&n) {
-            bail!("{what}: gpu_batch {n}: between 1 and {max} streams (one grid row each)");
-        }
-    }
-    for k in ["beam", "lattice_beam", "chunk_s"] {
-        if s.get(k).and_then(Value::as_f64).is_some_and(|x| x <= 0.0) {
-            bail!("{what}: '{k}' must be positive");
-        }
-    }
-    Ok(())
 }
 
 /// The experiment files of a folder, sorted by name.

@@ -32,6 +32,7 @@ pub mod regress;
 pub mod results;
 pub mod run;
 pub mod score;
+pub mod settings;
 pub mod table;
 pub mod throughput;
 pub mod version;

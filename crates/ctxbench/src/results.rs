@@ -9,15 +9,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use crate::experiment::MEASURES;
+use crate::settings::Common;
 
 /// Label columns that come first in points.csv.
 pub const LABELS: &[&str] = &[
     "experiment",
-    "dataset",
+    crate::key!(Common, dataset),
     "section",
     "row",
     "method",
-    "backend",
+    crate::key!(Common, backend),
     "device",
 ];
 
@@ -129,16 +130,17 @@ pub fn frame(
         Column::new(name.into(), v)
     };
     cols.push(text_col("experiment", &|_, _| Some(experiment.to_string())));
-    cols.push(text_col("dataset", &|p, _| Some(p.get("dataset"))));
+    let (dataset, backend) = (LABELS[1], LABELS[5]);
+    cols.push(text_col(dataset, &|p, _| Some(p.get(dataset))));
     cols.push(text_col("section", &|p, _| Some(p.section.clone())));
     cols.push(text_col("row", &|p, _| Some(p.row.clone())));
     cols.push(text_col("method", &|p, _| Some(p.method.to_string())));
-    cols.push(text_col("backend", &|p, _| Some(p.get("backend"))));
+    cols.push(text_col(backend, &|p, _| Some(p.get(backend))));
     cols.push(text_col("device", &|_, r| {
         (!r.device.is_empty()).then(|| r.device.clone())
     }));
     for s in cat.settings() {
-        if s.name == "dataset" || s.name == "backend" {
+        if s.name == dataset || s.name == backend {
             continue;
         }
         fn get<'a>(p: &'a Point, k: &str) -> Option<&'a Value> {

@@ -7,9 +7,9 @@
 //! plus its own rescoring, as a run of that method alone would.
 
 use crate::experiment::{Experiment, Overrides, Point};
-use crate::methods::family::{s, subset_of};
 use crate::methods::{family_of, GroupContext};
 use crate::results::{self, PointRecord, Points, Store};
+use crate::settings::{Block, Common};
 use anyhow::{anyhow, bail, Context, Result};
 use ctx_data::dataset::{Dataset, Subset};
 use ctx_data::registry::Registry;
@@ -128,15 +128,16 @@ impl PlannedPoints {
         let mut keys = Vec::with_capacity(points.len());
         let mut data_versions = Vec::with_capacity(points.len());
         for p in &points {
-            let name = s(p, "dataset");
-            let sub = s(p, "subset");
+            let c = Common::read(&p.settings)?;
+            let name = c.dataset().to_string();
+            let sub = c.subset.clone();
             let what = format!("{file}: row '{}'", p.label());
             let dv = match versions.entry((name.clone(), sub)) {
                 Entry::Occupied(e) => e.get().clone(),
                 Entry::Vacant(e) => {
-                    let ds = Dataset::load(reg, &name, subset_of(p))
+                    let ds = Dataset::load(reg, &name, c.subset())
                         .with_context(|| format!("{what}: dataset '{name}'"))?;
-                    let full = match subset_of(p) {
+                    let full = match c.subset() {
                         Subset::Quick => Dataset::load(reg, &name, Subset::Full)?,
                         Subset::Full => ds.clone(),
                     };
@@ -180,7 +181,10 @@ impl PlannedPoints {
 
 /// Checks the list names of every point on dataset `name` against the loaded data.
 fn check_lists(ds: &Dataset, full: &Dataset, points: &[Point], name: &str) -> Result<()> {
-    for p in points.iter().filter(|p| s(p, "dataset") == name) {
+    for p in points
+        .iter()
+        .filter(|p| Common::read(&p.settings).is_ok_and(|c| c.dataset() == name))
+    {
         family_of(&p.method).check_lists(ds, full, p)?;
     }
     Ok(())

@@ -9,26 +9,33 @@
 //! `points.csv` rows. Flags are named like the settings they set (`--arcs-list` =
 //! `arcs_list`); `--method` and `--set KEY=VALUE` reach every family and setting.
 
+mod flags;
 mod report;
 
 use crate::data::registry;
-use crate::experiment::{Overrides, Point, Value};
+use crate::experiment::{Method, Overrides, Point, Settings, Value};
+use crate::methods::components::arc_boost::ArcBoost;
+use crate::methods::components::gboost::GBoost;
+use crate::methods::components::hclg_boost::HclgBoost;
+use crate::methods::components::lattice_bias::LatticeBias;
+use crate::methods::components::open_vocab::OpenVocab;
+use crate::methods::components::word_boost::WordBoost;
 use crate::methods::{catalog, family_of, GroupContext, OutputSink, SetupCache};
 use crate::pipeline::{DecodeRun, ListKind, Output, Setup};
 use crate::results::{self, PointRecord};
 use crate::run::PlannedPoints;
+use crate::settings::{Block, Common};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use ctx_data::dataset::Subset;
-use ctx_data::graphs::DEFAULT_BPE_SIZE;
 use ctx_data::registry::Registry;
+pub use flags::SettingFlags;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use wfst_search::DecoderConfig;
 
-/// Arguments of `ctxbench decode`.
+/// Arguments of `ctxbench decode`: what to decode and where its files go; every setting of
+/// every family is a flag too ([`SettingFlags`]: `--beam`, `--gboost-list`, `--lm-alpha`, ...).
 #[derive(Debug, Args)]
 pub struct DecodeArgs {
     /// Dataset name (datasets.toml, or the --registry file; a `kind = "files"` entry decodes
@@ -38,162 +45,41 @@ pub struct DecodeArgs {
     /// Your own inputs, without a registry entry (see README "Bring your own model").
     #[command(flatten)]
     pub files: FilesArgs,
-    /// Decode the quick subset.
+    /// Decode the quick subset (`--subset quick`).
     #[arg(long)]
     pub quick: bool,
-    /// Only the first N utterances.
-    #[arg(long)]
-    pub limit: Option<usize>,
-    /// hclg, tlg-normal or tlg-compact.
-    #[arg(long, default_value = "hclg")]
-    pub kind: String,
-    /// BPE pieces for TLG graphs.
-    #[arg(long, default_value_t = DEFAULT_BPE_SIZE)]
-    pub bpe_size: usize,
     /// Graph cache folder.
     #[arg(long, default_value = "cache/graphs")]
     pub cache: PathBuf,
     /// The registry.
     #[arg(long)]
     pub registry: Option<PathBuf>,
-    /// Search beam.
-    #[arg(long, default_value_t = DecoderConfig::default().beam)]
-    pub beam: f32,
-    /// Max active tokens per frame.
-    #[arg(long, default_value_t = DecoderConfig::default().max_active)]
-    pub max_active: usize,
-    /// Lattice beam.
-    #[arg(long, default_value_t = DecoderConfig::default().lattice_beam)]
-    pub lattice_beam: f32,
-    /// Acoustic scale (default: the acoustic model's own).
-    #[arg(long)]
-    pub acoustic_scale: Option<f32>,
-    /// Online chunk in seconds.
-    #[arg(long, default_value_t = 0.5)]
-    pub chunk_s: f64,
-    /// Decode each utterance as one segment (no endpoint rules).
+    /// Decode each utterance as one segment (no endpoint rules; `--endpointing false`).
     #[arg(long)]
     pub no_endpointing: bool,
-    /// Decoding threads (CPU backend).
-    #[arg(long, default_value_t = 2)]
-    pub threads: usize,
     /// Backend: cpu (the reference), cuda (a GPU; an error without one), auto (a GPU when one
     /// answers, else the CPU) or shim (the CUDA kernels run on the CPU: checks, not speed).
     #[arg(long, default_value = "cpu")]
     pub backend: ctx_cuda::Backend,
-    /// Streams decoded together per device batch (cuda, shim).
-    #[arg(long, default_value_t = 256)]
-    pub gpu_batch: usize,
     /// Outputs to score: none, unigrams, sequences, gt, list:NAME (lattice biasing with that
     /// list; NAME a global list of the dataset such as `rare` or `oracle`). Default:
     /// none,sequences for methods that can add lattice biasing, else none.
     #[arg(long, value_delimiter = ',')]
     pub methods: Vec<String>,
     /// The method (a family's components '+'-joined, as in experiment files, e.g.
-    /// `ctc-wfst+phrase-boosting`, `hclg-boost+arc-boosting`, `e2e`); the biasing flags below
-    /// add their components to it. Default: the WFST family.
+    /// `ctc-wfst+phrase-boosting`, `hclg-boost+arc-boosting`, `e2e`); the biasing flags
+    /// (`--gboost-list`, `--word-boost`, ...) add their components to it. Default: the WFST
+    /// family.
     #[arg(long)]
     pub method: Option<String>,
     /// Any setting of the method, as in experiment files (`--set model=rnnt`); wins over the
     /// flags.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// G-boosting before decoding (003 §3.1.3) with this static list: sequences (union of all
-    /// lists), unigrams, gt (every reference entity: oracle) or a global list name.
-    #[arg(long = "gboost-list")]
-    pub gboost_list: Option<String>,
-    /// Old spelling of --gboost-list.
-    #[arg(long, hide = true)]
-    pub gboost: Option<String>,
-    /// G-boosting discount per boosted n-gram (negative = boost).
-    #[arg(long, default_value_t = -2.0, allow_hyphen_values = true)]
-    pub gboost_discount: f32,
-    /// How G-boosting is applied: static (compile HCLG from the boosted G), on-the-fly (the
-    /// unboosted graph with the phrase-prefix automaton composed during the search) or
-    /// on-the-fly-lm (the exact LM difference G_boosted − G composed during the search).
-    #[arg(long, default_value = "static")]
-    pub gboost_mode: String,
-    /// G-boosting list scope: set (one --gboost list for every utterance) or utterance (with
-    /// an on-the-fly mode: --gboost names a per-utterance list kind such as sequences, unigrams,
-    /// gt or list:NAME, built while decoding).
-    #[arg(long, default_value = "set")]
-    pub gboost_scope: String,
-    /// Word boosting (001 §3.3) while decoding: the distinct words of each utterance's list of
-    /// this kind (sequences, unigrams, gt, test-words, other-words, list:NAME) earn --word-boost-score each time they
-    /// are emitted (the single-state B applied on every word arc, never composed).
-    #[arg(long)]
-    pub word_boost: Option<String>,
-    /// Word-boosting bonus per word (positive = favoured; 001's rule: at most half the beam).
-    #[arg(long, default_value_t = 3.0, allow_hyphen_values = true)]
-    pub word_boost_score: f32,
-    /// Open-vocabulary contexts (issue 42): each utterance's list of this kind (sequences, gt,
-    /// list:NAME; or file:PATH, one phrase file for every utterance with `phrase<TAB>weight`
-    /// lines, negative weights suppressing) compiled at run time over the graph's input units
-    /// and entered through the graph's class slot, so its phrases are decoded whether the
-    /// graph knows their words or not (the graph is built with the slot).
-    #[arg(long)]
-    pub open_vocab: Option<String>,
-    /// Reward of a completed open-vocabulary phrase (graph units; default: the family's).
-    #[arg(long, allow_hyphen_values = true)]
-    pub open_vocab_weight: Option<f32>,
-    /// Cost of entering the class slot (graph units; part of the graph; default: the family's).
-    #[arg(long, allow_hyphen_values = true)]
-    pub open_vocab_entry: Option<f32>,
-    /// Longest run of blanks between two tokens of an open-vocabulary phrase, in seconds (CTC
-    /// graphs; 0: no bound; default: the family's, 1 s): a longer pause ends the match.
-    #[arg(long)]
-    pub open_vocab_max_pause: Option<f64>,
-    /// Arc-index boosting (000 §4.2, its "partial hypotheses" rows): the graph's arcs that
-    /// spell each utterance's list of this kind (sequences, unigrams, gt, list:NAME), found by
-    /// Algorithm 1, earn --arcs-discount during the search; stacks with an on-the-fly
-    /// G-boosting (CPU backend).
-    #[arg(long = "arcs-list")]
-    pub arcs_list: Option<String>,
-    /// Old spelling of --arcs-list.
-    #[arg(long, hide = true)]
-    pub arc_boost: Option<String>,
-    /// Arc-boosting discount per boosted arc (negative = boost).
-    #[arg(long = "arcs-discount", allow_hyphen_values = true)]
-    pub arcs_discount: Option<f32>,
-    /// Old spelling of --arcs-discount.
-    #[arg(long, hide = true, allow_hyphen_values = true)]
-    pub arc_boost_discount: Option<f32>,
-    /// CTC models: subtracted from the blank's log-probability on every frame (nats; positive
-    /// = fewer blanks, a cure for deletions).
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
-    pub blank_penalty: f32,
-    /// CTC models: added to the cost of every emitted word (graph units; negative = an
-    /// insertion bonus).
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
-    pub word_insertion_penalty: f32,
-    /// HCLG-boosting by composition (003 §3.1.4): compose the graph with the biasing FST of this
-    /// static list (same names as --gboost-list) before decoding.
-    #[arg(long = "hclg-list")]
-    pub hclg_list: Option<String>,
-    /// Old spelling of --hclg-list.
-    #[arg(long, hide = true)]
-    pub hclg_bias: Option<String>,
-    /// HCLG-boosting discount per word (negative = boost).
-    #[arg(long = "hclg-discount", allow_hyphen_values = true)]
-    pub hclg_discount: Option<f32>,
-    /// Old spelling of --hclg-discount.
-    #[arg(long, hide = true, allow_hyphen_values = true)]
-    pub hclg_bias_discount: Option<f32>,
-    /// Global list whose words are the precision/recall/F1 targets (default: `rare` when the
-    /// dataset has it).
-    #[arg(long)]
-    pub targets: Option<String>,
     /// Row label of an output in the CSV, as OUTPUT=LABEL (repeatable; default: 000 Table 1's,
     /// and for a 1-best biased during the search the biasing it had).
     #[arg(long = "row")]
     pub rows: Vec<String>,
-    /// Lattice-biasing discount per word (negative = boost).
-    #[arg(long, default_value_t = -2.0, allow_hyphen_values = true)]
-    pub discount: f32,
-    /// Override the dataset's acoustic noise level (calibration; record the result in
-    /// datasets.toml rather than passing it per method).
-    #[arg(long)]
-    pub noise: Option<f64>,
     /// Write each output's hypotheses as a Kaldi `text` file `<dir>/<output>.txt` and a CTM
     /// with word times `<dir>/<output>.ctm`.
     #[arg(long)]
@@ -221,6 +107,9 @@ pub struct DecodeArgs {
     /// Write the figures as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Every setting of every family as a flag (last: flags the command has are its own).
+    #[command(flatten)]
+    pub settings: SettingFlags,
 }
 
 /// `ctxbench decode --scores ... --graph ... --words ... --data ...`: a `files` dataset given on
@@ -382,7 +271,7 @@ fn default_row(output: &str, l: &Lists) -> String {
     }
 }
 
-/// The lists the in-search biasing flags name (after the old spellings are folded in).
+/// The lists the in-search biasing settings name: each adds its component to the method.
 #[derive(Debug, Clone, Default)]
 struct Lists {
     gboost: Option<String>,
@@ -392,21 +281,25 @@ struct Lists {
     open: Option<String>,
 }
 
-/// A flag and its old spelling: the value given (with a deprecation notice for the old one) and
-/// the spelling the user typed, for messages.
-fn renamed<T: Clone>(
-    new: &Option<T>,
-    old: &Option<T>,
-    new_flag: &'static str,
-    old_flag: &'static str,
-) -> Result<(Option<T>, &'static str)> {
-    match (new, old) {
-        (Some(_), Some(_)) => bail!("{new_flag} and its old spelling {old_flag} are both given"),
-        (None, Some(v)) => {
-            eprintln!("warning: {old_flag} is deprecated; use {new_flag}");
-            Ok((Some(v.clone()), old_flag))
+impl Lists {
+    /// The lists of a decode's settings; a G-boosting mode or scope without a list (which
+    /// would be dropped with its component) is refused.
+    fn of(st: &Settings) -> Result<Self> {
+        let g = GBoost::read(st)?;
+        if g.gboost_list.is_none() && (g.on_the_fly() || g.per_utterance()) {
+            bail!(
+                "--gboost-mode {} --gboost-scope {} needs a --gboost-list list",
+                g.gboost_mode,
+                g.gboost_scope
+            );
         }
-        (v, None) => Ok((v.clone(), new_flag)),
+        Ok(Self {
+            gboost: g.gboost_list,
+            hclg: HclgBoost::read(st)?.hclg_list,
+            arcs: ArcBoost::read(st)?.arcs_list,
+            words: WordBoost::read(st)?.word_boost,
+            open: OpenVocab::read(st)?.open_vocab,
+        })
     }
 }
 
@@ -433,22 +326,6 @@ impl DecodeRequest {
     /// checks); their lists are checked against the dataset when the points are planned
     /// ([`DecodeRequest::run`]), before any graph is built.
     pub fn from_args(a: &DecodeArgs) -> Result<Self> {
-        // A GPU asked for is checked before any data is loaded; `auto` says what it chose.
-        let backend = match a.backend {
-            ctx_cuda::Backend::Cuda => {
-                ctx_cuda::cuda::probe().map_err(|e| anyhow!("--backend cuda: {e}"))?;
-                "cuda"
-            }
-            ctx_cuda::Backend::Auto => match ctx_cuda::cuda::probe() {
-                Ok(_) => "cuda",
-                Err(e) => {
-                    eprintln!("--backend auto: no GPU ({e}); decoding on the CPU");
-                    "cpu"
-                }
-            },
-            ctx_cuda::Backend::Shim => "shim",
-            ctx_cuda::Backend::Cpu => "cpu",
-        };
         let (reg, dataset) = match a.files.registry()? {
             Some(r) => (r, FILES_DATASET.to_string()),
             None => (
@@ -462,240 +339,69 @@ impl DecodeRequest {
             reg.get(&dataset)?,
             ctx_data::registry::DatasetSpec::Files(_)
         );
-        let method_names = if a.methods.is_empty() {
-            None
-        } else {
-            Some(a.methods.clone())
-        };
-        let (gboost, gboost_flag) =
-            renamed(&a.gboost_list, &a.gboost, "--gboost-list", "--gboost")?;
-        let (hclg, _) = renamed(&a.hclg_list, &a.hclg_bias, "--hclg-list", "--hclg-bias")?;
-        let (hclg_discount, _) = renamed(
-            &a.hclg_discount,
-            &a.hclg_bias_discount,
-            "--hclg-discount",
-            "--hclg-bias-discount",
-        )?;
-        let (arcs, _) = renamed(&a.arcs_list, &a.arc_boost, "--arcs-list", "--arc-boost")?;
-        let (arcs_discount, _) = renamed(
-            &a.arcs_discount,
-            &a.arc_boost_discount,
-            "--arcs-discount",
-            "--arc-boost-discount",
-        )?;
-        let lists = Lists {
-            gboost: gboost.clone(),
-            hclg: hclg.clone(),
-            arcs: arcs.clone(),
-            words: a.word_boost.clone(),
-            open: a.open_vocab.clone(),
-        };
-        let subset = if a.quick { Subset::Quick } else { Subset::Full };
-        // A G-boosting mode or scope without a list would be dropped with the component it
-        // belongs to; say so instead. Values and combinations are the family's to check.
-        let gboost_mode_given = a.gboost_mode != "static" || a.gboost_scope != "set";
-        if gboost_mode_given && gboost.is_none() {
-            bail!(
-                "--gboost-mode {} --gboost-scope {} needs a {gboost_flag} list",
-                a.gboost_mode,
-                a.gboost_scope
-            );
+        if let Some(c) = a.settings.conflicts.first() {
+            bail!("{c}");
         }
-        // The method: --method's components (default: the WFST family's baseline) and those
-        // the biasing flags add; lattice biasing per output.
-        let mut parts: Vec<String> = match &a.method {
-            Some(m) if m != "baseline" => m.split('+').map(|p| p.trim().to_string()).collect(),
-            _ => Vec::new(),
-        };
-        for (on, c) in [
-            (gboost.is_some(), "g-boosting"),
-            (hclg.is_some(), "hclg-boosting"),
-            (arcs.is_some(), "arc-boosting"),
-            (a.word_boost.is_some(), "word-boosting"),
-            (a.open_vocab.is_some(), "open-vocab"),
-        ] {
-            if on && !parts.iter().any(|p| p == c) {
-                parts.push(c.to_string());
-            }
+        for (old, new) in &a.settings.deprecated {
+            eprintln!("warning: --{old} is deprecated; use --{new}");
         }
-        let method_of = |lattice: bool| {
-            let mut p = parts.clone();
-            if lattice && !p.iter().any(|x| x == "lattice-biasing") {
-                p.push("lattice-biasing".into());
-            }
-            let name = if p.is_empty() {
-                "baseline".to_string()
-            } else {
-                p.join("+")
-            };
-            catalog()
-                .method(&name)
-                .with_context(|| format!("--method '{name}'"))
-        };
-        let base = method_of(false)?;
-        let can_bias = catalog().reads(&base, "bias_list") || method_of(true).is_ok();
-        let outputs = method_names.unwrap_or_else(|| {
-            if can_bias {
-                vec!["none".into(), "sequences".into()]
-            } else {
-                vec!["none".into()]
-            }
-        });
-        let methods: Vec<(String, Option<ListKind>)> = outputs
-            .iter()
-            .map(|m| {
-                if m == "none" {
-                    Ok((m.clone(), None))
-                } else {
-                    ListKind::parse(m)
-                        .map(|k| (m.clone(), Some(k)))
-                        .ok_or_else(|| {
-                            anyhow!(
-                                "unknown method '{m}' (none, unigrams, sequences, gt, list:NAME)"
-                            )
-                        })
-                }
-            })
-            .collect::<Result<_>>()?;
-        let mut row_labels = BTreeMap::new();
-        for r in &a.rows {
-            let (k, v) = r
-                .split_once('=')
-                .ok_or_else(|| anyhow!("--row '{r}' is not OUTPUT=LABEL"))?;
-            if !methods.iter().any(|(m, _)| m == k) {
-                bail!("--row '{r}': '{k}' is not one of --methods");
-            }
-            if v.contains(',') || v.contains('"') {
-                bail!("--row '{r}': a label may not contain commas or quotes (CSV)");
-            }
-            row_labels.insert(k.to_string(), v.to_string());
-        }
-        // Every list is checked on the dataset by the family (PlannedPoints) before any graph
-        // is built; here the dataset says only which precision/recall/F1 list it defaults to.
-        let ds = ctx_data::dataset::Dataset::load(&reg, &dataset, subset)?;
-        // The precision/recall/F1 targets the scoring would pick, written into the settings so
-        // the CSV says which list they were.
-        let targets = a.targets.clone().or_else(|| {
-            ds.global_lists
-                .contains_key(ctx_data::dataset::RARE_LIST)
-                .then(|| ctx_data::dataset::RARE_LIST.to_string())
-        });
-        if let Some(w) = a.word_boost.as_ref().map(|_| a.word_boost_score) {
-            if w.abs() > a.beam / 2.0 {
-                eprintln!(
-                    "warning: a word boost of {w} exceeds half the beam ({}): boosted words may crowd the beam out (001 §3.3)",
-                    a.beam
-                );
-            }
-            if a.kind == "tlg-compact" && !is_files {
-                eprintln!(
-                    "warning: the compact CTC topology does not enforce CTC's repeat rule: a boosted word may be read again on every frame its token is held (tlg-normal does not; README, 001 Fig. 6)"
-                );
-            }
-        }
-        // The settings, as an experiment file would write them.
+        // Defaults, the flags, the command's own (dataset, subset, backend), then --set.
         let mut st = catalog().defaults();
-        let mut put = |k: &str, v: Value| {
-            st.insert(k.to_string(), v);
-        };
-        let f = |x: f32| Value::Float(x as f64);
-        put("dataset", Value::Str(dataset.clone()));
-        put(
-            "subset",
-            Value::Str(if a.quick { "quick" } else { "full" }.into()),
-        );
-        put("backend", Value::Str(backend.into()));
-        put("graph", Value::Str(a.kind.clone()));
-        put("bpe_size", Value::Int(a.bpe_size as i64));
-        put("beam", f(a.beam));
-        put("max_active", Value::Int(a.max_active as i64));
-        put("lattice_beam", f(a.lattice_beam));
-        if let Some(x) = a.acoustic_scale {
-            put("acoustic_scale", f(x));
+        let flags: Vec<(String, Value)> = a
+            .settings
+            .given
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        st.extend(flags.iter().cloned());
+        let mut common = Common::read(&st)?;
+        common.dataset = Some(dataset.clone());
+        if a.quick {
+            common.subset = "quick".into();
         }
-        put("chunk_s", Value::Float(a.chunk_s));
-        put("endpointing", Value::Bool(!a.no_endpointing));
-        put("threads", Value::Int(a.threads as i64));
-        put("gpu_batch", Value::Int(a.gpu_batch as i64));
-        if let Some(n) = a.noise {
-            put("noise", Value::Float(n));
+        if a.no_endpointing {
+            common.endpointing = false;
         }
-        if let Some(n) = a.limit {
-            put("limit", Value::Int(n as i64));
-        }
-        if let Some(t) = &targets {
-            put("targets", Value::Str(t.clone()));
-        }
-        if let Some(g) = &gboost {
-            put("gboost_list", Value::Str(g.clone()));
-        }
-        put("gboost_discount", f(a.gboost_discount));
-        put("gboost_mode", Value::Str(a.gboost_mode.clone()));
-        put("gboost_scope", Value::Str(a.gboost_scope.clone()));
-        if let Some(h) = &hclg {
-            put("hclg_list", Value::Str(h.clone()));
-        }
-        put("hclg_discount", f(hclg_discount.unwrap_or(-2.0)));
-        if let Some(l) = &arcs {
-            put("arcs_list", Value::Str(l.clone()));
-        }
-        put("arcs_discount", f(arcs_discount.unwrap_or(-2.0)));
-        if let Some(l) = &a.word_boost {
-            put("word_boost", Value::Str(l.clone()));
-        }
-        put("word_boost_score", f(a.word_boost_score));
-        if let Some(l) = &a.open_vocab {
-            put("open_vocab", Value::Str(l.clone()));
-        }
-        if let Some(w) = a.open_vocab_weight {
-            put("open_vocab_weight", f(w));
-        }
-        if let Some(e) = a.open_vocab_entry {
-            put("open_vocab_entry", f(e));
-        }
-        if let Some(p) = a.open_vocab_max_pause {
-            put("open_vocab_max_pause", Value::Float(p));
-        }
-        put("blank_penalty", f(a.blank_penalty));
-        put("word_insertion_penalty", f(a.word_insertion_penalty));
-        put("discount", f(a.discount));
-        // A --set the method does not read would be dropped from its point: refuse it, as an
-        // experiment refuses a --set no row reads.
-        let widest = method_of(true).unwrap_or_else(|_| base.clone());
-        for (k, v) in Overrides::parse(&a.set, catalog())?.0 {
-            if !catalog().reads(&widest, &k) {
-                bail!("--set {k}={v}: method {base} has no setting '{k}'");
+        common.backend = resolve_backend(a.backend)?;
+        common.write(&mut st);
+        let sets = Overrides::parse(&a.set, catalog())?.0;
+        st.extend(sets.iter().cloned());
+        let lists = Lists::of(&st)?;
+        let method = DecodeMethod::of(a, &lists)?;
+        // A flag or --set the method does not read would be dropped from its point: refuse it,
+        // as an experiment refuses a --set no row reads.
+        for (k, v) in flags.iter().chain(&sets) {
+            if !catalog().reads(&method.widest, k) {
+                let flag = if flags.iter().any(|(f, _)| f == k) {
+                    format!("--{} {v}", k.replace('_', "-"))
+                } else {
+                    format!("--set {k}={v}")
+                };
+                bail!("{flag}: method {} has no setting '{k}'", method.base);
             }
-            st.insert(k, v);
         }
-        let mut points = Vec::new();
-        for (name, kind) in &methods {
-            let mut s = st.clone();
-            let method = if kind.is_some() {
-                s.insert("bias_list".into(), Value::Str(name.clone()));
-                method_of(true).with_context(|| format!("output '{name}' (lattice biasing)"))?
-            } else {
-                base.clone()
-            };
-            let row = row_labels
-                .get(name)
-                .cloned()
-                .unwrap_or_else(|| default_row(name, &lists));
-            let p = Point {
-                row,
-                section: a.section.clone(),
-                method,
-                settings: s,
-                swept: Vec::new(),
-            };
-            points.push(catalog().point(p, &format!("ctxbench decode, output '{name}'"))?);
+        let common = Common::read(&st)?;
+        let subset = common.subset();
+        // Every list is checked on the dataset by the family (PlannedPoints) before any graph
+        // is built; here the dataset says only which precision/recall/F1 list it defaults to,
+        // written into the settings so the CSV says which list they were.
+        let ds = ctx_data::dataset::Dataset::load(&reg, &dataset, subset)?;
+        if common.targets.is_none() && ds.global_lists.contains_key(ctx_data::dataset::RARE_LIST) {
+            Common {
+                targets: Some(ctx_data::dataset::RARE_LIST.to_string()),
+                ..common.clone()
+            }
+            .write(&mut st);
         }
+        warn_word_boost(&st, &common, is_files)?;
+        let outputs = method.outputs(a);
+        let points = method.points(a, &st, &outputs, &lists)?;
         let files = DecodeFiles {
             hyp_dir: a.hyp_dir.clone(),
             lattice_out: a.lattice_out.clone(),
             partials_out: a.partials_out.clone(),
             outputs: outputs.clone(),
-            acoustic_scale: a.acoustic_scale,
+            acoustic_scale: common.acoustic_scale.map(|x| x as f32),
             lattices: Mutex::new(String::new()),
             partials: Mutex::new(String::new()),
             lattice_words: Mutex::new(None),
@@ -787,9 +493,9 @@ impl DecodeRequest {
                 .map(|(k, v)| (k, v.to_string()))
                 .collect();
             let v = json!({
-                "dataset": first.get("dataset"),
+                "dataset": Common::read(&first.settings)?.dataset(),
                 "method": first.method.to_string(),
-                "backend": first.get("backend"),
+                "backend": Common::read(&first.settings)?.backend.to_string(),
                 "device": records[0].device,
                 "settings": settings,
                 "code_version": records[0].code_version,
@@ -810,6 +516,168 @@ impl DecodeRequest {
     }
 }
 
+/// The backend a decode names, a GPU checked before any data is loaded; `auto` says what it
+/// chose (a point says what ran: cpu, cuda or shim).
+fn resolve_backend(b: ctx_cuda::Backend) -> Result<ctx_cuda::Backend> {
+    use ctx_cuda::Backend;
+    Ok(match b {
+        Backend::Cuda => {
+            ctx_cuda::cuda::probe().map_err(|e| anyhow!("--backend cuda: {e}"))?;
+            Backend::Cuda
+        }
+        Backend::Auto => match ctx_cuda::cuda::probe() {
+            Ok(_) => Backend::Cuda,
+            Err(e) => {
+                eprintln!("--backend auto: no GPU ({e}); decoding on the CPU");
+                Backend::Cpu
+            }
+        },
+        other => other,
+    })
+}
+
+/// Warnings a word boost earns before it runs (001 §3.3's rule; the compact topology).
+fn warn_word_boost(st: &Settings, common: &Common, is_files: bool) -> Result<()> {
+    let w = WordBoost::read(st)?;
+    if w.word_boost.is_none() {
+        return Ok(());
+    }
+    let score = w.word_boost_score;
+    if score.abs() > common.beam / 2.0 {
+        eprintln!(
+            "warning: a word boost of {score} exceeds half the beam ({}): boosted words may crowd the beam out (001 §3.3)",
+            common.beam
+        );
+    }
+    if common.graph == "tlg-compact" && !is_files {
+        eprintln!(
+            "warning: the compact CTC topology does not enforce CTC's repeat rule: a boosted word may be read again on every frame its token is held (tlg-normal does not; README, 001 Fig. 6)"
+        );
+    }
+    Ok(())
+}
+
+/// The method a decode runs: `--method`'s components and those its lists add (`base`), and
+/// `widest`, the base with lattice biasing where the family has it.
+struct DecodeMethod {
+    base: Method,
+    widest: Method,
+    parts: Vec<String>,
+}
+
+impl DecodeMethod {
+    fn of(a: &DecodeArgs, l: &Lists) -> Result<Self> {
+        let mut parts: Vec<String> = match &a.method {
+            Some(m) if m != "baseline" => m.split('+').map(|p| p.trim().to_string()).collect(),
+            _ => Vec::new(),
+        };
+        for (on, c) in [
+            (l.gboost.is_some(), "g-boosting"),
+            (l.hclg.is_some(), "hclg-boosting"),
+            (l.arcs.is_some(), "arc-boosting"),
+            (l.words.is_some(), "word-boosting"),
+            (l.open.is_some(), "open-vocab"),
+        ] {
+            if on && !parts.iter().any(|p| p == c) {
+                parts.push(c.to_string());
+            }
+        }
+        let mut m = Self {
+            base: method_named(&parts, false)?,
+            widest: method_named(&parts, false)?,
+            parts,
+        };
+        if let Ok(w) = method_named(&m.parts, true) {
+            m.widest = w;
+        }
+        Ok(m)
+    }
+
+    /// The outputs `--methods` names (default: the 1-best, and its lattice-biased rescoring
+    /// with each utterance's sequences where the family can add lattice biasing).
+    fn outputs(&self, a: &DecodeArgs) -> Vec<String> {
+        if !a.methods.is_empty() {
+            return a.methods.clone();
+        }
+        let can_bias = self.base.has("lattice-biasing") || self.widest != self.base;
+        if can_bias {
+            vec!["none".into(), "sequences".into()]
+        } else {
+            vec!["none".into()]
+        }
+    }
+
+    /// One point per output, each checked as an experiment row is.
+    fn points(
+        &self,
+        a: &DecodeArgs,
+        st: &Settings,
+        outputs: &[String],
+        lists: &Lists,
+    ) -> Result<Vec<Point>> {
+        let mut row_labels = BTreeMap::new();
+        for r in &a.rows {
+            let (k, v) = r
+                .split_once('=')
+                .ok_or_else(|| anyhow!("--row '{r}' is not OUTPUT=LABEL"))?;
+            if !outputs.iter().any(|m| m == k) {
+                bail!("--row '{r}': '{k}' is not one of --methods");
+            }
+            if v.contains(',') || v.contains('"') {
+                bail!("--row '{r}': a label may not contain commas or quotes (CSV)");
+            }
+            row_labels.insert(k.to_string(), v.to_string());
+        }
+        let mut points = Vec::new();
+        for name in outputs {
+            let mut s = st.clone();
+            let method = if name == "none" {
+                self.base.clone()
+            } else {
+                ListKind::parse(name).ok_or_else(|| {
+                    anyhow!("unknown method '{name}' (none, unigrams, sequences, gt, list:NAME)")
+                })?;
+                LatticeBias {
+                    bias_list: Some(name.clone()),
+                    ..LatticeBias::read(st)?
+                }
+                .write(&mut s);
+                method_named(&self.parts, true)
+                    .with_context(|| format!("output '{name}' (lattice biasing)"))?
+            };
+            let row = row_labels
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| default_row(name, lists));
+            let p = Point {
+                row,
+                section: a.section.clone(),
+                method,
+                settings: s,
+                swept: Vec::new(),
+            };
+            points.push(catalog().point(p, &format!("ctxbench decode, output '{name}'"))?);
+        }
+        Ok(points)
+    }
+}
+
+/// The method of `parts` (with lattice biasing when `lattice`), parsed by the catalog.
+fn method_named(parts: &[String], lattice: bool) -> Result<Method> {
+    let mut p = parts.to_vec();
+    if lattice && !p.iter().any(|x| x == "lattice-biasing") {
+        p.push("lattice-biasing".into());
+    }
+    let name = if p.is_empty() {
+        "baseline".to_string()
+    } else {
+        p.join("+")
+    };
+    catalog()
+        .method(&name)
+        .with_context(|| format!("--method '{name}'"))
+}
+
 /// Prints what was decoded and one table row per output.
 fn print_figures(
     points: &[Point],
@@ -827,13 +695,13 @@ fn print_figures(
             st.graph.kind.name(),
             st.csr.num_states(),
             st.csr.num_arcs(),
-            points[0].get("threads")
+            Common::read(&points[0].settings).map_or(0, |c| c.threads)
         );
     }
     if !records[0].device.is_empty() {
         eprintln!(
             "backend {} on {}",
-            points[0].get("backend"),
+            Common::read(&points[0].settings).map_or(String::new(), |c| c.backend.to_string()),
             records[0].device
         );
     }

@@ -5,20 +5,20 @@
 //! `ctc-wfst+word-boosting`, `ctc-wfst+phrase-boosting` and both.
 
 use super::components;
-use super::components::word_boost::ContextBoosters;
+use super::components::open_vocab::OpenVocab;
+use super::components::penalties::CtcPenalties;
+use super::components::word_boost::{PhraseBoost, WordBoost};
 use super::family::{
-    accuracy_measures, base_measures, check_global_lists, check_targets, context_words,
-    decode_settings, excess_repeats, key_of, load_setup, num, open_file_key, open_vocab_of, record,
-    s, subset_of, Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS,
-    OPEN_MAX_PAUSE_S, OPEN_VOCAB, OPEN_VOCAB_ENTRY, OPEN_VOCAB_MAX_PAUSE, OPEN_VOCAB_WEIGHT,
-    SETUP_KEYS, WORD_BOOST, WORD_BOOST_SCORE,
+    accuracy_measures, base_measures, check_global, check_targets, common, context_words,
+    decode_key_of, decode_settings, excess_repeats, load_setup, owned_by, record, setup_key_of,
+    Component, Family, FamilySpec, GroupContext, SetupCache,
 };
-use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
-use crate::pipeline::{self, ListKind, OpenList, Setup, SetupOptions};
+use crate::experiment::{Point, SettingSpec, Settings};
+use crate::pipeline::{self, Setup, SetupOptions};
 use crate::results::PointRecord;
-use anyhow::{anyhow, bail, Result};
+use crate::settings::{Block, Common};
+use anyhow::{anyhow, bail, Context, Result};
 use ctx_data::dataset::Dataset;
-use ctx_graph::compile::GraphKind;
 use std::collections::BTreeMap;
 use wfst_search::Booster;
 
@@ -46,57 +46,40 @@ const COMPONENTS: &[Component] = &[
     },
 ];
 
-const SETTINGS: &[SettingSpec] = &[
-    spec(
-        "blank_penalty",
-        Type::Float,
-        "ctc-wfst",
-        "subtracted from the blank's log-probability on every frame (nats; positive = fewer \
-         blanks, a cure for deletions)",
-    ),
-    spec(
-        "word_insertion_penalty",
-        Type::Float,
-        "ctc-wfst",
-        "added to the cost of every emitted word (graph units; negative = an insertion bonus)",
-    ),
-    spec(
-        "streams",
-        Type::Int,
-        "ctc-wfst",
-        "streaming under constant arrivals (001 §4.2): this many clients send chunk_s chunks at \
-         real-time pace to a batching server; latency per chunk is measured (unset: offline \
-         batches)",
-    ),
-    spec(
-        "max_batch",
-        Type::Int,
-        "ctc-wfst",
-        "streaming: at most this many chunks per server batch",
-    ),
-    WORD_BOOST,
-    WORD_BOOST_SCORE,
-    spec(
-        "phrase_boost",
-        Type::Str,
-        "phrase-boosting",
-        "per-utterance phrase list: sequences, gt or list:NAME",
-    ),
-    spec(
-        "phrase_boost_score",
-        Type::Float,
-        "phrase-boosting",
-        "bonus per word of a phrase matched in order (a broken-off prefix keeps it, as in G-boosting)",
-    ),
-    OPEN_VOCAB,
-    OPEN_VOCAB_WEIGHT,
-    OPEN_VOCAB_ENTRY,
-    OPEN_VOCAB_MAX_PAUSE,
-];
+crate::settings_block! {
+    /// The CTC family's own settings: streaming under load (001 §4.2).
+    pub struct Streaming in "ctc-wfst" {
+        /// streaming under constant arrivals (001 §4.2): this many clients send chunk_s chunks
+        /// at real-time pace to a batching server; latency per chunk is measured (unset:
+        /// offline batches)
+        streams: Option<usize> = None,
+        /// streaming: at most this many chunks per server batch
+        max_batch: usize = 256,
+    }
+}
 
-/// The open-vocabulary defaults over a TLG (weight, entry), chosen on the quick subsets of
-/// ATCO2-1h and Earnings-21 from a grid (experiments/open-vocab-ctc.toml).
-const OPEN_DEFAULTS: (f64, f64) = (5.0, 4.0);
+/// The blocks of the family's components as one point reads them.
+struct Blocks {
+    common: Common,
+    penalties: CtcPenalties,
+    streaming: Streaming,
+    words: WordBoost,
+    phrases: PhraseBoost,
+    open: OpenVocab,
+}
+
+impl Blocks {
+    fn read(s: &Settings) -> Result<Self> {
+        Ok(Self {
+            common: Common::read(s)?,
+            penalties: CtcPenalties::read(s)?,
+            streaming: Streaming::read(s)?,
+            words: WordBoost::read(s)?,
+            phrases: PhraseBoost::read(s)?,
+            open: OpenVocab::read(s)?,
+        })
+    }
+}
 
 impl FamilySpec for CtcWfst {
     fn name(&self) -> &'static str {
@@ -111,77 +94,79 @@ impl FamilySpec for CtcWfst {
         COMPONENTS
     }
 
-    fn settings(&self) -> &'static [SettingSpec] {
-        SETTINGS
-    }
-
-    fn defaults(&self, s: &mut Settings) {
-        s.insert("blank_penalty".into(), Value::Float(0.0));
-        s.insert("word_insertion_penalty".into(), Value::Float(0.0));
-        s.insert("word_boost_score".into(), Value::Float(3.0));
-        s.insert("phrase_boost_score".into(), Value::Float(3.0));
-        s.insert("max_batch".into(), Value::Int(256));
-        s.insert("open_vocab_weight".into(), Value::Float(OPEN_DEFAULTS.0));
-        s.insert("open_vocab_entry".into(), Value::Float(OPEN_DEFAULTS.1));
-        s.insert(
-            "open_vocab_max_pause".into(),
-            Value::Float(OPEN_MAX_PAUSE_S),
+    fn settings(&self) -> Vec<SettingSpec> {
+        let mut v = owned_by(CtcPenalties::SPECS, "ctc-wfst");
+        v.extend(
+            [
+                Streaming::SPECS,
+                WordBoost::SPECS,
+                PhraseBoost::SPECS,
+                OpenVocab::SPECS,
+            ]
+            .concat(),
         );
-    }
-
-    fn required(&self) -> &'static [(&'static str, &'static str)] {
-        &[
-            ("word_boost", "word-boosting"),
-            ("phrase_boost", "phrase-boosting"),
-            ("open_vocab", "open-vocab"),
-        ]
+        v
     }
 
     fn check(&self, s: &Settings, what: &str) -> Result<()> {
-        let graph = s.get("graph").map(|v| v.to_string()).unwrap_or_default();
-        if !graph.starts_with("tlg-") {
-            bail!("{what}: graph '{graph}': the ctc-wfst family decodes a TLG (tlg-normal or tlg-compact)");
-        }
-        for k in ["streams", "max_batch"] {
-            if s.get(k) == Some(&Value::Int(0)) {
-                bail!("{what}: '{k}' must be at least 1");
+        let b = Blocks::read(s).with_context(|| what.to_string())?;
+        (|| {
+            let graph = &b.common.graph;
+            if !graph.starts_with("tlg-") {
+                bail!("graph '{graph}': the ctc-wfst family decodes a TLG (tlg-normal or tlg-compact)");
             }
-        }
-        if let Some(v) = s.get("open_vocab").and_then(Value::as_str) {
-            if OpenList::parse(v).is_none() {
-                bail!("{what}: open_vocab '{v}' (sequences, unigrams, gt, list:NAME, file:PATH)");
+            if b.streaming.streams == Some(0) || b.streaming.max_batch == 0 {
+                bail!("'streams' and 'max_batch' must be at least 1");
             }
-        }
-        for k in ["word_boost", "phrase_boost"] {
-            if let Some(v) = s.get(k).and_then(Value::as_str) {
-                if ListKind::parse(v).is_none() {
-                    bail!("{what}: {k} '{v}' (sequences, unigrams, gt, test-words, other-words, list:NAME)");
-                }
-            }
-        }
-        Ok(())
+            b.open.check()?;
+            b.words.check()?;
+            b.phrases.list()?;
+            Ok(())
+        })()
+        .with_context(|| what.to_string())
     }
 }
 
 impl Family for CtcWfst {
     fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
         check_targets(ds, p)?;
-        check_global_lists(ds, p, &["word_boost", "phrase_boost", "open_vocab"])
+        let b = Blocks::read(&p.settings)?;
+        b.open.check_lists(ds)?;
+        check_global(
+            ds,
+            crate::key!(WordBoost, word_boost),
+            b.words.word_boost.as_deref(),
+        )?;
+        check_global(
+            ds,
+            crate::key!(PhraseBoost, phrase_boost),
+            b.phrases.phrase_boost.as_deref(),
+        )
     }
 
     fn setup_key(&self, p: &Point) -> String {
-        let key = key_of("ctc-wfst", p, SETUP_KEYS, &[]);
+        let Ok(b) = Blocks::read(&p.settings) else {
+            return String::new();
+        };
         // The class slot is part of the graph (rows without a list keep the plain TLG).
-        match p.settings.get("open_vocab") {
-            Some(_) => key + &format!(";slot={}", s(p, "open_vocab_entry")),
-            None => key,
-        }
+        setup_key_of("ctc-wfst", &b.common) + &b.open.setup_key()
     }
 
     fn decode_key(&self, p: &Point) -> String {
-        let setup = self.setup_key(p);
-        let settings: Vec<&str> = SETTINGS.iter().map(|s| s.name).collect();
-        setup + &key_of("", p, DECODE_KEYS, &settings) + &open_file_key(p)
+        let Ok(b) = Blocks::read(&p.settings) else {
+            return String::new();
+        };
+        [
+            self.setup_key(p),
+            decode_key_of(&b.common),
+            b.penalties.key(),
+            b.streaming.key(),
+            b.words.key(),
+            b.phrases.key(),
+            b.open.key(),
+            b.open.file_key(),
+        ]
+        .join(";")
     }
 
     fn writes_outputs(&self) -> bool {
@@ -195,51 +180,27 @@ impl Family for CtcWfst {
         setup: &mut SetupCache,
     ) -> Result<Vec<PointRecord>> {
         let first = &cx.points[group[0]];
+        let b = Blocks::read(&first.settings)?;
         pipeline::reset_peak_mem();
-        let kind = GraphKind::parse(&s(first, "graph")).ok_or_else(|| anyhow!("bad graph"))?;
-        let open = open_vocab_of(first, OPEN_DEFAULTS.0, OPEN_DEFAULTS.1)?;
         let opts = SetupOptions {
-            kind,
-            bpe_size: num(first, "bpe_size", ctx_data::graphs::DEFAULT_BPE_SIZE as f64) as usize,
-            noise: first.settings.get("noise").and_then(Value::as_f64),
-            context_slot: open.as_ref().map(|o| o.entry),
-            ..SetupOptions::hclg(subset_of(first), cx.cache)
+            kind: b.common.graph_kind()?,
+            bpe_size: b.common.bpe_size,
+            noise: b.common.noise,
+            context_slot: b.open.slot(),
+            ..SetupOptions::hclg(b.common.subset(), cx.cache)
         };
-        let st = load_setup(cx, first, self.setup_key(first), &opts, setup)?;
+        let st = load_setup(cx, &b.common, self.setup_key(first), &opts, setup)?;
         if st.ctc_blank.is_none() {
             bail!(
                 "dataset {}: the ctc-wfst family needs a CTC model (a files dataset with model = \"ctc\", or a simulated TLG)",
                 st.dataset.name
             );
         }
-        let mut settings = decode_settings(first, st)?;
-        settings.blank_penalty = num(first, "blank_penalty", 0.0) as f32;
-        settings.word_insertion_penalty = num(first, "word_insertion_penalty", 0.0) as f32;
-        let words = match first.settings.get("word_boost").and_then(Value::as_str) {
-            Some(l) => {
-                let kind = ListKind::parse(l).ok_or_else(|| anyhow!("bad word_boost '{l}'"))?;
-                let score = num(first, "word_boost_score", 3.0) as f32;
-                Some(ContextBoosters::words(
-                    st,
-                    &kind,
-                    score,
-                    settings.config.beam,
-                )?)
-            }
-            None => None,
-        };
-        let phrases = match first.settings.get("phrase_boost").and_then(Value::as_str) {
-            Some(l) => {
-                let kind = ListKind::parse(l).ok_or_else(|| anyhow!("bad phrase_boost '{l}'"))?;
-                let score = num(first, "phrase_boost_score", 3.0) as f32;
-                Some(ContextBoosters::phrases(st, &kind, score)?)
-            }
-            None => None,
-        };
-        let open = open
-            .as_ref()
-            .map(|o| o.compile(st, &settings))
-            .transpose()?;
+        let mut settings = decode_settings(&b.common, st)?;
+        b.penalties.apply(&mut settings);
+        let words = b.words.boosters(st, settings.config.beam)?;
+        let phrases = b.phrases.boosters(st)?;
+        let open = b.open.compile(st, &settings)?;
         let booster = |i: usize| {
             Booster::stack([
                 words.as_ref().map(|b| b.boosters[i].clone()),
@@ -247,7 +208,7 @@ impl Family for CtcWfst {
                 open.as_ref().and_then(|o| o.penalties[i].clone()),
             ])
         };
-        if let Some(n) = first.settings.get("streams").and_then(Value::as_f64) {
+        if let Some(n) = b.streaming.streams {
             if cx.sink.is_some() {
                 bail!("streaming rows (streams = {n}) write no hypothesis or lattice files");
             }
@@ -256,7 +217,8 @@ impl Family for CtcWfst {
                 group,
                 st,
                 &settings,
-                n as usize,
+                n,
+                b.streaming.max_batch,
                 &booster,
                 open.as_ref(),
             );
@@ -280,10 +242,7 @@ impl Family for CtcWfst {
         let mut out = Vec::new();
         for &i in group {
             let p = &cx.points[i];
-            let targets = pipeline::targets(
-                &st.dataset,
-                p.settings.get("targets").and_then(Value::as_str),
-            )?;
+            let targets = pipeline::targets(&st.dataset, common(p)?.targets.as_deref())?;
             let o = pipeline::output(st, &run, None, targets.as_ref().map(|(_, t)| t))?;
             if let Some(sink) = cx.sink {
                 sink.output(i, st, &o)?;
@@ -324,10 +283,10 @@ fn streaming(
     st: &Setup,
     settings: &pipeline::DecodeSettings,
     streams: usize,
+    max_batch: usize,
     booster: &(dyn Fn(usize) -> Booster + Sync),
     open: Option<&components::open_vocab::OpenContexts>,
 ) -> Result<Vec<PointRecord>> {
-    let first = &cx.points[group[0]];
     let blank = st.ctc_blank.ok_or_else(|| anyhow!("not a CTC model"))?;
     let dec = ctc_wfst::CtcDecoder::new(
         &st.csr,
@@ -355,7 +314,7 @@ fn streaming(
         streams,
         chunk_s: settings.chunk_s,
         frame_s: st.frame_s,
-        max_batch: num(first, "max_batch", 256.0) as usize,
+        max_batch,
         seed: 0x5eed,
     };
     let utts = &st.dataset.utterances;
@@ -371,10 +330,7 @@ fn streaming(
     let mut out = Vec::new();
     for &i in group {
         let p = &cx.points[i];
-        let targets = pipeline::targets(
-            &st.dataset,
-            p.settings.get("targets").and_then(Value::as_str),
-        )?;
+        let targets = pipeline::targets(&st.dataset, common(p)?.targets.as_deref())?;
         let t = st.score(&hyps, targets.as_ref().map(|(_, t)| t))?;
         let mut m = accuracy_measures(&t);
         m.insert(

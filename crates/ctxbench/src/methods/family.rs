@@ -2,17 +2,15 @@
 //! run reads, and the helpers the families build their points from (settings, setup loading,
 //! decoder settings, measures, records).
 
-use super::components;
-use crate::experiment::{spec, Point, SettingSpec, Type, Value};
 pub use crate::experiment::{Component, FamilySpec};
-use crate::pipeline::{
-    self, DecodeRun, DecodeSettings, ListKind, OpenList, Output, Setup, SetupOptions,
-};
+use crate::experiment::{Point, SettingSpec};
+use crate::pipeline::{self, DecodeRun, DecodeSettings, ListKind, Output, Setup, SetupOptions};
 use crate::results::PointRecord;
+use crate::settings::{Block, Common};
 use crate::version::CODE_VERSION;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Result};
 use ctx_core::metrics::score::ScoreTotals;
-use ctx_data::dataset::{Dataset, Subset, Utterance};
+use ctx_data::dataset::{Dataset, Utterance};
 use ctx_data::registry::Registry;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -37,198 +35,27 @@ pub struct GroupContext<'a> {
     pub sink: Option<&'a dyn OutputSink>,
 }
 
-/// Word boosting's list, a setting the WFST and CTC families share (001 §3.3's B on any graph).
-pub(crate) const WORD_BOOST: SettingSpec = spec(
-    "word_boost",
-    Type::Str,
-    "word-boosting",
-    "per-utterance word list whose distinct words are boosted: sequences, unigrams, gt, \
-     test-words, other-words or list:NAME",
-);
-
-/// Word boosting's bonus per word, shared like [`WORD_BOOST`].
-pub(crate) const WORD_BOOST_SCORE: SettingSpec = spec(
-    "word_boost_score",
-    Type::Float,
-    "word-boosting",
-    "bonus per boosted word (positive = favoured; 001's rule: at most half the beam)",
-);
-
-/// The open-vocabulary list (issue 42), shared by the families that decode a graph with the
-/// class slot (ctc-wfst over a TLG, wfst over an HCLG).
-pub(crate) const OPEN_VOCAB: SettingSpec = spec(
-    "open_vocab",
-    Type::Str,
-    "open-vocab",
-    "open-vocabulary list: each utterance's sequences, gt or list:NAME, or one phrase file \
-     for all, file:PATH (phrase<TAB>weight per line)",
-);
-
-/// A completed open-vocabulary phrase's reward, shared like [`OPEN_VOCAB`].
-pub(crate) const OPEN_VOCAB_WEIGHT: SettingSpec = spec(
-    "open_vocab_weight",
-    Type::Float,
-    "open-vocab",
-    "reward of a completed phrase of the list (graph units; earned only at its end)",
-);
-
-/// The class slot's entry cost, shared like [`OPEN_VOCAB`].
-pub(crate) const OPEN_VOCAB_ENTRY: SettingSpec = spec(
-    "open_vocab_entry",
-    Type::Float,
-    "open-vocab",
-    "cost of entering the class slot from the LM's empty history (graph units; part of the \
-     graph, so a new value builds a new graph)",
-);
-
-/// The longest pause inside an open-vocabulary phrase, shared like [`OPEN_VOCAB`].
-pub(crate) const OPEN_VOCAB_MAX_PAUSE: SettingSpec = spec(
-    "open_vocab_max_pause",
-    Type::Float,
-    "open-vocab",
-    "longest run of blanks between two tokens of a phrase, in seconds (CTC contexts; 0: no \
-     bound): a longer pause ends the match",
-);
-
-/// [`OPEN_VOCAB_MAX_PAUSE`]'s default: a second (25 frames of a 40 ms CTC model) — longer than
-/// any pause between two spikes of the simulated models' names (at most 24 frames on ATCO2-1h,
-/// 22 on Earnings-21), short enough that a context path cannot read blanks over the words
-/// spoken between a phrase's two names.
-pub(crate) const OPEN_MAX_PAUSE_S: f64 = 1.0;
-
-/// The open-vocabulary component's settings on a point.
-#[derive(Debug, Clone)]
-pub(crate) struct OpenVocab {
-    /// Whose list each utterance gets.
-    pub kind: OpenList,
-    /// A completed phrase's reward.
-    pub weight: f32,
-    /// The class slot's entry cost (part of the graph).
-    pub entry: f32,
-    /// The longest pause inside a phrase, in seconds (`None`: unbounded).
-    pub max_pause_s: Option<f64>,
+/// A block's settings owned by `owner` (a family's name: every method of the family reads
+/// them) instead of its component: a block two families read under their own names (the CTC
+/// penalties of `wfst` and `ctc-wfst`).
+pub(crate) fn owned_by(specs: &[SettingSpec], owner: &'static str) -> Vec<SettingSpec> {
+    specs
+        .iter()
+        .map(|sp| SettingSpec {
+            component: owner,
+            ..*sp
+        })
+        .collect()
 }
 
-impl OpenVocab {
-    /// Compiles every utterance's context (and negative weights' main-path costs) for `st`
-    /// ([`components::open_vocab::open_contexts`]).
-    pub fn compile(
-        &self,
-        st: &Setup,
-        settings: &DecodeSettings,
-    ) -> Result<components::open_vocab::OpenContexts> {
-        components::open_vocab::open_contexts(
-            st,
-            &self.kind,
-            self.weight,
-            self.max_pause_s,
-            settings,
-        )
-    }
-}
-
-/// The open-vocabulary component's settings on a point (`None` without a list); `weight` and
-/// `entry` are the family's defaults.
-pub(crate) fn open_vocab_of(p: &Point, weight: f64, entry: f64) -> Result<Option<OpenVocab>> {
-    match p.settings.get("open_vocab").and_then(Value::as_str) {
-        None => Ok(None),
-        Some(l) => {
-            let pause = num(p, "open_vocab_max_pause", OPEN_MAX_PAUSE_S);
-            if pause.is_nan() || pause < 0.0 {
-                bail!("open_vocab_max_pause {pause}: a pause in seconds, 0 for no bound");
-            }
-            let (weight, entry) = (
-                num(p, "open_vocab_weight", weight),
-                num(p, "open_vocab_entry", entry),
-            );
-            // Graph-cost units: beyond a thousand a setting decides every path alone (an entry
-            // of -1e30 made every utterance a context path, WER 273.7).
-            for (k, flag, v) in [
-                ("open_vocab_weight", "--open-vocab-weight", weight),
-                ("open_vocab_entry", "--open-vocab-entry", entry),
-            ] {
-                if !(v.is_finite() && v.abs() <= 1000.0) {
-                    let v = if v.is_finite() {
-                        format!("{:e}", v as f32)
-                    } else {
-                        v.to_string()
-                    };
-                    bail!("{k} ({flag}) {v}: a cost in graph units, finite and at most 1000 in magnitude");
-                }
-            }
-            Ok(Some(OpenVocab {
-                kind: OpenList::parse(l).ok_or_else(|| anyhow!("bad open_vocab '{l}'"))?,
-                weight: weight as f32,
-                entry: entry as f32,
-                max_pause_s: (pause > 0.0).then_some(pause),
-            }))
-        }
-    }
-}
-
-/// The part of a point's key that a `file:PATH` open-vocabulary list adds: a hash of the
-/// file's bytes (a changed file is a new point; an unreadable one fails when the point runs).
-pub(crate) fn open_file_key(p: &Point) -> String {
-    let Some(Some(OpenList::File(path))) = p
-        .settings
-        .get("open_vocab")
-        .and_then(Value::as_str)
-        .map(OpenList::parse)
-    else {
-        return String::new();
-    };
-    match std::fs::read(&path) {
-        // FNV-1a: stable across runs and builds, unlike the std hasher.
-        Ok(bytes) => {
-            let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-                (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-            });
-            format!(";open_file={h:016x}")
-        }
-        Err(_) => ";open_file=unreadable".into(),
-    }
-}
-
-/// Checks that an open-vocabulary `file:PATH` list reads (its errors name the file and line)
-/// and holds a phrase, before anything runs.
-pub(crate) fn check_open_file(p: &Point) -> Result<()> {
-    if let Some(Some(OpenList::File(path))) = p
-        .settings
-        .get("open_vocab")
-        .and_then(Value::as_str)
-        .map(OpenList::parse)
-    {
-        let l = ctx_core::context_list::ContextList::read(&path, 1.0, true)
-            .with_context(|| format!("open_vocab 'file:{}'", path.display()))?;
-        // An empty list would decode unbiased under an open-vocabulary label (issue 58), as
-        // an empty --bias-list is refused.
-        if l.is_empty() {
+/// A list setting naming a global list (`list:NAME`) must name one of `ds`.
+pub(crate) fn check_global(ds: &Dataset, key: &str, list: Option<&str>) -> Result<()> {
+    if let Some(Some(ListKind::Global(n))) = list.map(ListKind::parse) {
+        if !ds.global_lists.contains_key(&n) {
             bail!(
-                "open_vocab 'file:{}': the file holds no phrase",
-                path.display()
+                "{key} 'list:{n}': dataset {} has no global list '{n}'",
+                ds.name
             );
-        }
-    }
-    Ok(())
-}
-
-/// Checks that every `list:NAME` among the settings `keys` names a global list of `ds` (and an
-/// open-vocabulary file list, [`check_open_file`]).
-pub(crate) fn check_global_lists(ds: &Dataset, p: &Point, keys: &[&str]) -> Result<()> {
-    check_open_file(p)?;
-    for k in keys {
-        if let Some(Some(ListKind::Global(n))) = p
-            .settings
-            .get(*k)
-            .and_then(Value::as_str)
-            .map(ListKind::parse)
-        {
-            if !ds.global_lists.contains_key(&n) {
-                bail!(
-                    "{k} 'list:{n}': dataset {} has no global list '{n}'",
-                    ds.name
-                );
-            }
         }
     }
     Ok(())
@@ -293,68 +120,55 @@ pub trait Family: FamilySpec {
     ) -> Result<Vec<PointRecord>>;
 }
 
-/// A setting of a point as a string (empty when unset).
-pub(crate) fn s(p: &Point, k: &str) -> String {
-    p.get(k)
+/// A point's common settings (checked when the point was made).
+pub(crate) fn common(p: &Point) -> Result<Common> {
+    Common::read(&p.settings)
 }
 
-/// A numeric setting of a point, or `default`.
-pub(crate) fn num(p: &Point, k: &str, default: f64) -> f64 {
-    p.settings.get(k).and_then(Value::as_f64).unwrap_or(default)
+/// What every family's setup key starts with: the family and the common settings a setup
+/// (graph, acoustic model, utterances) depends on.
+pub(crate) fn setup_key_of(family: &str, c: &Common) -> String {
+    format!(
+        "{family};dataset={};subset={};graph={};bpe_size={};noise={};limit={}",
+        c.dataset(),
+        c.subset,
+        c.graph,
+        c.bpe_size,
+        c.noise.map_or(String::new(), |x| x.to_string()),
+        c.limit.map_or(String::new(), |x| x.to_string()),
+    )
 }
 
-/// The subset a point decodes.
-pub(crate) fn subset_of(p: &Point) -> Subset {
-    if s(p, "subset") == "quick" {
-        Subset::Quick
-    } else {
-        Subset::Full
-    }
-}
-
-/// Common settings a setup depends on.
-pub(crate) const SETUP_KEYS: &[&str] =
-    &["dataset", "subset", "graph", "bpe_size", "noise", "limit"];
-/// Common settings decoding depends on (besides the setup).
-pub(crate) const DECODE_KEYS: &[&str] = &[
-    "backend",
-    "beam",
-    "max_active",
-    "lattice_beam",
-    "acoustic_scale",
-    "chunk_s",
-    "endpointing",
-    "threads",
-    "gpu_batch",
-];
-
-/// `family;k=v;...` over the common setup keys and `extra`.
-pub(crate) fn key_of(family: &str, p: &Point, common: &[&str], extra: &[&str]) -> String {
-    std::iter::once(family.to_string())
-        .chain(
-            common
-                .iter()
-                .chain(extra)
-                .map(|k| format!("{k}={}", s(p, k))),
-        )
-        .collect::<Vec<_>>()
-        .join(";")
+/// The common settings a decode depends on besides its setup (the engine's).
+pub(crate) fn decode_key_of(c: &Common) -> String {
+    format!(
+        ";backend={};beam={};max_active={};lattice_beam={};acoustic_scale={};chunk_s={};endpointing={};threads={};gpu_batch={}",
+        c.backend,
+        c.beam,
+        c.max_active,
+        c.lattice_beam,
+        c.acoustic_scale.map_or(String::new(), |x| x.to_string()),
+        c.chunk_s,
+        c.endpointing,
+        c.threads,
+        c.gpu_batch,
+    )
 }
 
 /// Loads the setup of a group's first point into the cache unless it is there already
 /// (`limit` applied); frees the previous one first.
 pub(crate) fn load_setup<'s>(
     cx: &GroupContext<'_>,
-    first: &Point,
+    c: &Common,
     key: String,
     opts: &SetupOptions<'_>,
     setup: &'s mut SetupCache,
 ) -> Result<&'s Setup> {
     if setup.as_ref().is_none_or(|(k, _)| *k != key) {
         *setup = None; // free the previous graph before building the next
-        let name = s(first, "dataset");
-        let mut st = Setup::load(cx.reg, &name, opts)?;
-        apply_limit(first, &name, &mut st.dataset.utterances)?;
+        let name = c.dataset();
+        let mut st = Setup::load(cx.reg, name, opts)?;
+        apply_limit(c, name, &mut st.dataset.utterances)?;
         *setup = Some((key, st));
     }
     Ok(&setup.as_ref().expect("just loaded").1)
@@ -362,12 +176,12 @@ pub(crate) fn load_setup<'s>(
 
 /// A point's `limit` (the first N utterances; N at least 1, named when it is not) applied to
 /// dataset `name`'s utterances; none left is an error.
-pub(crate) fn apply_limit<T>(first: &Point, name: &str, utts: &mut Vec<T>) -> Result<()> {
-    if let Some(n) = first.settings.get("limit").and_then(Value::as_f64) {
-        if !(n.is_finite() && n >= 1.0) {
+pub(crate) fn apply_limit<T>(c: &Common, name: &str, utts: &mut Vec<T>) -> Result<()> {
+    if let Some(n) = c.limit {
+        if n < 1 {
             bail!("limit {n} (--limit): the first N utterances of {name}, N at least 1");
         }
-        utts.truncate(n as usize);
+        utts.truncate(n);
     }
     if utts.is_empty() {
         bail!("dataset {name} has no utterances to decode");
@@ -376,27 +190,20 @@ pub(crate) fn apply_limit<T>(first: &Point, name: &str, utts: &mut Vec<T>) -> Re
 }
 
 /// The decoder settings every family reads (beams, chunking, endpointing, threads, backend).
-pub(crate) fn decode_settings(first: &Point, st: &Setup) -> Result<DecodeSettings> {
-    let d = DecoderConfig::default();
+pub(crate) fn decode_settings(c: &Common, st: &Setup) -> Result<DecodeSettings> {
     Ok(DecodeSettings {
         config: DecoderConfig {
-            beam: num(first, "beam", d.beam as f64) as f32,
-            max_active: num(first, "max_active", d.max_active as f64) as usize,
-            lattice_beam: num(first, "lattice_beam", d.lattice_beam as f64) as f32,
-            acoustic_scale: num(first, "acoustic_scale", st.acoustic_scale as f64) as f32,
+            beam: c.beam as f32,
+            max_active: c.max_active,
+            lattice_beam: c.lattice_beam as f32,
+            acoustic_scale: c.acoustic_scale.map_or(st.acoustic_scale, |x| x as f32),
             ..DecoderConfig::default()
         },
-        chunk_s: num(first, "chunk_s", 0.5),
-        endpointing: first
-            .settings
-            .get("endpointing")
-            .and_then(Value::as_bool)
-            .unwrap_or(true),
-        threads: num(first, "threads", 2.0) as usize,
-        gpu_batch: num(first, "gpu_batch", 256.0) as usize,
-        backend: s(first, "backend")
-            .parse()
-            .map_err(|e: String| anyhow!("{e}"))?,
+        chunk_s: c.chunk_s,
+        endpointing: c.endpointing,
+        threads: c.threads,
+        gpu_batch: c.gpu_batch,
+        backend: c.backend,
         ..DecodeSettings::default()
     })
 }
@@ -573,7 +380,7 @@ pub(crate) fn record(
 
 /// Checks a point's `targets` list (a common setting) against its dataset.
 pub(crate) fn check_targets(ds: &Dataset, p: &Point) -> Result<()> {
-    if let Some(Value::Str(t)) = p.settings.get("targets") {
+    if let Some(t) = &common(p)?.targets {
         pipeline::targets(ds, Some(t))?;
     }
     Ok(())

@@ -19,17 +19,17 @@
 //! in the graph, and are written as the list spells them.
 
 use super::components;
+use super::components::open_vocab::OpenVocab;
 use super::family::{
-    accuracy_measures, check_global_lists, check_targets, context_words, decode_settings,
-    graph_bytes, key_of, load_setup, num, open_file_key, open_vocab_of, record, s, subset_of,
-    Component, Family, FamilySpec, GroupContext, SetupCache, DECODE_KEYS, OPEN_VOCAB,
-    OPEN_VOCAB_ENTRY, OPEN_VOCAB_WEIGHT, SETUP_KEYS,
+    accuracy_measures, check_global, check_targets, common, context_words, decode_key_of,
+    decode_settings, graph_bytes, load_setup, record, setup_key_of, Component, Family, FamilySpec,
+    GroupContext, SetupCache,
 };
-use super::wfst::OPEN_DEFAULTS;
-use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
+use crate::experiment::{Point, SettingSpec, Settings};
 use crate::pipeline::{self, ListKind, Setup, SetupOptions};
 use crate::results::PointRecord;
-use anyhow::{anyhow, bail, Result};
+use crate::settings::{Block, Common};
+use anyhow::{anyhow, bail, Context, Result};
 use ctx_core::bias::BiasList;
 use ctx_core::scores::ScoreMatrix;
 use ctx_data::dataset::Dataset;
@@ -56,63 +56,48 @@ const COMPONENTS: &[Component] = &[
     },
 ];
 
-const SETTINGS: &[SettingSpec] = &[
-    spec(
-        "ctx_list",
-        Type::Str,
-        "hclg-boost",
-        "each stream's context: its utterance's list of this kind (sequences, unigrams, gt or \
-         list:NAME); unset: no context",
-    ),
-    spec(
-        "ctx_output",
-        Type::Str,
-        "hclg-boost",
-        "partial (arcs boosted during the search, output = the search's best path) or \
-         endpoints (unbiased search, lattice biasing at each endpoint)",
-    ),
-    spec(
-        "ctx_discount",
-        Type::Float,
-        "hclg-boost",
-        "discount on a context's arcs during the search",
-    ),
-    spec(
-        "ctx_lattice_discount",
-        Type::Float,
-        "hclg-boost",
-        "lattice-biasing discount per word at endpoints",
-    ),
-    spec(
-        "ctx_schedule",
-        Type::Str,
-        "hclg-boost",
-        "right (the stream's own context throughout), wrong (another utterance's), none, \
-         wrong-then-right or right-then-wrong (switched at chunk ctx_switch_chunk)",
-    ),
-    spec(
-        "ctx_switch_chunk",
-        Type::Int,
-        "hclg-boost",
-        "the chunk (0-based) from which a *-then-* schedule uses its second context",
-    ),
-    spec(
-        "clients",
-        Type::Int,
-        "hclg-boost",
-        "load simulation: this many clients stream at real-time pace into the pipeline \
-         (unset: the set decoded in batches)",
-    ),
-    spec(
-        "client_batch",
-        Type::Int,
-        "hclg-boost",
-        "load simulation: at most this many chunks per server batch",
-    ),
-    OPEN_VOCAB,
-    OPEN_VOCAB_WEIGHT,
-    OPEN_VOCAB_ENTRY,
-];
+crate::settings_block! {
+    /// The family's per-stream context settings (000 §4).
+    pub struct PerStream in "hclg-boost" {
+        /// each stream's context: its utterance's list of this kind (sequences, unigrams, gt
+        /// or list:NAME); unset: no context
+        ctx_list: Option<String> = None,
+        /// partial (arcs boosted during the search, output = the search's best path) or
+        /// endpoints (unbiased search, lattice biasing at each endpoint)
+        ctx_output: String = "partial".into(),
+        /// discount on a context's arcs during the search (graph units)
+        ctx_discount: f64 = -2.0,
+        /// lattice-biasing discount per word at endpoints (graph units)
+        ctx_lattice_discount: f64 = -2.0,
+        /// right (the stream's own context throughout), wrong (another utterance's), none,
+        /// wrong-then-right or right-then-wrong (switched at chunk ctx_switch_chunk)
+        ctx_schedule: String = "right".into(),
+        /// the chunk (0-based) from which a *-then-* schedule uses its second context
+        ctx_switch_chunk: usize = 0,
+        /// load simulation: this many clients stream at real-time pace into the pipeline
+        /// (unset: the set decoded in batches)
+        clients: Option<usize> = None,
+        /// load simulation: at most this many chunks per server batch
+        client_batch: usize = 256,
+    }
+}
+
+/// The blocks of the family's components as one point reads them.
+struct Blocks {
+    common: Common,
+    stream: PerStream,
+    open: OpenVocab,
+}
+
+impl Blocks {
+    fn read(s: &Settings) -> Result<Self> {
+        Ok(Self {
+            common: Common::read(s)?,
+            stream: PerStream::read(s)?,
+            open: OpenVocab::read(s)?,
+        })
+    }
+}
 
 const SCHEDULES: &[&str] = &[
     "right",
@@ -135,95 +120,86 @@ impl FamilySpec for HclgBoost {
         COMPONENTS
     }
 
-    fn settings(&self) -> &'static [SettingSpec] {
-        SETTINGS
-    }
-
-    fn defaults(&self, s: &mut Settings) {
-        s.insert("ctx_output".into(), Value::Str("partial".into()));
-        s.insert("ctx_discount".into(), Value::Float(-2.0));
-        s.insert("ctx_lattice_discount".into(), Value::Float(-2.0));
-        s.insert("ctx_schedule".into(), Value::Str("right".into()));
-        s.insert("ctx_switch_chunk".into(), Value::Int(0));
-        s.insert("client_batch".into(), Value::Int(256));
-        s.insert("open_vocab_weight".into(), Value::Float(OPEN_DEFAULTS.0));
-        s.insert("open_vocab_entry".into(), Value::Float(OPEN_DEFAULTS.1));
-    }
-
-    fn required(&self) -> &'static [(&'static str, &'static str)] {
-        &[("open_vocab", "open-vocab")]
+    fn settings(&self) -> Vec<SettingSpec> {
+        [PerStream::SPECS, OpenVocab::SPECS].concat()
     }
 
     fn check(&self, s: &Settings, what: &str) -> Result<()> {
-        let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_string);
-        if let Some(g) = str_of("graph") {
-            if g != "hclg" {
-                bail!("{what}: graph '{g}': the hclg-boost family decodes an HCLG");
+        let b = Blocks::read(s).with_context(|| what.to_string())?;
+        (|| {
+            let (c, st) = (&b.common, &b.stream);
+            if c.graph != "hclg" {
+                bail!("graph '{}': the hclg-boost family decodes an HCLG", c.graph);
             }
-        }
-        if let Some(v) = str_of("ctx_list") {
-            if ListKind::parse(&v).is_none() {
-                bail!("{what}: ctx_list '{v}' (sequences, unigrams, gt, list:NAME)");
-            }
-        }
-        if let Some(v) = str_of("open_vocab") {
-            if crate::pipeline::OpenList::parse(&v).is_none() {
-                bail!("{what}: open_vocab '{v}' (sequences, unigrams, gt, list:NAME, file:PATH)");
-            }
-        }
-        if let Some(v) = str_of("ctx_output") {
-            if !["partial", "endpoints"].contains(&v.as_str()) {
-                bail!("{what}: ctx_output '{v}' (partial or endpoints)");
-            }
-        }
-        if let Some(v) = str_of("ctx_schedule") {
-            if !SCHEDULES.contains(&v.as_str()) {
-                bail!("{what}: ctx_schedule '{v}' ({})", SCHEDULES.join(", "));
-            }
-            if v != "right" && s.get("ctx_list").is_none() && s.get("open_vocab").is_none() {
-                bail!("{what}: ctx_schedule '{v}' needs a ctx_list or an open_vocab list");
-            }
-        }
-        for k in ["ctx_discount", "ctx_lattice_discount"] {
-            if let Some(x) = s.get(k).and_then(Value::as_f64) {
-                if !x.is_finite() || (k == "ctx_lattice_discount" && x > 0.0) {
-                    bail!("{what}: {k} {x} must be finite (and ≤ 0 for lattice biasing)");
+            if let Some(v) = &st.ctx_list {
+                if ListKind::parse(v).is_none() {
+                    bail!("ctx_list '{v}' (sequences, unigrams, gt, list:NAME)");
                 }
             }
-        }
-        for k in ["clients", "client_batch"] {
-            if s.get(k).and_then(Value::as_f64).is_some_and(|x| x < 1.0) {
-                bail!("{what}: '{k}' must be at least 1");
+            b.open.check()?;
+            if !["partial", "endpoints"].contains(&st.ctx_output.as_str()) {
+                bail!("ctx_output '{}' (partial or endpoints)", st.ctx_output);
             }
-        }
-        if s.get("ctx_switch_chunk")
-            .and_then(Value::as_f64)
-            .is_some_and(|x| x < 0.0)
-        {
-            bail!("{what}: ctx_switch_chunk must be ≥ 0");
-        }
-        Ok(())
+            let v = &st.ctx_schedule;
+            if !SCHEDULES.contains(&v.as_str()) {
+                bail!("ctx_schedule '{v}' ({})", SCHEDULES.join(", "));
+            }
+            if v != "right" && st.ctx_list.is_none() && b.open.open_vocab.is_none() {
+                bail!("ctx_schedule '{v}' needs a ctx_list or an open_vocab list");
+            }
+            for (k, x) in [
+                (crate::key!(PerStream, ctx_discount), st.ctx_discount),
+                (
+                    crate::key!(PerStream, ctx_lattice_discount),
+                    st.ctx_lattice_discount,
+                ),
+            ] {
+                if !x.is_finite() || (k.contains("lattice") && x > 0.0) {
+                    bail!("{k} {x} must be finite (and ≤ 0 for lattice biasing)");
+                }
+            }
+            if st.clients == Some(0) || st.client_batch == 0 {
+                bail!("'clients' and 'client_batch' must be at least 1");
+            }
+            Ok(())
+        })()
+        .with_context(|| what.to_string())
     }
 }
 
 impl Family for HclgBoost {
     fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
         check_targets(ds, p)?;
-        check_global_lists(ds, p, &["ctx_list", "open_vocab"])
+        let b = Blocks::read(&p.settings)?;
+        b.open.check_lists(ds)?;
+        check_global(
+            ds,
+            crate::key!(PerStream, ctx_list),
+            b.stream.ctx_list.as_deref(),
+        )
     }
 
     fn setup_key(&self, p: &Point) -> String {
-        let key = key_of("wfst", p, SETUP_KEYS, &[]);
-        // The class slot is part of the graph (the wfst family's key for the same graph).
-        match p.settings.get("open_vocab") {
-            Some(_) => key + &format!(";slot={}", s(p, "open_vocab_entry")),
-            None => key,
-        }
+        let Ok(b) = Blocks::read(&p.settings) else {
+            return String::new();
+        };
+        // The plain HCLG (or the one with the class slot): the wfst family's key for the same
+        // graph, so the two share a loaded setup.
+        setup_key_of("wfst", &b.common) + &b.open.setup_key()
     }
 
     fn decode_key(&self, p: &Point) -> String {
-        let settings: Vec<&str> = SETTINGS.iter().map(|s| s.name).collect();
-        self.setup_key(p) + &key_of("", p, DECODE_KEYS, &settings) + &open_file_key(p)
+        let Ok(b) = Blocks::read(&p.settings) else {
+            return String::new();
+        };
+        [
+            self.setup_key(p),
+            decode_key_of(&b.common),
+            b.stream.key(),
+            b.open.key(),
+            b.open.file_key(),
+        ]
+        .join(";")
     }
 
     fn run_group(
@@ -233,22 +209,19 @@ impl Family for HclgBoost {
         setup: &mut SetupCache,
     ) -> Result<Vec<PointRecord>> {
         let first = &cx.points[group[0]];
+        let b = Blocks::read(&first.settings)?;
         pipeline::reset_peak_mem();
-        let open = open_vocab_of(first, OPEN_DEFAULTS.0, OPEN_DEFAULTS.1)?;
         let opts = SetupOptions {
             kind: GraphKind::Hclg,
-            noise: first.settings.get("noise").and_then(Value::as_f64),
-            context_slot: open.as_ref().map(|o| o.entry),
-            ..SetupOptions::hclg(subset_of(first), cx.cache)
+            noise: b.common.noise,
+            context_slot: b.open.slot(),
+            ..SetupOptions::hclg(b.common.subset(), cx.cache)
         };
         // The plain HCLG (or the one with the class slot): the same on-disk graph cache entry
         // as the WFST family's.
-        let st = load_setup(cx, first, self.setup_key(first), &opts, setup)?;
-        let settings = decode_settings(first, st)?;
-        let open = open
-            .as_ref()
-            .map(|o| o.compile(st, &settings))
-            .transpose()?;
+        let st = load_setup(cx, &b.common, self.setup_key(first), &opts, setup)?;
+        let settings = decode_settings(&b.common, st)?;
+        let open = b.open.compile(st, &settings)?;
         if let Some(o) = open.as_ref().filter(|o| o.penalized > 0) {
             bail!(
                 "dataset {}: the open-vocabulary lists hold in-vocabulary phrases with a \
@@ -259,7 +232,7 @@ impl Family for HclgBoost {
                 o.penalized
             );
         }
-        let contexts = Contexts::build(st, first, open.as_ref())?;
+        let contexts = Contexts::build(st, &b.stream, open.as_ref())?;
         let dec = Decoder::new(&st.csr, settings.config.clone())?.with_silence(&st.silence);
         let dec = match (&open, st.graph.symbols.context_slot()) {
             (Some(_), Some(w)) => dec.with_context_slot(w)?,
@@ -267,7 +240,7 @@ impl Family for HclgBoost {
         };
         let engine = Engine::open(dec, settings.backend)?;
         let (backend, device) = (engine.backend(), engine.device());
-        let output = s(first, "ctx_output");
+        let output = b.stream.ctx_output.as_str();
         let mut pipe = OnlinePipeline::new(
             engine,
             contexts.registry,
@@ -280,7 +253,7 @@ impl Family for HclgBoost {
                 threads: settings.threads,
             },
         )?;
-        let schedule = Schedule::of(first);
+        let schedule = Schedule::of(&b.stream);
         let chunk_rows = ((settings.chunk_s / st.frame_s).round() as usize).max(1);
         // Streams per batch: the device's batch, or as the CPU decode runs them.
         let batch = if backend == "cpu" {
@@ -289,17 +262,13 @@ impl Family for HclgBoost {
             settings.gpu_batch.max(1)
         };
         let mut m = BTreeMap::new();
-        let (hyps, decode_s, audio_s, segments) = match first
-            .settings
-            .get("clients")
-            .and_then(Value::as_f64)
-        {
+        let (hyps, decode_s, audio_s, segments) = match b.stream.clients {
             Some(n) => {
                 let cfg = super::load::LoadConfig {
-                    streams: n as usize,
+                    streams: n,
                     chunk_s: settings.chunk_s,
                     frame_s: st.frame_s,
-                    max_batch: num(first, "client_batch", 256.0) as usize,
+                    max_batch: b.stream.client_batch,
                     seed: 0x5eed,
                 };
                 let mut server = Server {
@@ -393,10 +362,7 @@ impl Family for HclgBoost {
         let mut out = Vec::new();
         for &i in group {
             let p = &cx.points[i];
-            let targets = pipeline::targets(
-                &st.dataset,
-                p.settings.get("targets").and_then(Value::as_str),
-            )?;
+            let targets = pipeline::targets(&st.dataset, common(p)?.targets.as_deref())?;
             let t = st.score(&hyps, targets.as_ref().map(|(_, t)| t))?;
             let mut mm = accuracy_measures(&t);
             mm.extend(m.clone());
@@ -427,17 +393,17 @@ impl<'g> Contexts<'g> {
     /// utterance i is the one of utterance i + n/2.
     fn build(
         st: &'g Setup,
-        p: &Point,
+        p: &PerStream,
         open: Option<&components::open_vocab::OpenContexts>,
     ) -> Result<Self> {
         let mut registry = ContextRegistry::new(
             &st.csr,
             &st.graph.symbols.words,
-            num(p, "ctx_discount", -2.0) as f32,
-            num(p, "ctx_lattice_discount", -2.0) as f32,
+            p.ctx_discount as f32,
+            p.ctx_lattice_discount as f32,
         )?;
         let utts = &st.dataset.utterances;
-        let l = p.settings.get("ctx_list").and_then(Value::as_str);
+        let l = p.ctx_list.as_deref();
         if l.is_none() && open.is_none() {
             return Ok(Self {
                 registry,
@@ -516,8 +482,8 @@ struct Schedule {
 }
 
 impl Schedule {
-    fn of(p: &Point) -> Self {
-        let parts = match s(p, "ctx_schedule").as_str() {
+    fn of(p: &PerStream) -> Self {
+        let parts = match p.ctx_schedule.as_str() {
             "wrong" => (2, 2),
             "none" => (0, 0),
             "wrong-then-right" => (2, 1),
@@ -526,7 +492,7 @@ impl Schedule {
         };
         Self {
             parts,
-            switch: num(p, "ctx_switch_chunk", 0.0) as usize,
+            switch: p.ctx_switch_chunk,
         }
     }
 

@@ -11,12 +11,13 @@
 //! 004's counts the network and the decoding.
 
 use super::family::{
-    accuracy_measures, check_targets, key_of, num, record, s, subset_of, Component, Family,
-    FamilySpec, GroupContext, SetupCache,
+    accuracy_measures, check_global, check_targets, common, record, setup_key_of, Component,
+    Family, FamilySpec, GroupContext, SetupCache,
 };
-use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
+use crate::experiment::{Point, SettingSpec, Settings};
 use crate::pipeline;
 use crate::results::PointRecord;
+use crate::settings::{Block, Common};
 use anyhow::{anyhow, bail, Context, Result};
 use ctx_core::scores::ScoreMatrix;
 use ctx_data::acoustic::CtcSim;
@@ -59,100 +60,94 @@ const COMPONENTS: &[Component] = &[
     },
 ];
 
-const SETTINGS: &[SettingSpec] = &[
-    spec(
-        "model",
-        Type::Str,
-        "e2e",
-        "the simulated model: ctc, rnnt, tdt or aed (each calibrated once per dataset)",
-    ),
-    spec(
-        "batch",
-        Type::Int,
-        "e2e",
-        "greedy: utterances advanced together (one batched LM query per step)",
-    ),
-    spec(
-        "max_symbols",
-        Type::Int,
-        "e2e",
-        "transducers: the most labels per frame",
-    ),
-    spec(
-        "min_timing_s",
-        Type::Float,
-        "e2e",
-        "decode again until this many seconds were timed (at most 25 runs; RTFx from the median \
-         run, hypotheses checked identical): short sets time too coarsely in one run",
-    ),
-    spec("beam_size", Type::Int, "beam", "hypotheses kept per step"),
-    spec(
-        "lm_alpha",
-        Type::Float,
-        "ngpu-lm",
-        "LM weight α (≥ 0; 0 decodes as without the LM)",
-    ),
-    spec(
-        "lm_bonus",
-        Type::Float,
-        "ngpu-lm",
-        "insertion bonus β per label (AED and beam search; cancels in two-stage greedy)",
-    ),
-    spec(
-        "lm_order",
-        Type::Int,
-        "ngpu-lm",
-        "order of the token LM (Kneser-Ney on the LM text in the model's BPE pieces)",
-    ),
-    spec(
-        "lm_prune",
-        Type::Str,
-        "ngpu-lm",
-        "count pruning per order from bigrams, e.g. \"0,0,0,1,1\" (empty: none)",
-    ),
-    spec(
-        "kb_list",
-        Type::Str,
-        "kb",
-        "each utterance's keyword list: sequences, unigrams, gt or list:NAME",
-    ),
-    spec(
-        "kb_score",
-        Type::Float,
-        "kb",
-        "bonus per matched piece, taken back when a keyword breaks off (003: 2.0)",
-    ),
-    spec(
-        "kb_mode",
-        Type::Str,
-        "kb",
-        "strict (icefall: every overlapping keyword pays), non-strict (back to the root at a completed keyword) or nemo (NeMo's GPU tree: completed keywords never taken back)",
-    ),
-    spec(
-        "kb_depth_scaling",
-        Type::Float,
-        "kb",
-        "NeMo's depth scaling: the piece at depth d ≥ 2 earns kb_score·scale + ln d (0: off)",
-    ),
-    spec(
-        "wl_in_lm",
-        Type::Float,
-        "wl",
-        "with kb: α_inLM, added at the last piece of a keyword that is an n-gram of the LM (003: 0.5)",
-    ),
-    spec(
-        "wl_out_lm",
-        Type::Float,
-        "wl",
-        "with kb: α_outLM, the bonus at the last piece of a keyword outside the LM (003: 1.5)",
-    ),
-    spec(
-        "lm_query",
-        Type::Str,
-        "ngpu-lm",
-        "greedy: full (004's full-vocabulary query) or pruned (only labels that can still win; same output)",
-    ),
-];
+crate::settings_block! {
+    /// The simulated model and how it is decoded (every method of the family).
+    pub struct E2eModel in "e2e" {
+        /// the simulated model: ctc, rnnt, tdt or aed (each calibrated once per dataset)
+        model: Option<String> = None => required,
+        /// greedy: utterances advanced together (one batched LM query per step)
+        batch: usize = 32,
+        /// transducers: the most labels per frame
+        max_symbols: usize = 10,
+        /// decode again until this many seconds were timed (at most 25 runs; RTFx from the
+        /// median run, hypotheses checked identical): short sets time too coarsely in one run
+        min_timing_s: f64 = 0.0,
+    }
+}
+
+crate::settings_block! {
+    /// Beam search (`beam`).
+    pub struct Beam in "beam" {
+        /// hypotheses kept per step
+        beam_size: usize = 4,
+    }
+}
+
+crate::settings_block! {
+    /// Shallow fusion of the token n-gram LM held as NGPU-LM arrays (004; `ngpu-lm`).
+    pub struct NgpuFusion in "ngpu-lm" {
+        /// LM weight α (≥ 0; 0 decodes as without the LM)
+        lm_alpha: Option<f64> = None => required,
+        /// insertion bonus β per label (AED and beam search; cancels in two-stage greedy)
+        lm_bonus: f64 = 0.0,
+        /// order of the token LM (Kneser-Ney on the LM text in the model's BPE pieces)
+        lm_order: usize = 6,
+        /// count pruning per order from bigrams, e.g. "0,0,0,1,1" (empty: none)
+        lm_prune: String = "0,0,0,1,1".into(),
+        /// greedy: full (004's full-vocabulary query) or pruned (only labels that can still
+        /// win; same output)
+        lm_query: String = "full".into(),
+    }
+}
+
+crate::settings_block! {
+    /// Keyword boosting with Aho-Corasick trees (003's context-biasing; `kb`).
+    pub struct Keywords in "kb" {
+        /// each utterance's keyword list: sequences, unigrams, gt or list:NAME
+        kb_list: Option<String> = None => required,
+        /// bonus per matched piece, taken back when a keyword breaks off (003: 2.0)
+        kb_score: f64 = 2.0,
+        /// strict (icefall: every overlapping keyword pays), non-strict (back to the root at a
+        /// completed keyword) or nemo (NeMo's GPU tree: completed keywords never taken back)
+        kb_mode: String = "strict".into(),
+        /// NeMo's depth scaling: the piece at depth d ≥ 2 earns kb_score·scale + ln d (0: off)
+        kb_depth_scaling: f64 = 0.0,
+    }
+}
+
+crate::settings_block! {
+    /// The WL-n-gram-LM trie's keyword bonuses (003's unified trie; `wl`).
+    pub struct WordLm in "wl" {
+        /// with kb: α_inLM, added at the last piece of a keyword that is an n-gram of the LM
+        /// (003: 0.5)
+        wl_in_lm: f64 = 0.5,
+        /// with kb: α_outLM, the bonus at the last piece of a keyword outside the LM (003: 1.5)
+        wl_out_lm: f64 = 1.5,
+    }
+}
+
+/// The blocks of the family's components as one point reads them.
+struct Blocks {
+    common: Common,
+    model: E2eModel,
+    beam: Beam,
+    lm: NgpuFusion,
+    kb: Keywords,
+    wl: WordLm,
+}
+
+impl Blocks {
+    fn read(s: &Settings) -> Result<Self> {
+        Ok(Self {
+            common: Common::read(s)?,
+            model: E2eModel::read(s)?,
+            beam: Beam::read(s)?,
+            lm: NgpuFusion::read(s)?,
+            kb: Keywords::read(s)?,
+            wl: WordLm::read(s)?,
+        })
+    }
+}
 
 impl FamilySpec for E2e {
     fn name(&self) -> &'static str {
@@ -167,78 +162,75 @@ impl FamilySpec for E2e {
         COMPONENTS
     }
 
-    fn settings(&self) -> &'static [SettingSpec] {
-        SETTINGS
-    }
-
-    fn defaults(&self, s: &mut Settings) {
-        s.insert("batch".into(), Value::Int(32));
-        s.insert("max_symbols".into(), Value::Int(10));
-        s.insert("beam_size".into(), Value::Int(4));
-        s.insert("min_timing_s".into(), Value::Float(0.0));
-        s.insert("lm_bonus".into(), Value::Float(0.0));
-        s.insert("lm_order".into(), Value::Int(6));
-        s.insert("lm_prune".into(), Value::Str("0,0,0,1,1".into()));
-        s.insert("lm_query".into(), Value::Str("full".into()));
-        s.insert("kb_score".into(), Value::Float(2.0));
-        s.insert("kb_mode".into(), Value::Str("strict".into()));
-        s.insert("kb_depth_scaling".into(), Value::Float(0.0));
-        s.insert("wl_in_lm".into(), Value::Float(0.5));
-        s.insert("wl_out_lm".into(), Value::Float(1.5));
-    }
-
-    fn required(&self) -> &'static [(&'static str, &'static str)] {
-        &[("model", "e2e"), ("lm_alpha", "ngpu-lm"), ("kb_list", "kb")]
+    fn settings(&self) -> Vec<SettingSpec> {
+        [
+            E2eModel::SPECS,
+            Beam::SPECS,
+            NgpuFusion::SPECS,
+            Keywords::SPECS,
+            WordLm::SPECS,
+        ]
+        .concat()
     }
 
     fn check(&self, s: &Settings, what: &str) -> Result<()> {
-        if let Some(m) = s.get("model").and_then(Value::as_str) {
-            if E2eKind::parse(m).is_none() {
-                bail!("{what}: model '{m}' (ctc, rnnt, tdt or aed)");
-            }
-        }
-        if let Some(a) = s.get("lm_alpha").and_then(Value::as_f64) {
-            if !(a.is_finite() && a >= 0.0) {
-                bail!("{what}: lm_alpha {a}: the LM weight must be a number ≥ 0");
-            }
-        }
-        if let Some(l) = s.get("kb_list").and_then(Value::as_str) {
-            match crate::pipeline::ListKind::parse(l) {
-                Some(
-                    crate::pipeline::ListKind::Sequences
-                    | crate::pipeline::ListKind::Unigrams
-                    | crate::pipeline::ListKind::GroundTruth
-                    | crate::pipeline::ListKind::Global(_),
-                ) => {}
-                _ => bail!("{what}: kb_list '{l}' (sequences, unigrams, gt or list:NAME)"),
-            }
-        }
-        if let Some(m) = s.get("kb_mode").and_then(Value::as_str) {
-            if ngpu_lm::boost::Matching::parse(m).is_none() {
-                bail!("{what}: kb_mode '{m}' (strict, non-strict or nemo)");
-            }
-        }
-        for k in ["kb_score", "kb_depth_scaling", "wl_in_lm", "wl_out_lm"] {
-            if let Some(x) = s.get(k).and_then(Value::as_f64) {
-                if !x.is_finite() || (k == "kb_depth_scaling" && x < 0.0) {
-                    bail!("{what}: {k} {x} must be a finite number (≥ 0 for the scaling)");
+        let b = Blocks::read(s).with_context(|| what.to_string())?;
+        (|| {
+            if let Some(m) = &b.model.model {
+                if E2eKind::parse(m).is_none() {
+                    bail!("model '{m}' (ctc, rnnt, tdt or aed)");
                 }
             }
-        }
-        if let Some(q) = s.get("lm_query").and_then(Value::as_str) {
-            if LmQuery::parse(q).is_none() {
-                bail!("{what}: lm_query '{q}' (full or pruned)");
+            if let Some(a) = b.lm.lm_alpha {
+                if !(a.is_finite() && a >= 0.0) {
+                    bail!("lm_alpha {a}: the LM weight must be a number ≥ 0");
+                }
             }
-        }
-        if let Some(p) = s.get("lm_prune").and_then(Value::as_str) {
-            parse_prune(p).with_context(|| format!("{what}: lm_prune"))?;
-        }
-        for k in ["batch", "beam_size", "max_symbols", "lm_order"] {
-            if s.get(k) == Some(&Value::Int(0)) {
-                bail!("{what}: '{k}' must be at least 1");
+            if let Some(l) = &b.kb.kb_list {
+                use crate::pipeline::ListKind;
+                match ListKind::parse(l) {
+                    Some(
+                        ListKind::Sequences
+                        | ListKind::Unigrams
+                        | ListKind::GroundTruth
+                        | ListKind::Global(_),
+                    ) => {}
+                    _ => bail!("kb_list '{l}' (sequences, unigrams, gt or list:NAME)"),
+                }
             }
-        }
-        Ok(())
+            if ngpu_lm::boost::Matching::parse(&b.kb.kb_mode).is_none() {
+                bail!("kb_mode '{}' (strict, non-strict or nemo)", b.kb.kb_mode);
+            }
+            for (k, x) in [
+                (crate::key!(Keywords, kb_score), b.kb.kb_score),
+                (
+                    crate::key!(Keywords, kb_depth_scaling),
+                    b.kb.kb_depth_scaling,
+                ),
+                (crate::key!(WordLm, wl_in_lm), b.wl.wl_in_lm),
+                (crate::key!(WordLm, wl_out_lm), b.wl.wl_out_lm),
+            ] {
+                if !x.is_finite() || (k.ends_with("scaling") && x < 0.0) {
+                    bail!("{k} {x} must be a finite number (≥ 0 for the scaling)");
+                }
+            }
+            if LmQuery::parse(&b.lm.lm_query).is_none() {
+                bail!("lm_query '{}' (full or pruned)", b.lm.lm_query);
+            }
+            parse_prune(&b.lm.lm_prune).context(crate::key!(NgpuFusion, lm_prune))?;
+            for (k, v) in [
+                (crate::key!(E2eModel, batch), b.model.batch),
+                (crate::key!(Beam, beam_size), b.beam.beam_size),
+                (crate::key!(E2eModel, max_symbols), b.model.max_symbols),
+                (crate::key!(NgpuFusion, lm_order), b.lm.lm_order),
+            ] {
+                if v == 0 {
+                    bail!("'{k}' must be at least 1");
+                }
+            }
+            Ok(())
+        })()
+        .with_context(|| what.to_string())
     }
 }
 
@@ -246,34 +238,37 @@ impl Family for E2e {
     fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
         check_targets(ds, p)?;
         check_backend(p)?;
-        if let Some(Some(crate::pipeline::ListKind::Global(n))) = p
-            .settings
-            .get("kb_list")
-            .and_then(Value::as_str)
-            .map(crate::pipeline::ListKind::parse)
-        {
-            if !ds.global_lists.contains_key(&n) {
-                bail!(
-                    "kb_list 'list:{n}': dataset {} has no global list '{n}'",
-                    ds.name
-                );
-            }
-        }
-        Ok(())
+        let b = Blocks::read(&p.settings)?;
+        check_global(ds, crate::key!(Keywords, kb_list), b.kb.kb_list.as_deref())
     }
 
     fn setup_key(&self, p: &Point) -> String {
-        key_of(
-            "e2e",
-            p,
-            &["dataset", "subset", "bpe_size", "noise", "limit"],
-            &["model"],
+        let Ok(b) = Blocks::read(&p.settings) else {
+            return String::new();
+        };
+        format!(
+            "{};model={}",
+            setup_key_of("e2e", &b.common),
+            b.model.model.as_deref().unwrap_or_default()
         )
     }
 
     fn decode_key(&self, p: &Point) -> String {
-        let settings: Vec<&str> = SETTINGS.iter().map(|s| s.name).collect();
-        self.setup_key(p) + &key_of("", p, &["threads", "backend"], &settings)
+        let Ok(b) = Blocks::read(&p.settings) else {
+            return String::new();
+        };
+        // The method decides the search (greedy or beam, fused or not) and which blocks count.
+        [
+            self.setup_key(p),
+            p.method.to_string(),
+            format!("threads={};backend={}", b.common.threads, b.common.backend),
+            b.model.key(),
+            b.beam.key(),
+            b.lm.key(),
+            b.kb.key(),
+            b.wl.key(),
+        ]
+        .join(";")
     }
 
     fn run_group(
@@ -283,6 +278,7 @@ impl Family for E2e {
         _setup: &mut SetupCache,
     ) -> Result<Vec<PointRecord>> {
         let first = &cx.points[group[0]];
+        let b = Blocks::read(&first.settings)?;
         pipeline::reset_peak_mem();
         let st = setup(cx, first)?;
         let fused = first.method.has("ngpu-lm");
@@ -296,8 +292,8 @@ impl Family for E2e {
         };
         // Keyword lists arrive with their utterances: building the tries counts in RTFx.
         let t_kb = Instant::now();
-        let kb = match first.settings.get("kb_list").and_then(Value::as_str) {
-            Some(l) if first.method.has("kb") => Some(keyword_trees(&st, first, l, wl.as_deref())?),
+        let kb = match b.kb.kb_list.as_deref() {
+            Some(l) if first.method.has("kb") => Some(keyword_trees(&st, &b, l, wl.as_deref())?),
             _ => None,
         };
         let kb_s = t_kb.elapsed().as_secs_f64();
@@ -316,17 +312,13 @@ impl Family for E2e {
             lm: lm.as_deref().map(|(l, _)| l),
             contexts,
             alpha: if fused {
-                num(first, "lm_alpha", 0.0) as f32
+                b.lm.lm_alpha.unwrap_or(0.0) as f32
             } else {
                 0.0
             },
-            bonus: if fused {
-                num(first, "lm_bonus", 0.0) as f32
-            } else {
-                0.0
-            },
-            query: LmQuery::parse(&s(first, "lm_query")).unwrap_or_default(),
-            batch: num(first, "batch", 32.0) as usize,
+            bonus: if fused { b.lm.lm_bonus as f32 } else { 0.0 },
+            query: LmQuery::parse(&b.lm.lm_query).unwrap_or_default(),
+            batch: b.model.batch,
             device: None,
             device_contexts: None,
         };
@@ -343,10 +335,10 @@ impl Family for E2e {
             device_contexts: device_ctx.as_ref(),
             ..fusion
         };
-        let beam_size = num(first, "beam_size", 4.0) as usize;
-        let max_symbols = num(first, "max_symbols", 10.0) as usize;
+        let beam_size = b.beam.beam_size;
+        let max_symbols = b.model.max_symbols;
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(num(first, "threads", 2.0).max(1.0) as usize)
+            .num_threads(b.common.threads.max(1))
             .build()?;
         let utts = &st.dataset.utterances;
         // Timed: the model's outputs and the search (004's RTFx counts network and decoding).
@@ -405,7 +397,7 @@ impl Family for E2e {
                 })
             })
         };
-        let min_timing = num(first, "min_timing_s", 0.0);
+        let min_timing = b.model.min_timing_s;
         let (mut times, mut total) = (Vec::new(), 0.0);
         let mut labels: Option<Vec<Vec<u32>>> = None;
         while times.is_empty() || (total < min_timing && times.len() < 25) {
@@ -443,10 +435,7 @@ impl Family for E2e {
         let mut out = Vec::new();
         for &i in group {
             let p = &cx.points[i];
-            let targets = pipeline::targets(
-                &st.dataset,
-                p.settings.get("targets").and_then(Value::as_str),
-            )?;
+            let targets = pipeline::targets(&st.dataset, common(p)?.targets.as_deref())?;
             let t = pipeline::score_dataset(&st.dataset, &hyps, targets.as_ref().map(|(_, t)| t))?;
             let mut m: BTreeMap<String, f64> = accuracy_measures(&t);
             m.extend(rarity.clone());
@@ -488,15 +477,16 @@ impl Family for E2e {
 /// trees (004's GPU shape; the trees as one forest); beam search queries per hypothesis on the
 /// CPU, and a row without fusion or trees has no query.
 fn check_backend(p: &Point) -> Result<()> {
-    let b = s(p, "backend");
-    if b == "cpu" || b.is_empty() {
+    let blocks = Blocks::read(&p.settings)?;
+    let b = blocks.common.backend;
+    if b == ctx_cuda::Backend::Cpu {
         return Ok(());
     }
     let why = if p.method.has("beam") {
         "beam search queries the LM per hypothesis on the CPU"
     } else if !(p.method.has("ngpu-lm") || p.method.has("kb") || p.method.has("wl")) {
         "a row without NGPU-LM fusion or context trees has no query to run there"
-    } else if s(p, "lm_query") == "pruned" {
+    } else if blocks.lm.lm_query == "pruned" {
         "the device runs the full-vocabulary query (lm_query = \"full\")"
     } else {
         return Ok(());
@@ -519,9 +509,7 @@ fn open_device(
     contexts: &ngpu_lm::fusion::Contexts,
 ) -> Result<OnDevice> {
     check_backend(first)?;
-    let backend: ctx_cuda::Backend = s(first, "backend")
-        .parse()
-        .map_err(|e: String| anyhow!("{e}"))?;
+    let backend = common(first)?.backend;
     let open = || -> Result<Option<Box<dyn ctx_cuda::Device>>> {
         Ok(match ctx_cuda::open(backend)? {
             ctx_cuda::Opened::Cpu => None,
@@ -595,12 +583,13 @@ fn setup(cx: &GroupContext<'_>, first: &Point) -> Result<Arc<E2eSetup>> {
         }
     }
     *cache = None;
-    let name = s(first, "dataset");
-    let mut dataset = Dataset::load(cx.reg, &name, subset_of(first))
+    let b = Blocks::read(&first.settings)?;
+    let name = b.common.dataset();
+    let mut dataset = Dataset::load(cx.reg, name, b.common.subset())
         .with_context(|| format!("loading dataset {name}"))?;
-    super::family::apply_limit(first, &name, &mut dataset.utterances)?;
-    let kind = E2eKind::parse(&s(first, "model"))
-        .ok_or_else(|| anyhow!("model '{}' (ctc, rnnt, tdt or aed)", s(first, "model")))?;
+    super::family::apply_limit(&b.common, name, &mut dataset.utterances)?;
+    let m = b.model.model.as_deref().unwrap_or_default();
+    let kind = E2eKind::parse(m).ok_or_else(|| anyhow!("model '{m}' (ctc, rnnt, tdt or aed)"))?;
     let base = name.trim_end_matches("-quick");
     let mut knobs = cx.reg.get(base)?.acoustic_e2e(kind).cloned().ok_or_else(|| {
         anyhow!(
@@ -609,10 +598,10 @@ fn setup(cx: &GroupContext<'_>, first: &Point) -> Result<Arc<E2eSetup>> {
             kind.name()
         )
     })?;
-    if let Some(n) = first.settings.get("noise").and_then(Value::as_f64) {
+    if let Some(n) = b.common.noise {
         knobs = knobs.with_noise(n);
     }
-    let bpe_size = num(first, "bpe_size", ctx_data::graphs::DEFAULT_BPE_SIZE as f64) as usize;
+    let bpe_size = b.common.bpe_size;
     let bpe = Bpe::train(&dataset.lm_text, bpe_size)?;
     let vocab = dataset.lm_text.iter().flat_map(|l| l.split_whitespace());
     let model = match kind {
@@ -692,8 +681,9 @@ impl E2eSetup {
 
     /// The token LM of a point's `lm_order` and `lm_prune` as arrays (and its n-gram count).
     fn lm(&self, cx: &GroupContext<'_>, p: &Point) -> Result<Arc<(NgramLm, usize)>> {
-        let order = num(p, "lm_order", 6.0) as usize;
-        let prune = parse_prune(&s(p, "lm_prune"))?;
+        let b = NgpuFusion::read(&p.settings)?;
+        let order = b.lm_order;
+        let prune = parse_prune(&b.lm_prune)?;
         let key = format!("{order};{prune:?}");
         let mut lms = self.lms.lock().map_err(|_| anyhow!("LM cache poisoned"))?;
         if let Some(l) = lms.get(&key) {
@@ -734,29 +724,26 @@ struct KeywordTrees {
 /// shared n-grams in the other tree).
 fn keyword_trees(
     st: &E2eSetup,
-    p: &Point,
+    b: &Blocks,
     kind: &str,
     wl: Option<&WordLmTrie>,
 ) -> Result<KeywordTrees> {
     use crate::pipeline::ListKind;
     use ngpu_lm::boost::{boosting_tree, lm_keyword_phrases, BoostOptions, Matching, Phrase};
     let kind = ListKind::parse(kind).ok_or_else(|| anyhow!("kb_list '{kind}'"))?;
-    let mode = s(p, "kb_mode");
-    let scaling = num(p, "kb_depth_scaling", 0.0) as f32;
+    let mode = &b.kb.kb_mode;
+    let scaling = b.kb.kb_depth_scaling as f32;
     let opts = BoostOptions {
-        default_score: num(p, "kb_score", 2.0) as f32,
+        default_score: b.kb.kb_score as f32,
         matching: if wl.is_some() {
             // End bonuses only: the sum with the shared trie is the unified trie.
             Matching::Strict
         } else {
-            Matching::parse(&mode).ok_or_else(|| anyhow!("kb_mode '{mode}'"))?
+            Matching::parse(mode).ok_or_else(|| anyhow!("kb_mode '{mode}'"))?
         },
         depth_scaling: (scaling > 0.0 && wl.is_none()).then_some(scaling),
     };
-    let (in_lm, out_lm) = (
-        num(p, "wl_in_lm", 0.5) as f32,
-        num(p, "wl_out_lm", 1.5) as f32,
-    );
+    let (in_lm, out_lm) = (b.wl.wl_in_lm as f32, b.wl.wl_out_lm as f32);
     let ds = &st.dataset;
     // An utterance's list: the dataset's own (sequences: borrowed, told apart by address) or
     // made for it (unigrams, ground truth, global: told apart by content).

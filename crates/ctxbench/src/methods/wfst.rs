@@ -9,21 +9,24 @@
 //! of that method alone would.
 
 use super::components;
+use super::components::arc_boost::ArcBoost;
+use super::components::gboost::GBoost;
+use super::components::hclg_boost::HclgBoost;
+use super::components::lattice_bias::LatticeBias;
+use super::components::open_vocab::OpenVocab;
+use super::components::penalties::CtcPenalties;
+use super::components::word_boost::WordBoost;
 use super::family::{
-    base_measures, check_open_file, check_targets, context_words, decode_settings, key_of,
-    load_setup, num, open_file_key, open_vocab_of, record, s, subset_of, Component, Family,
-    FamilySpec, GroupContext, SetupCache, DECODE_KEYS, OPEN_MAX_PAUSE_S, OPEN_VOCAB,
-    OPEN_VOCAB_ENTRY, OPEN_VOCAB_MAX_PAUSE, OPEN_VOCAB_WEIGHT, SETUP_KEYS, WORD_BOOST,
-    WORD_BOOST_SCORE,
+    base_measures, check_global, check_targets, common, context_words, decode_key_of,
+    decode_settings, load_setup, owned_by, record, setup_key_of, Component, Family, FamilySpec,
+    GroupContext, SetupCache,
 };
-use crate::experiment::{spec, Point, SettingSpec, Settings, Type, Value};
-use crate::pipeline::{self, ListKind, Setup, SetupOptions, StaticBoost};
+use crate::experiment::{Point, SettingSpec, Settings};
+use crate::pipeline::{self, Setup, SetupOptions};
 use crate::results::PointRecord;
-use anyhow::{anyhow, bail, Context, Result};
+use crate::settings::{Block, Common};
+use anyhow::{bail, Context, Result};
 use ctx_data::dataset::Dataset;
-use ctx_data::registry::Registry;
-use ctx_graph::compile::GraphKind;
-use std::path::Path;
 use wfst_search::Booster;
 
 /// The WFST family (see the module docs).
@@ -59,94 +62,32 @@ const COMPONENTS: &[Component] = &[
     },
 ];
 
-/// The open-vocabulary defaults over an HCLG (weight, entry), in the hybrid models' graph units
-/// (the hclg-boost family's too).
-pub(crate) const OPEN_DEFAULTS: (f64, f64) = (5.0, 4.0);
+/// The blocks of the family's components as one point reads them.
+struct Blocks {
+    common: Common,
+    gboost: GBoost,
+    hclg: HclgBoost,
+    arcs: ArcBoost,
+    words: WordBoost,
+    penalties: CtcPenalties,
+    lattice: LatticeBias,
+    open: OpenVocab,
+}
 
-/// The family's settings, in points.csv column order.
-const SETTINGS: &[SettingSpec] = &[
-    spec(
-        "gboost_list",
-        Type::Str,
-        "g-boosting",
-        "static list G is boosted towards (sequences, unigrams, gt or a global list)",
-    ),
-    spec(
-        "gboost_discount",
-        Type::Float,
-        "g-boosting",
-        "G-boosting discount per boosted n-gram",
-    ),
-    spec(
-        "gboost_mode",
-        Type::Str,
-        "g-boosting",
-        "static (HCLG compiled from the boosted G), on-the-fly (unboosted HCLG + the phrase-prefix \
-         automaton composed during the search) or on-the-fly-lm (+ the exact G_boosted − G)",
-    ),
-    spec(
-        "gboost_scope",
-        Type::Str,
-        "g-boosting",
-        "set (one list for the whole set) or utterance (each utterance's own list: sequences, \
-         unigrams, gt or list:NAME; on-the-fly only)",
-    ),
-    spec(
-        "hclg_list",
-        Type::Str,
-        "hclg-boosting",
-        "static list composed into HCLG",
-    ),
-    spec(
-        "hclg_discount",
-        Type::Float,
-        "hclg-boosting",
-        "HCLG-boosting discount per word",
-    ),
-    spec(
-        "arcs_list",
-        Type::Str,
-        "arc-boosting",
-        "per-utterance list whose HCLG arcs (000 Algorithm 1) the search discounts: sequences, \
-         unigrams, gt or list:NAME",
-    ),
-    spec(
-        "arcs_discount",
-        Type::Float,
-        "arc-boosting",
-        "arc-boosting discount per boosted arc",
-    ),
-    WORD_BOOST,
-    WORD_BOOST_SCORE,
-    spec(
-        "blank_penalty",
-        Type::Float,
-        "wfst",
-        "CTC models: subtracted from the blank's log-probability on every frame (nats)",
-    ),
-    spec(
-        "word_insertion_penalty",
-        Type::Float,
-        "wfst",
-        "CTC models: added to the cost of every emitted word (graph units)",
-    ),
-    spec(
-        "bias_list",
-        Type::Str,
-        "lattice-biasing",
-        "lattice-biasing list: sequences, unigrams, gt or list:NAME",
-    ),
-    spec(
-        "discount",
-        Type::Float,
-        "lattice-biasing",
-        "lattice-biasing discount per word",
-    ),
-    OPEN_VOCAB,
-    OPEN_VOCAB_WEIGHT,
-    OPEN_VOCAB_ENTRY,
-    OPEN_VOCAB_MAX_PAUSE,
-];
+impl Blocks {
+    fn read(s: &Settings) -> Result<Self> {
+        Ok(Self {
+            common: Common::read(s)?,
+            gboost: GBoost::read(s)?,
+            hclg: HclgBoost::read(s)?,
+            arcs: ArcBoost::read(s)?,
+            words: WordBoost::read(s)?,
+            penalties: CtcPenalties::read(s)?,
+            lattice: LatticeBias::read(s)?,
+            open: OpenVocab::read(s)?,
+        })
+    }
+}
 
 impl FamilySpec for Wfst {
     fn name(&self) -> &'static str {
@@ -161,167 +102,109 @@ impl FamilySpec for Wfst {
         COMPONENTS
     }
 
-    fn settings(&self) -> &'static [SettingSpec] {
-        SETTINGS
-    }
-
-    fn defaults(&self, s: &mut Settings) {
-        s.insert("gboost_discount".into(), Value::Float(-2.0));
-        s.insert("gboost_mode".into(), Value::Str("static".into()));
-        s.insert("gboost_scope".into(), Value::Str("set".into()));
-        s.insert("hclg_discount".into(), Value::Float(-2.0));
-        s.insert("discount".into(), Value::Float(-2.0));
-        s.insert("word_boost_score".into(), Value::Float(3.0));
-        s.insert("open_vocab_weight".into(), Value::Float(OPEN_DEFAULTS.0));
-        s.insert("open_vocab_entry".into(), Value::Float(OPEN_DEFAULTS.1));
-        s.insert(
-            "open_vocab_max_pause".into(),
-            Value::Float(OPEN_MAX_PAUSE_S),
-        );
-    }
-
-    fn required(&self) -> &'static [(&'static str, &'static str)] {
-        &[
-            ("gboost_list", "g-boosting"),
-            ("hclg_list", "hclg-boosting"),
-            ("arcs_list", "arc-boosting"),
-            ("word_boost", "word-boosting"),
-            ("bias_list", "lattice-biasing"),
-            ("open_vocab", "open-vocab"),
+    fn settings(&self) -> Vec<SettingSpec> {
+        let mut v = [
+            GBoost::SPECS,
+            HclgBoost::SPECS,
+            ArcBoost::SPECS,
+            WordBoost::SPECS,
         ]
+        .concat();
+        v.extend(owned_by(CtcPenalties::SPECS, "wfst"));
+        v.extend([LatticeBias::SPECS, OpenVocab::SPECS].concat());
+        v
     }
 
     fn check(&self, s: &Settings, what: &str) -> Result<()> {
-        let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_string);
-        if let Some(v) = str_of("open_vocab") {
-            if crate::pipeline::OpenList::parse(&v).is_none() {
-                bail!("{what}: open_vocab '{v}' (sequences, unigrams, gt, list:NAME, file:PATH)");
-            }
-        }
-        for k in ["bias_list", "arcs_list", "word_boost"] {
-            if let Some(v) = str_of(k) {
-                if crate::pipeline::ListKind::parse(&v).is_none() {
-                    bail!("{what}: {k} '{v}' (sequences, unigrams, gt, list:NAME)");
+        let b = Blocks::read(s).with_context(|| what.to_string())?;
+        (|| {
+            b.open.check()?;
+            b.lattice.rescoring()?;
+            b.arcs.list()?;
+            b.words.check()?;
+            b.gboost.check()?;
+            // One word booster per stream: its delta needs the graph's output labels, which a
+            // stack of an arc set or a word automaton with it cannot share.
+            if b.words.word_boost.is_some() {
+                if b.arcs.arcs_list.is_some() {
+                    bail!("word boosting and arc boosting cannot be combined (a word booster runs alone on a stream)");
+                }
+                if b.gboost.request().is_some() {
+                    bail!("word boosting and on-the-fly G-boosting cannot be combined (one word booster per stream)");
                 }
             }
-        }
-        // One word booster per stream: its delta needs the graph's output labels, which a
-        // stack of an arc set or a word automaton with it cannot share.
-        if s.contains_key("word_boost") {
-            if s.contains_key("arcs_list") {
-                bail!("{what}: word boosting and arc boosting cannot be combined (a word booster runs alone on a stream)");
-            }
-            if s.get("gboost_mode")
-                .and_then(Value::as_str)
-                .is_some_and(|m| m.starts_with("on-the-fly"))
-                && s.contains_key("gboost_list")
-            {
-                bail!("{what}: word boosting and on-the-fly G-boosting cannot be combined (one word booster per stream)");
-            }
-        }
-        let mode = str_of("gboost_mode");
-        if let Some(v) = &mode {
-            if !["static", "on-the-fly", "on-the-fly-lm"].contains(&v.as_str()) {
-                bail!("{what}: gboost_mode '{v}' (static, on-the-fly or on-the-fly-lm)");
-            }
-        }
-        if let Some(v) = str_of("gboost_scope") {
-            match v.as_str() {
-                "set" => {}
-                "utterance" => {
-                    if !mode.as_deref().is_some_and(|m| m.starts_with("on-the-fly")) {
-                        bail!("{what}: gboost_scope 'utterance' needs gboost_mode 'on-the-fly' (a static graph has one list)");
-                    }
-                    if let Some(l) = str_of("gboost_list") {
-                        if crate::pipeline::ListKind::parse(&l).is_none() {
-                            bail!("{what}: gboost_list '{l}' per utterance (sequences, unigrams, gt, list:NAME)");
-                        }
-                    }
-                }
-                _ => bail!("{what}: gboost_scope '{v}' (set or utterance)"),
-            }
-        }
-        Ok(())
+            Ok(())
+        })()
+        .with_context(|| what.to_string())
     }
 }
 
 impl Family for Wfst {
     fn check_lists(&self, ds: &Dataset, full: &Dataset, p: &Point) -> Result<()> {
         check_targets(ds, p)?;
-        check_open_file(p)?;
-        let per_utt = s(p, "gboost_scope") == "utterance";
-        for k in ["gboost_list", "hclg_list"] {
-            if let Some(Value::Str(l)) = p.settings.get(k) {
-                if !(per_utt && k == "gboost_list") {
-                    pipeline::static_list(full, l).with_context(|| format!("'{k}'"))?;
-                }
+        let b = Blocks::read(&p.settings)?;
+        b.open.check_lists(ds)?;
+        let per_utt = b.gboost.per_utterance();
+        if let Some(l) = b.gboost.gboost_list.as_deref() {
+            if per_utt {
+                check_global(ds, crate::key!(GBoost, gboost_list), Some(l))?;
+            } else {
+                pipeline::static_list(full, l).context("'gboost_list'")?;
             }
         }
-        for k in [
-            "bias_list",
-            "arcs_list",
-            "word_boost",
-            "gboost_list",
-            "open_vocab",
-        ] {
-            if k == "gboost_list" && !per_utt {
-                continue;
-            }
-            if let Some(Value::Str(l)) = p.settings.get(k) {
-                if let Some(ListKind::Global(n)) = ListKind::parse(l) {
-                    if !ds.global_lists.contains_key(&n) {
-                        bail!("{k} '{l}': dataset {} has no global list '{n}'", ds.name);
-                    }
-                }
-            }
+        if let Some(l) = b.hclg.hclg_list.as_deref() {
+            pipeline::static_list(full, l).context("'hclg_list'")?;
         }
-        Ok(())
+        check_global(
+            ds,
+            crate::key!(LatticeBias, bias_list),
+            b.lattice.bias_list.as_deref(),
+        )?;
+        check_global(
+            ds,
+            crate::key!(ArcBoost, arcs_list),
+            b.arcs.arcs_list.as_deref(),
+        )?;
+        check_global(
+            ds,
+            crate::key!(WordBoost, word_boost),
+            b.words.word_boost.as_deref(),
+        )
     }
 
     fn setup_key(&self, p: &Point) -> String {
-        // On-the-fly G-boosting decodes the unboosted graph: its list is a decode setting.
-        let otf = s(p, "gboost_mode").starts_with("on-the-fly");
-        let boosts: &[&str] = if otf {
-            &["gboost_mode", "hclg_list", "hclg_discount"]
-        } else {
-            &[
-                "gboost_mode",
-                "gboost_list",
-                "gboost_discount",
-                "hclg_list",
-                "hclg_discount",
-            ]
+        let Ok(b) = Blocks::read(&p.settings) else {
+            return String::new();
         };
-        let key = key_of("wfst", p, SETUP_KEYS, boosts);
-        // The class slot is part of the graph (rows without a list keep the plain graph).
-        match p.settings.get("open_vocab") {
-            Some(_) => key + &format!(";slot={}", s(p, "open_vocab_entry")),
-            None => key,
+        // On-the-fly G-boosting decodes the unboosted graph (with the LM for its boosters): its
+        // list is a decode setting. An unboosted graph's key is the hclg-boost family's.
+        let mut key = setup_key_of("wfst", &b.common) + &b.open.setup_key();
+        match b.gboost.static_boost() {
+            Some(g) => key += &format!(";gboost={}:{}", g.list, g.discount),
+            None if b.gboost.on_the_fly() => key += ";gboost=on-the-fly",
+            None => {}
         }
+        if let Some(h) = b.hclg.static_boost() {
+            key += &format!(";hclg={}:{}", h.list, h.discount);
+        }
+        key
     }
 
     fn decode_key(&self, p: &Point) -> String {
-        let setup = self.setup_key(p);
-        let decode = key_of(
-            "",
-            p,
-            DECODE_KEYS,
-            &[
-                "gboost_scope",
-                "gboost_list",
-                "gboost_discount",
-                "arcs_list",
-                "arcs_discount",
-                "word_boost",
-                "word_boost_score",
-                "blank_penalty",
-                "word_insertion_penalty",
-                "open_vocab",
-                "open_vocab_weight",
-                "open_vocab_max_pause",
-            ],
-        );
-        setup + &decode + &open_file_key(p)
+        let Ok(b) = Blocks::read(&p.settings) else {
+            return String::new();
+        };
+        [
+            self.setup_key(p),
+            decode_key_of(&b.common),
+            b.gboost.key(),
+            b.arcs.key(),
+            b.words.key(),
+            b.penalties.key(),
+            b.open.key(),
+            b.open.file_key(),
+        ]
+        .join(";")
     }
 
     fn writes_outputs(&self) -> bool {
@@ -335,24 +218,37 @@ impl Family for Wfst {
         setup: &mut SetupCache,
     ) -> Result<Vec<PointRecord>> {
         let first = &cx.points[group[0]];
+        let b = Blocks::read(&first.settings)?;
         pipeline::reset_peak_mem();
-        let st = load_setup(
-            cx,
-            first,
-            self.setup_key(first),
-            &setup_options(first, cx.cache)?,
-            setup,
-        )?;
-        let mut settings = decode_settings(first, st)?;
-        settings.blank_penalty = num(first, "blank_penalty", 0.0) as f32;
-        settings.word_insertion_penalty = num(first, "word_insertion_penalty", 0.0) as f32;
-        let otf = otf_boosters(cx.reg, first, st, settings.threads)?;
-        let arcs = arc_boosters(first, st, settings.threads)?;
-        let words = word_boosters(first, st, settings.config.beam)?;
-        report_lists(cx, first, st, otf.as_ref(), words.as_ref(), arcs.as_ref());
-        let open = open_vocab_of(first, OPEN_DEFAULTS.0, OPEN_DEFAULTS.1)?
-            .map(|o| o.compile(st, &settings))
-            .transpose()?;
+        let opts = SetupOptions {
+            subset: b.common.subset(),
+            kind: b.common.graph_kind()?,
+            bpe_size: b.common.bpe_size,
+            cache: cx.cache,
+            noise: b.common.noise,
+            gboost: b.gboost.static_boost(),
+            hclg_bias: b.hclg.static_boost(),
+            gboost_otf: b.gboost.on_the_fly(),
+            context_slot: b.open.slot(),
+        };
+        let st = load_setup(cx, &b.common, self.setup_key(first), &opts, setup)?;
+        let mut settings = decode_settings(&b.common, st)?;
+        b.penalties.apply(&mut settings);
+        let otf = match b.gboost.request() {
+            Some(req) => components::gboost::otf_boosters(
+                cx.reg,
+                b.common.dataset(),
+                st,
+                b.common.subset(),
+                &req,
+                settings.threads,
+            )?,
+            None => None,
+        };
+        let arcs = b.arcs.boosters(st, settings.threads)?;
+        let words = b.words.boosters(st, settings.config.beam)?;
+        report_lists(cx, &b, st, otf.as_ref(), words.as_ref(), arcs.as_ref());
+        let open = b.open.compile(st, &settings)?;
         let booster = |i: usize| {
             Booster::stack([
                 otf.as_ref().map(|o| o.boosters[i].clone()),
@@ -380,17 +276,8 @@ impl Family for Wfst {
         let mut out = Vec::new();
         for &i in group {
             let p = &cx.points[i];
-            let targets = pipeline::targets(
-                &st.dataset,
-                p.settings.get("targets").and_then(Value::as_str),
-            )?;
-            let bias = match p.settings.get("bias_list") {
-                Some(l) => Some((
-                    ListKind::parse(&l.to_string()).ok_or_else(|| anyhow!("bad bias_list"))?,
-                    num(p, "discount", -2.0) as f32,
-                )),
-                None => None,
-            };
+            let targets = pipeline::targets(&st.dataset, common(p)?.targets.as_deref())?;
+            let bias = LatticeBias::read(&p.settings)?.rescoring()?;
             let o = pipeline::output(
                 st,
                 &run,
@@ -449,55 +336,10 @@ impl Family for Wfst {
     }
 }
 
-fn setup_options<'a>(p: &Point, cache: &'a Path) -> Result<SetupOptions<'a>> {
-    let boost = |list: &str, d: &str| {
-        p.settings.get(list).map(|l| StaticBoost {
-            list: l.to_string(),
-            discount: p.settings.get(d).and_then(Value::as_f64).unwrap_or(-2.0) as f32,
-        })
-    };
-    let otf = s(p, "gboost_mode").starts_with("on-the-fly");
-    Ok(SetupOptions {
-        subset: subset_of(p),
-        kind: GraphKind::parse(&s(p, "graph")).ok_or_else(|| anyhow!("bad graph"))?,
-        bpe_size: p
-            .settings
-            .get("bpe_size")
-            .and_then(Value::as_f64)
-            .unwrap_or(ctx_data::graphs::DEFAULT_BPE_SIZE as f64) as usize,
-        cache,
-        noise: p.settings.get("noise").and_then(Value::as_f64),
-        gboost: boost("gboost_list", "gboost_discount").filter(|_| !otf),
-        hclg_bias: boost("hclg_list", "hclg_discount"),
-        gboost_otf: otf,
-        context_slot: open_vocab_of(p, OPEN_DEFAULTS.0, OPEN_DEFAULTS.1)?.map(|o| o.entry),
-    })
-}
-
-/// The per-utterance boosters of a point with on-the-fly G-boosting (see
-/// [`components::gboost::otf_boosters`]); `None` for other points.
-fn otf_boosters(
-    reg: &Registry,
-    p: &Point,
-    st: &Setup,
-    threads: usize,
-) -> Result<Option<components::gboost::OtfBoosters>> {
-    if st.otf.is_none() {
-        return Ok(None);
-    }
-    let req = components::gboost::OtfRequest {
-        list: s(p, "gboost_list"),
-        exact: s(p, "gboost_mode") == "on-the-fly-lm",
-        discount: num(p, "gboost_discount", -2.0) as f32,
-        per_utterance: s(p, "gboost_scope") == "utterance",
-    };
-    components::gboost::otf_boosters(reg, &s(p, "dataset"), st, subset_of(p), &req, threads)
-}
-
 /// What each list a group decodes with kept, for a single decode's reader.
 fn report_lists(
     cx: &GroupContext<'_>,
-    p: &Point,
+    b: &Blocks,
     st: &Setup,
     otf: Option<&components::gboost::OtfBoosters>,
     words: Option<&components::word_boost::ContextBoosters>,
@@ -507,7 +349,7 @@ fn report_lists(
         cx.report(|| {
             format!(
                 "G-boosting with list '{}' (discount {}): {} phrases, {} boosted, {} dropped (OOV); {} n-grams discounted, {} added",
-                s(p, "gboost_list"), s(p, "gboost_discount"), r.phrases, r.kept, r.dropped, r.discounted, r.added
+                b.gboost.gboost_list.as_deref().unwrap_or_default(), b.gboost.gboost_discount, r.phrases, r.kept, r.dropped, r.discounted, r.added
             )
         });
     }
@@ -515,8 +357,8 @@ fn report_lists(
         cx.report(|| {
             format!(
                 "HCLG-boosting with list '{}' (discount {}): {} phrases kept, {} dropped (OOV)",
-                s(p, "hclg_list"),
-                s(p, "hclg_discount"),
+                b.hclg.hclg_list.as_deref().unwrap_or_default(),
+                b.hclg.hclg_discount,
                 r.kept,
                 r.dropped
             )
@@ -527,7 +369,7 @@ fn report_lists(
         cx.report(|| {
             format!(
                 "G-boosting {} with list '{}' per {} (discount {}): {} phrases, {} boosted, {} dropped (OOV); boosters built in {:.2} s",
-                s(p, "gboost_mode"), s(p, "gboost_list"), s(p, "gboost_scope"), s(p, "gboost_discount"),
+                b.gboost.gboost_mode, b.gboost.gboost_list.as_deref().unwrap_or_default(), b.gboost.gboost_scope, b.gboost.gboost_discount,
                 r.phrases, r.kept, r.dropped, o.build_s
             )
         });
@@ -536,44 +378,16 @@ fn report_lists(
         cx.report(|| {
             format!(
                 "word boosting with list '{}' (+{} per word): {} words applied, {} not in words.txt, tables built in {:.3} s",
-                s(p, "word_boost"), s(p, "word_boost_score"), w.applied, w.oov, w.build_s
+                b.words.word_boost.as_deref().unwrap_or_default(), b.words.word_boost_score, w.applied, w.oov, w.build_s
             )
         });
     }
-    if let Some(b) = arcs {
+    if let Some(a) = arcs {
         cx.report(|| {
             format!(
                 "arc boosting with list '{}' (discount {}): {} phrases kept, {} dropped (OOV); {} arcs over the utterances' lists, found in {:.2} s",
-                s(p, "arcs_list"), s(p, "arcs_discount"), b.report.kept, b.report.dropped, b.arcs, b.build_s
+                b.arcs.arcs_list.as_deref().unwrap_or_default(), b.arcs.arcs_discount, a.report.kept, a.report.dropped, a.arcs, a.build_s
             )
         });
     }
-}
-
-/// The per-utterance word boosters of a point with word boosting; `None` for other points.
-fn word_boosters(
-    p: &Point,
-    st: &Setup,
-    beam: f32,
-) -> Result<Option<components::word_boost::ContextBoosters>> {
-    let Some(l) = p.settings.get("word_boost") else {
-        return Ok(None);
-    };
-    let kind = ListKind::parse(&l.to_string()).ok_or_else(|| anyhow!("bad word_boost '{l}'"))?;
-    let score = num(p, "word_boost_score", 3.0) as f32;
-    components::word_boost::ContextBoosters::words(st, &kind, score, beam).map(Some)
-}
-
-/// The per-utterance arc boosters of a point with arc-boosting; `None` for other points.
-fn arc_boosters(
-    p: &Point,
-    st: &Setup,
-    threads: usize,
-) -> Result<Option<components::arc_boost::ArcBoosters>> {
-    let Some(l) = p.settings.get("arcs_list") else {
-        return Ok(None);
-    };
-    let kind = ListKind::parse(&l.to_string()).ok_or_else(|| anyhow!("bad arcs_list '{l}'"))?;
-    let discount = num(p, "arcs_discount", -2.0) as f32;
-    components::arc_boost::ArcBoosters::new(st, &kind, discount, threads).map(Some)
 }

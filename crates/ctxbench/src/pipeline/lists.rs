@@ -1,7 +1,6 @@
 //! Biasing lists by name: a whole set's static list, an utterance's list of a kind
 //! (`sequences`, `unigrams`, `gt`, `list:NAME`) and the open-vocabulary list kinds.
 
-use crate::pipeline::setup::Setup;
 use anyhow::{bail, Result};
 use ctx_core::bias::BiasList;
 use ctx_data::dataset::{Dataset, Utterance};
@@ -88,59 +87,6 @@ fn entity_phrases(u: &Utterance) -> impl Iterator<Item = Vec<String>> + '_ {
     u.entities.iter().map(|(_, s, e)| u.words[*s..*e].to_vec())
 }
 
-/// The list of a set-wide kind (one list for every utterance: a global list, the test words,
-/// the other words); `None` for per-utterance kinds.
-pub fn set_list(setup: &Setup, kind: &ListKind) -> Option<BiasList> {
-    let test_words = || -> BTreeSet<&str> {
-        setup
-            .dataset
-            .utterances
-            .iter()
-            .flat_map(|u| u.words.iter().map(String::as_str))
-            .collect()
-    };
-    match kind {
-        ListKind::Global(name) => Some(
-            setup
-                .dataset
-                .global_lists
-                .get(name)
-                .cloned()
-                .unwrap_or_default(),
-        ),
-        ListKind::TestWords => Some(BiasList {
-            phrases: test_words()
-                .into_iter()
-                .map(|w| vec![w.to_string()])
-                .collect(),
-        }),
-        ListKind::OtherWords => {
-            let test = test_words();
-            let fnv = |w: &str| {
-                w.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-                    (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-                })
-            };
-            let mut other: Vec<&str> = setup
-                .graph
-                .symbols
-                .words
-                .iter()
-                .map(|(_, w)| w)
-                .filter(|w| {
-                    !test.contains(w) && !w.starts_with('#') && !w.starts_with('<') && *w != "<eps>"
-                })
-                .collect();
-            other.sort_by_key(|w| (fnv(w), *w));
-            other.truncate(test.len());
-            Some(BiasList {
-                phrases: other.into_iter().map(|w| vec![w.to_string()]).collect(),
-            })
-        }
-        _ => None,
-    }
-}
-
 /// Where an open-vocabulary run's phrase lists come from (issue 42).
 #[derive(Debug, Clone, PartialEq)]
 pub enum OpenList {
@@ -167,12 +113,6 @@ impl OpenList {
             None => ListKind::parse(s).map(Self::Dataset),
         }
     }
-}
-
-/// The biasing list of an utterance.
-pub fn list_of(setup: &Setup, u: &Utterance, kind: &ListKind) -> BiasList {
-    dataset_list_of(&setup.dataset, u, kind)
-        .unwrap_or_else(|| set_list(setup, kind).unwrap_or_default())
 }
 
 /// The list of an utterance that the dataset alone defines (its sequences, their unigrams, its

@@ -9,8 +9,9 @@ pub mod otf_lm;
 pub mod output;
 pub mod search;
 pub mod setup;
+pub mod utterance_lists;
 
-pub use lists::{dataset_list_of, list_of, set_list, static_list, ListKind, OpenList};
+pub use lists::{dataset_list_of, static_list, ListKind, OpenList};
 pub use memory::{peak_mem_mb, reset_peak_mem};
 pub use otf_lm::OtfGBoost;
 pub use output::{
@@ -22,3 +23,4 @@ pub use search::{
     DecodeRun, DecodeSettings, OpenWords,
 };
 pub use setup::{ctc_knobs, score_dataset, Acoustic, Setup, SetupOptions, StaticBoost};
+pub use utterance_lists::{list_of, set_list};

@@ -1,9 +1,10 @@
 //! From a decode to an output: the 1-best (or lattice-biased 1-best) with word times, scored;
 //! lattice figures (density, oracle WER, active tokens).
 
-use crate::pipeline::lists::{list_of, ListKind};
+use crate::pipeline::lists::ListKind;
 use crate::pipeline::search::DecodeRun;
 use crate::pipeline::setup::Setup;
+use crate::pipeline::utterance_lists::list_of;
 use anyhow::{anyhow, bail, Result};
 use ctx_core::metrics::score::ScoreTotals;
 use ctx_data::dataset::Dataset;

@@ -1,8 +1,9 @@
 //! Arc boosting (000 §4.2, Algorithm 1): the HCLG arcs that spell each utterance's phrases,
 //! discounted during the search.
 
-use crate::pipeline::lists::{list_of, ListKind};
+use crate::pipeline::lists::ListKind;
 use crate::pipeline::setup::Setup;
+use crate::pipeline::utterance_lists::list_of;
 use anyhow::{bail, Result};
 use ctx_core::bias::BiasList;
 use ctx_graph::phrase_arcs::PhraseArcFinder;
@@ -92,5 +93,31 @@ impl ArcBoosters {
         }
         out.build_s = t.elapsed().as_secs_f64();
         Ok(out)
+    }
+}
+
+crate::settings_block! {
+    /// Arc boosting's settings (000 §4.2, Algorithm 1).
+    pub struct ArcBoost in "arc-boosting" {
+        /// per-utterance list whose HCLG arcs (000 Algorithm 1) the search discounts:
+        /// sequences, unigrams, gt or list:NAME
+        arcs_list: Option<String> = None => required; old "arc-boost",
+        /// arc-boosting discount per boosted arc (graph units; negative = boost)
+        arcs_discount: f64 = -2.0; old "arc-boost-discount",
+    }
+}
+
+impl ArcBoost {
+    /// The list kind, when the component is on.
+    pub fn list(&self) -> Result<Option<ListKind>> {
+        super::word_boost::parse_list(crate::key!(ArcBoost, arcs_list), self.arcs_list.as_deref())
+    }
+
+    /// Every utterance's arc booster (`None` without a list).
+    pub fn boosters(&self, st: &Setup, threads: usize) -> Result<Option<ArcBoosters>> {
+        match self.list()? {
+            Some(kind) => ArcBoosters::new(st, &kind, self.arcs_discount as f32, threads).map(Some),
+            None => Ok(None),
+        }
     }
 }

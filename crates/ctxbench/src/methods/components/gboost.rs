@@ -1,9 +1,10 @@
 //! On-the-fly G-boosting's per-utterance boosters (003 §3.1.3, "online"): each stream's list
 //! as a word automaton composed during the search.
 
-use crate::pipeline::lists::{list_of, static_list, ListKind};
+use crate::pipeline::lists::{static_list, ListKind};
 use crate::pipeline::search::{decode_indexed, DecodeRun, DecodeSettings};
 use crate::pipeline::setup::Setup;
+use crate::pipeline::utterance_lists::list_of;
 use anyhow::{anyhow, bail, Result};
 use ctx_data::dataset::{Dataset, Subset};
 use ctx_data::registry::Registry;
@@ -142,4 +143,111 @@ pub fn otf_boosters(
         build_s: t.elapsed().as_secs_f64(),
         per_utterance: req.per_utterance,
     }))
+}
+
+/// How G-boosting is applied (`gboost_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GBoostMode {
+    /// The graph compiled from the boosted G.
+    Static,
+    /// The unboosted graph with the phrase-prefix automaton composed during the search.
+    OnTheFly,
+    /// The unboosted graph with the exact G_boosted − G composed during the search.
+    OnTheFlyLm,
+}
+
+impl std::str::FromStr for GBoostMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "static" => Ok(Self::Static),
+            "on-the-fly" => Ok(Self::OnTheFly),
+            "on-the-fly-lm" => Ok(Self::OnTheFlyLm),
+            _ => Err(format!(
+                "gboost_mode '{s}' (static, on-the-fly or on-the-fly-lm)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for GBoostMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Static => "static",
+            Self::OnTheFly => "on-the-fly",
+            Self::OnTheFlyLm => "on-the-fly-lm",
+        })
+    }
+}
+
+crate::choice_setting!(GBoostMode);
+
+crate::settings_block! {
+    /// G-boosting's settings (003 §3.1.3).
+    pub struct GBoost in "g-boosting" {
+        /// static list G is boosted towards (sequences, unigrams, gt or a global list)
+        gboost_list: Option<String> = None => required; old "gboost",
+        /// G-boosting discount per boosted n-gram (graph units; negative = boost)
+        gboost_discount: f64 = -2.0,
+        /// static (HCLG compiled from the boosted G), on-the-fly (unboosted HCLG + the
+        /// phrase-prefix automaton composed during the search) or on-the-fly-lm (+ the exact
+        /// G_boosted − G)
+        gboost_mode: GBoostMode = GBoostMode::Static,
+        /// set (one list for the whole set) or utterance (each utterance's own list:
+        /// sequences, unigrams, gt or list:NAME; on-the-fly only)
+        gboost_scope: String = "set".into(),
+    }
+}
+
+impl GBoost {
+    /// Whether the list is composed during the search (the graph stays unboosted).
+    pub fn on_the_fly(&self) -> bool {
+        self.gboost_mode != GBoostMode::Static
+    }
+
+    /// Whether each utterance has its own list.
+    pub fn per_utterance(&self) -> bool {
+        self.gboost_scope == "utterance"
+    }
+
+    /// Checks the values and their combination.
+    pub fn check(&self) -> Result<()> {
+        match self.gboost_scope.as_str() {
+            "set" => {}
+            "utterance" => {
+                if !self.on_the_fly() {
+                    bail!("gboost_scope 'utterance' needs gboost_mode 'on-the-fly' (a static graph has one list)");
+                }
+                if let Some(l) = &self.gboost_list {
+                    if ListKind::parse(l).is_none() {
+                        bail!(
+                            "gboost_list '{l}' per utterance (sequences, unigrams, gt, list:NAME)"
+                        );
+                    }
+                }
+            }
+            v => bail!("gboost_scope '{v}' (set or utterance)"),
+        }
+        Ok(())
+    }
+
+    /// The static boost of the graph (`None` without a list or on the fly).
+    pub fn static_boost(&self) -> Option<crate::pipeline::StaticBoost> {
+        let list = self.gboost_list.as_ref().filter(|_| !self.on_the_fly())?;
+        Some(crate::pipeline::StaticBoost {
+            list: list.clone(),
+            discount: self.gboost_discount as f32,
+        })
+    }
+
+    /// The on-the-fly request (`None` without a list or for a static graph).
+    pub fn request(&self) -> Option<OtfRequest> {
+        let list = self.gboost_list.as_ref().filter(|_| self.on_the_fly())?;
+        Some(OtfRequest {
+            list: list.clone(),
+            exact: self.gboost_mode == GBoostMode::OnTheFlyLm,
+            discount: self.gboost_discount as f32,
+            per_utterance: self.per_utterance(),
+        })
+    }
 }

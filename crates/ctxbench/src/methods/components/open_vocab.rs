@@ -1,9 +1,10 @@
 //! Open-vocabulary contexts (issue 42): each utterance's list compiled at run time over the
 //! graph's input units and entered through the graph's class slot.
 
-use crate::pipeline::lists::{list_of, ListKind, OpenList};
+use crate::pipeline::lists::{ListKind, OpenList};
 use crate::pipeline::search::DecodeSettings;
 use crate::pipeline::setup::{Acoustic, Setup};
+use crate::pipeline::utterance_lists::list_of;
 use anyhow::{bail, Result};
 use ctx_core::context_list::ContextList;
 use ctx_data::bpe::Bpe;
@@ -164,4 +165,156 @@ pub fn open_contexts(
     }
     out.build_s = t.elapsed().as_secs_f64();
     Ok(out)
+}
+
+crate::settings_block! {
+    /// The open-vocabulary component's settings (issue 42), shared by the families that decode
+    /// a graph with the class slot (wfst over an HCLG, ctc-wfst over a TLG, hclg-boost).
+    pub struct OpenVocab in "open-vocab" {
+        /// open-vocabulary list: each utterance's sequences, gt or list:NAME, or one phrase file
+        /// for all, file:PATH (phrase<TAB>weight per line)
+        open_vocab: Option<String> = None => required,
+        /// reward of a completed phrase of the list (graph units; earned only at its end)
+        open_vocab_weight: f64 = 5.0,
+        /// cost of entering the class slot from the LM's empty history (graph units; part of
+        /// the graph, so a new value builds a new graph)
+        open_vocab_entry: f64 = 4.0,
+        /// longest run of blanks between two tokens of a phrase, in seconds (CTC contexts; 0:
+        /// no bound): a longer pause ends the match. The default, a second (25 frames of a
+        /// 40 ms CTC model), is longer than any pause between two spikes of the simulated
+        /// models' names (at most 24 frames on ATCO2-1h, 22 on Earnings-21) and short enough
+        /// that a context path cannot read blanks over the words spoken between a phrase's two
+        /// names
+        open_vocab_max_pause: f64 = 1.0,
+    }
+}
+
+impl OpenVocab {
+    /// The list, when the component is on (an unknown kind is an error naming it).
+    pub fn list(&self) -> Result<Option<OpenList>> {
+        self.open_vocab
+            .as_deref()
+            .map(|l| {
+                OpenList::parse(l).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "open_vocab '{l}' (sequences, unigrams, gt, list:NAME, file:PATH)"
+                    )
+                })
+            })
+            .transpose()
+    }
+
+    /// Checks the values: a known list, a pause in seconds, costs a path can still be
+    /// compared with (graph-cost units: beyond a thousand a setting decides every path alone;
+    /// an entry of -1e30 made every utterance a context path, WER 273.7).
+    pub fn check(&self) -> Result<()> {
+        self.list()?;
+        let pause = self.open_vocab_max_pause;
+        if pause.is_nan() || pause < 0.0 {
+            bail!("open_vocab_max_pause {pause}: a pause in seconds, 0 for no bound");
+        }
+        for (k, v) in [
+            (
+                crate::key!(OpenVocab, open_vocab_weight),
+                self.open_vocab_weight,
+            ),
+            (
+                crate::key!(OpenVocab, open_vocab_entry),
+                self.open_vocab_entry,
+            ),
+        ] {
+            if !(v.is_finite() && v.abs() <= 1000.0) {
+                let v = if v.is_finite() {
+                    format!("{:e}", v as f32)
+                } else {
+                    v.to_string()
+                };
+                let flag = k.replace('_', "-");
+                bail!("{k} (--{flag}) {v}: a cost in graph units, finite and at most 1000 in magnitude");
+            }
+        }
+        Ok(())
+    }
+
+    /// The class slot's entry cost the graph is built with (`None` without a list: the plain
+    /// graph).
+    pub fn slot(&self) -> Option<f32> {
+        self.open_vocab
+            .as_ref()
+            .map(|_| self.open_vocab_entry as f32)
+    }
+
+    /// What a setup key adds: the slot's cost (nothing without a list).
+    pub fn setup_key(&self) -> String {
+        match self.slot() {
+            Some(_) => format!(";slot={}", self.open_vocab_entry),
+            None => String::new(),
+        }
+    }
+
+    /// Compiles every utterance's context for `st` (`None` without a list;
+    /// [`open_contexts`]).
+    pub fn compile(&self, st: &Setup, settings: &DecodeSettings) -> Result<Option<OpenContexts>> {
+        self.check()?;
+        let Some(list) = self.list()? else {
+            return Ok(None);
+        };
+        let pause = self.open_vocab_max_pause;
+        let max_pause = (pause > 0.0).then_some(pause);
+        open_contexts(
+            st,
+            &list,
+            self.open_vocab_weight as f32,
+            max_pause,
+            settings,
+        )
+        .map(Some)
+    }
+
+    /// The part of a decode key that a `file:PATH` list adds: a hash of the file's bytes (a
+    /// changed file is a new point; an unreadable one fails when the point runs).
+    pub fn file_key(&self) -> String {
+        let Ok(Some(OpenList::File(path))) = self.list() else {
+            return String::new();
+        };
+        match std::fs::read(&path) {
+            // FNV-1a: stable across runs and builds, unlike the std hasher.
+            Ok(bytes) => {
+                let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                    (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+                });
+                format!(";open_file={h:016x}")
+            }
+            Err(_) => ";open_file=unreadable".into(),
+        }
+    }
+
+    /// Checks that a `file:PATH` list reads (its errors name the file and line) and holds a
+    /// phrase, before anything runs; a `list:NAME` must be a global list of `ds`.
+    pub fn check_lists(&self, ds: &ctx_data::dataset::Dataset) -> Result<()> {
+        match self.list()? {
+            Some(OpenList::File(path)) => {
+                let l = ContextList::read(&path, 1.0, true)
+                    .map_err(|e| anyhow::anyhow!("open_vocab 'file:{}': {e:#}", path.display()))?;
+                // An empty list would decode unbiased under an open-vocabulary label (issue
+                // 58), as an empty --bias-list is refused.
+                if l.is_empty() {
+                    bail!(
+                        "open_vocab 'file:{}': the file holds no phrase",
+                        path.display()
+                    );
+                }
+            }
+            Some(OpenList::Dataset(ListKind::Global(n))) => {
+                if !ds.global_lists.contains_key(&n) {
+                    bail!(
+                        "open_vocab 'list:{n}': dataset {} has no global list '{n}'",
+                        ds.name
+                    );
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
 }

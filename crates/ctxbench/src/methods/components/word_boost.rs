@@ -1,8 +1,9 @@
 //! Word boosting (001 §3.3's single-state B on any graph): each utterance's distinct words
 //! earn a bonus when a path emits them.
 
-use crate::pipeline::lists::{list_of, set_list, ListKind};
+use crate::pipeline::lists::ListKind;
 use crate::pipeline::setup::Setup;
+use crate::pipeline::utterance_lists::{list_of, set_list};
 use anyhow::{bail, Result};
 use ctx_core::bias::BiasList;
 use std::collections::btree_map::Entry;
@@ -113,4 +114,88 @@ impl ContextBoosters {
         out.build_s = t.elapsed().as_secs_f64();
         Ok(out)
     }
+}
+
+crate::settings_block! {
+    /// Word boosting's settings (001 §3.3's B on any graph; the WFST and CTC families).
+    pub struct WordBoost in "word-boosting" {
+        /// per-utterance word list whose distinct words are boosted: sequences, unigrams, gt,
+        /// test-words, other-words or list:NAME
+        word_boost: Option<String> = None => required,
+        /// bonus per boosted word (graph units; positive = favoured; 001's rule: at most half
+        /// the beam)
+        word_boost_score: f64 = 3.0,
+    }
+}
+
+impl WordBoost {
+    /// The list kind, when the component is on (an unknown kind is an error naming it).
+    pub fn list(&self) -> Result<Option<ListKind>> {
+        parse_list(
+            crate::key!(WordBoost, word_boost),
+            self.word_boost.as_deref(),
+        )
+    }
+
+    /// Checks the values: a list kind the runner knows, a finite score.
+    pub fn check(&self) -> Result<()> {
+        self.list()?;
+        if !self.word_boost_score.is_finite() {
+            bail!("word_boost_score {} must be finite", self.word_boost_score);
+        }
+        Ok(())
+    }
+
+    /// Every utterance's word booster (`None` without a list); `beam` bounds the score.
+    pub fn boosters(&self, st: &Setup, beam: f32) -> Result<Option<ContextBoosters>> {
+        match self.list()? {
+            Some(kind) => {
+                ContextBoosters::words(st, &kind, self.word_boost_score as f32, beam).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+crate::settings_block! {
+    /// Phrase boosting's settings (the CTC family: a bonus per word matched in order).
+    pub struct PhraseBoost in "phrase-boosting" {
+        /// per-utterance phrase list: sequences, gt or list:NAME
+        phrase_boost: Option<String> = None => required,
+        /// bonus per word of a phrase matched in order (graph units; a broken-off prefix keeps
+        /// it, as in G-boosting)
+        phrase_boost_score: f64 = 3.0,
+    }
+}
+
+impl PhraseBoost {
+    /// The list kind, when the component is on.
+    pub fn list(&self) -> Result<Option<ListKind>> {
+        parse_list(
+            crate::key!(PhraseBoost, phrase_boost),
+            self.phrase_boost.as_deref(),
+        )
+    }
+
+    /// Every utterance's phrase booster (`None` without a list).
+    pub fn boosters(&self, st: &Setup) -> Result<Option<ContextBoosters>> {
+        match self.list()? {
+            Some(kind) => {
+                ContextBoosters::phrases(st, &kind, self.phrase_boost_score as f32).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+/// A per-utterance list setting's kind (`None` unset); `key` names it in the error.
+pub fn parse_list(key: &str, v: Option<&str>) -> Result<Option<ListKind>> {
+    v.map(|l| {
+        ListKind::parse(l).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{key} '{l}' (sequences, unigrams, gt, test-words, other-words, list:NAME)"
+            )
+        })
+    })
+    .transpose()
 }

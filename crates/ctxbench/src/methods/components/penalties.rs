@@ -1,0 +1,24 @@
+//! A CTC model's decoding penalties (001; `ctc-wfst`): the blank's log-probability lowered
+//! and every emitted word charged, on any family that decodes CTC log-probabilities.
+
+use crate::pipeline::DecodeSettings;
+
+crate::settings_block! {
+    /// The CTC penalties (their owner is the family that reads them: see
+    /// [`crate::methods::family::owned_by`]).
+    pub struct CtcPenalties in "ctc-wfst" {
+        /// subtracted from the blank's log-probability on every frame (nats; positive = fewer
+        /// blanks, a cure for deletions)
+        blank_penalty: f64 = 0.0,
+        /// added to the cost of every emitted word (graph units; negative = an insertion bonus)
+        word_insertion_penalty: f64 = 0.0,
+    }
+}
+
+impl CtcPenalties {
+    /// Sets them on decoder settings.
+    pub fn apply(&self, settings: &mut DecodeSettings) {
+        settings.blank_penalty = self.blank_penalty as f32;
+        settings.word_insertion_penalty = self.word_insertion_penalty as f32;
+    }
+}
