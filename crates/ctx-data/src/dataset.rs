@@ -5,7 +5,9 @@
 use crate::atc::{self, AtcResources, AtcSimConfig};
 use crate::earnings::{self, Segment};
 use crate::pronounce::Pronouncer;
-use crate::registry::{DatasetSpec, Registry, RegistryError};
+pub use crate::registry::Subset;
+use crate::registry::{DatasetSpec, Registry};
+pub use crate::utterance::{DataError, Utterance};
 use ctx_core::bias::{BiasList, BiasTable};
 use ctx_core::io::write_atomic;
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,52 +17,6 @@ use std::path::{Path, PathBuf};
 /// Name of the global list of rare words (ATC sets with `rare_waypoints`): the targets of the
 /// rare-word precision/recall/F1 (003 Table 3.4) and the list G-boosting and lattice biasing use.
 pub const RARE_LIST: &str = "rare";
-
-/// Errors of dataset loading and preparation.
-#[derive(Debug, thiserror::Error)]
-pub enum DataError {
-    /// Registry problem.
-    #[error(transparent)]
-    Registry(#[from] RegistryError),
-    /// File problem.
-    #[error(transparent)]
-    Core(#[from] ctx_core::CoreError),
-    /// ATC generation problem.
-    #[error(transparent)]
-    Atc(#[from] atc::AtcError),
-    /// Pronunciation problem.
-    #[error(transparent)]
-    Pronounce(#[from] crate::pronounce::PronounceError),
-    /// Anything else, with context.
-    #[error("{0}")]
-    Invalid(String),
-}
-
-/// Which part of a dataset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Subset {
-    /// Everything.
-    Full,
-    /// A few minutes for tests and CI.
-    Quick,
-}
-
-/// One utterance (an ATC transmission or an Earnings segment).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Utterance {
-    /// Utterance id.
-    pub id: String,
-    /// The document (Earnings call) it belongs to.
-    pub doc: Option<String>,
-    /// Reference words (as the scorer sees them after normalisation).
-    pub words: Vec<String>,
-    /// Duration in seconds.
-    pub duration_s: f64,
-    /// Entity spans `(class, start, end)` over `words`.
-    pub entities: Vec<(String, usize, usize)>,
-    /// ATC: the ICAO callsign spoken (`None` = NO_CALLSIGN); Earnings: `None`.
-    pub callsign: Option<String>,
-}
 
 /// Whose list an utterance is biased with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

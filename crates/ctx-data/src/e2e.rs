@@ -44,47 +44,9 @@
 use crate::acoustic::{CtcSim, SimError};
 use crate::bpe::Bpe;
 use crate::registry::CtcAcousticSpec;
+pub use crate::registry::E2eKind;
 use crate::rng::Rng;
 use ctx_core::e2e::{Aed, Transducer};
-
-/// The end-to-end model kinds of 004 (CTC included, for the knobs and the runner).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum E2eKind {
-    /// CTC (the simulator of [`CtcSim`]).
-    Ctc,
-    /// RNN transducer.
-    Rnnt,
-    /// Token-and-duration transducer.
-    Tdt,
-    /// Attention encoder-decoder.
-    Aed,
-}
-
-impl E2eKind {
-    /// Every kind, in table order.
-    pub const ALL: [E2eKind; 4] = [E2eKind::Rnnt, E2eKind::Tdt, E2eKind::Aed, E2eKind::Ctc];
-
-    /// The name used in configs and tables.
-    pub fn name(self) -> &'static str {
-        match self {
-            E2eKind::Ctc => "ctc",
-            E2eKind::Rnnt => "rnnt",
-            E2eKind::Tdt => "tdt",
-            E2eKind::Aed => "aed",
-        }
-    }
-
-    /// The kind of a name (`rnn-t` and `transducer` are read as `rnnt`).
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s.to_ascii_lowercase().as_str() {
-            "ctc" => E2eKind::Ctc,
-            "rnnt" | "rnn-t" | "transducer" => E2eKind::Rnnt,
-            "tdt" => E2eKind::Tdt,
-            "aed" => E2eKind::Aed,
-            _ => return None,
-        })
-    }
-}
 
 /// Frames a due piece stays available after its span.
 const LATE: u32 = 2;

@@ -7,7 +7,7 @@
 //! span (else the nearest token that splits none). A segment's duration is L times its share of
 //! the tokens (a uniform speaking rate within a call).
 
-use crate::dataset::{DataError, Utterance};
+use crate::utterance::{DataError, Utterance};
 use ctx_core::bias::BiasList;
 use ctx_core::corpus::earnings::{EarningsDoc, NlpToken};
 use ctx_core::metrics::normalize::TextNorm;

@@ -15,3 +15,4 @@ pub mod kneser_ney;
 pub mod pronounce;
 pub mod registry;
 pub mod rng;
+pub mod utterance;

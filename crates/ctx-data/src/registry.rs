@@ -9,6 +9,54 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// Which part of a dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subset {
+    /// Everything.
+    Full,
+    /// A few minutes for tests and CI.
+    Quick,
+}
+
+/// The end-to-end model kinds of 004 (CTC included, for the knobs and the runner).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum E2eKind {
+    /// CTC (the simulator of `acoustic::CtcSim`).
+    Ctc,
+    /// RNN transducer.
+    Rnnt,
+    /// Token-and-duration transducer.
+    Tdt,
+    /// Attention encoder-decoder.
+    Aed,
+}
+
+impl E2eKind {
+    /// Every kind, in table order.
+    pub const ALL: [E2eKind; 4] = [E2eKind::Rnnt, E2eKind::Tdt, E2eKind::Aed, E2eKind::Ctc];
+
+    /// The name used in configs and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            E2eKind::Ctc => "ctc",
+            E2eKind::Rnnt => "rnnt",
+            E2eKind::Tdt => "tdt",
+            E2eKind::Aed => "aed",
+        }
+    }
+
+    /// The kind of a name (`rnn-t` and `transducer` are read as `rnnt`).
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "ctc" => E2eKind::Ctc,
+            "rnnt" | "rnn-t" | "transducer" => E2eKind::Rnnt,
+            "tdt" => E2eKind::Tdt,
+            "aed" => E2eKind::Aed,
+            _ => return None,
+        })
+    }
+}
+
 /// Errors reading the registry.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
@@ -171,11 +219,9 @@ pub struct LmSpec {
 impl LmSpec {
     /// The LM a subset's graphs are compiled from: the quick subset takes `quick_prune` when
     /// set, the full set `prune`.
-    pub fn for_subset(&self, subset: crate::dataset::Subset) -> LmSpec {
+    pub fn for_subset(&self, subset: Subset) -> LmSpec {
         let prune = match subset {
-            crate::dataset::Subset::Quick if !self.quick_prune.is_empty() => {
-                self.quick_prune.clone()
-            }
+            Subset::Quick if !self.quick_prune.is_empty() => self.quick_prune.clone(),
             _ => self.prune.clone(),
         };
         LmSpec {
@@ -240,7 +286,7 @@ pub enum DatasetSpec {
         /// Simulated acoustics (CTC model).
         #[serde(default)]
         acoustic_ctc: Option<CtcAcousticSpec>,
-        /// Simulated RNN-T (`crate::e2e`).
+        /// Simulated RNN-T (the `e2e` module).
         #[serde(default)]
         acoustic_rnnt: Option<CtcAcousticSpec>,
         /// Simulated TDT.
@@ -294,7 +340,7 @@ pub enum DatasetSpec {
         /// Simulated acoustics (CTC model).
         #[serde(default)]
         acoustic_ctc: Option<CtcAcousticSpec>,
-        /// Simulated RNN-T (`crate::e2e`).
+        /// Simulated RNN-T (the `e2e` module).
         #[serde(default)]
         acoustic_rnnt: Option<CtcAcousticSpec>,
         /// Simulated TDT.
@@ -371,8 +417,7 @@ impl DatasetSpec {
 
     /// Knobs of the simulated end-to-end model of `kind` (`[<dataset>.acoustic_ctc]`,
     /// `acoustic_rnnt`, `acoustic_tdt`, `acoustic_aed`); `None` when not calibrated.
-    pub fn acoustic_e2e(&self, kind: crate::e2e::E2eKind) -> Option<&CtcAcousticSpec> {
-        use crate::e2e::E2eKind;
+    pub fn acoustic_e2e(&self, kind: E2eKind) -> Option<&CtcAcousticSpec> {
         match self {
             DatasetSpec::Earnings {
                 acoustic_ctc,

@@ -13,6 +13,7 @@
 //!
 //! Without a discount and with every prefix listed, the edit is empty and G is unchanged.
 
+pub use crate::grammar::GBoostReport;
 use crate::grammar::GrammarEdit;
 use crate::{GraphError, Result};
 use ctx_core::arpa::{ArpaLm, BOS, EOS};
@@ -28,21 +29,6 @@ pub struct GBoost {
     pub phrases: Vec<Vec<String>>,
     /// Cost added to each boosted n-gram (negative = boost), in −ln units like G's weights.
     pub discount: f32,
-}
-
-/// What a G-boosting edit did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct GBoostReport {
-    /// Distinct phrases asked for.
-    pub phrases: usize,
-    /// Phrases boosted.
-    pub kept: usize,
-    /// Phrases dropped because a word is outside the LM or has no pronunciation.
-    pub dropped: usize,
-    /// Listed n-grams whose cost changed.
-    pub discounted: usize,
-    /// n-grams added.
-    pub added: usize,
 }
 
 /// Computes the [`GrammarEdit`] of a G-boosting request against `lm`; `words` is the graph's

@@ -7,7 +7,7 @@
 //! its longest proper suffix with a state on a `#0:ε` arc weighted by its back-off. Costs are
 //! −ln p (ARPA log10 × ln 10). The start state is the history `<s>`.
 //!
-//! [`build_grammar_fst_with`] applies a [`GrammarEdit`] on the way (G-boosting, [`crate::gboost`]):
+//! [`build_grammar_fst_with`] applies a [`GrammarEdit`] on the way (G-boosting, the `gboost` module):
 //! cost deltas on listed n-grams and extra n-grams of any order. Added n-grams make their
 //! histories states (back-off weight 1, i.e. cost 0, to the longest suffix with a state), and the
 //! state rule for listed n-grams stays the one of the LM's own order, so an empty edit gives
@@ -28,6 +28,21 @@ pub enum MissingWords {
     Error,
     /// Drop the n-grams that use them and count them in the report.
     Skip,
+}
+
+/// What a G-boosting edit did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GBoostReport {
+    /// Distinct phrases asked for.
+    pub phrases: usize,
+    /// Phrases boosted.
+    pub kept: usize,
+    /// Phrases dropped because a word is outside the LM or has no pronunciation.
+    pub dropped: usize,
+    /// Listed n-grams whose cost changed.
+    pub discounted: usize,
+    /// n-grams added.
+    pub added: usize,
 }
 
 /// Changes applied to an LM while its G is built (word ids are the LM's).
@@ -51,7 +66,7 @@ pub struct GrammarReport {
     /// n-grams dropped because they use a skipped word.
     pub skipped_ngrams: usize,
     /// What G-boosting changed (boosted graphs only).
-    pub gboost: Option<crate::gboost::GBoostReport>,
+    pub gboost: Option<GBoostReport>,
 }
 
 const LN10: f32 = std::f32::consts::LN_10;

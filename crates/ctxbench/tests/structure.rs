@@ -244,3 +244,104 @@ fn the_code_version_hashes_every_workspace_crate_a_point_depends_on() {
         "build.rs hashes {hashed:?}; cargo metadata says {expected:?} (missing {missing:?}, extra {extra:?})"
     );
 }
+
+#[test]
+fn no_module_of_the_data_core_and_graph_crates_is_in_an_import_circle() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for c in ["ctx-data", "ctx-core", "ctx-graph"] {
+        let graph = import_graph(&crates.join(c).join("src"));
+        if let Some(cyc) = find_cycle(&graph) {
+            panic!("{c}: import circle: {}", cyc.join(" -> "));
+        }
+    }
+    // The checker sees their edges: a dataset reads the registry, a corpus reader builds
+    // utterances, scoring aligns against references.
+    let data = import_graph(&crates.join("ctx-data/src"));
+    assert!(
+        data["dataset"].contains("registry"),
+        "{:?}",
+        data["dataset"]
+    );
+    assert!(
+        data["earnings"].contains("utterance"),
+        "{:?}",
+        data["earnings"]
+    );
+    let core = import_graph(&crates.join("ctx-core/src"));
+    assert!(core["metrics::align"].contains("metrics::reference"));
+}
+
+/// Non-test source files of `dir` (recursively) with their text before `#[cfg(test)]`.
+fn code_of(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    sources(dir, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let t = std::fs::read_to_string(&f).unwrap();
+            let code = t.split("#[cfg(test)]").next().unwrap().to_string();
+            (f, code)
+        })
+        .collect()
+}
+
+#[test]
+fn no_source_file_of_the_top_crate_is_over_900_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let n = std::fs::read_to_string(f).unwrap().lines().count();
+            (n > 900).then(|| format!("{} ({n} lines)", f.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "split these: {long:?}");
+    assert!(files.len() > 40, "the checker saw {} files", files.len());
+}
+
+/// A setting is named by its block's field (`settings_block!`, `key!`), never as a string:
+/// no `"key"` literal of a setting in the top crate's code, except where the same word names
+/// something else (a method component, a folder, a field of another command's JSON).
+#[test]
+fn no_setting_is_looked_up_by_a_string_key() {
+    let cat = ctxbench::methods::catalog();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    // (file, word): the same word with another meaning there.
+    let other_meaning: &[(&str, &str)] = &[
+        ("methods/ngpu.rs", "beam"), // the beam-search component
+        ("export.rs", "graph"),      // the export's graph folder
+        ("lm.rs", "batch"),          // `lm arrays --json` fields
+        ("lm.rs", "threads"),
+        ("score.rs", "targets"),      // `score --json` field
+        ("decode/mod.rs", "dataset"), // `decode --json` fields
+        ("decode/mod.rs", "backend"),
+    ];
+    let mut found = Vec::new();
+    let mut keys = 0;
+    for sp in cat.settings() {
+        keys += 1;
+        let quoted = format!("\"{}\"", sp.name);
+        for (f, code) in code_of(&src) {
+            let rel = f
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            if other_meaning.contains(&(rel.as_str(), sp.name)) || rel.ends_with("tests.rs") {
+                continue;
+            }
+            for (i, line) in code.lines().enumerate() {
+                // Clap attributes name the command's own arguments.
+                let l = line.trim_start();
+                if line.contains(&quoted) && !l.starts_with("#[arg(") && !l.starts_with("//") {
+                    found.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(keys > 50, "the catalog lists {keys} settings");
+    assert!(found.is_empty(), "settings named by string: {found:#?}");
+}

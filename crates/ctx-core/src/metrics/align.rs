@@ -13,6 +13,7 @@
 //! among alternatives the earliest (the span as written) wins; along the backtrace a diagonal step
 //! (match/substitution) is preferred to a deletion, and a deletion to an insertion.
 
+pub use crate::metrics::reference::RefPos;
 use crate::metrics::reference::{RefSegment, ScoringRef};
 use std::collections::HashMap;
 
@@ -27,17 +28,6 @@ pub enum EditOp {
     Del,
     /// A hypothesis word has no reference counterpart.
     Ins,
-}
-
-/// Where a reference word of the chosen path sits in a [`ScoringRef`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RefPos {
-    /// Segment index.
-    pub segment: usize,
-    /// Alternative index within the segment (0 for a plain word).
-    pub alt: usize,
-    /// Word index within the alternative (0 for a plain word).
-    pub index: usize,
 }
 
 /// One step of an alignment.

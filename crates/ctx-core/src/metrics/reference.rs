@@ -9,6 +9,17 @@ use crate::metrics::normalize::TextNorm;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+/// Where a reference word of the chosen path sits in a [`ScoringRef`] (an alignment step's reference side).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefPos {
+    /// Segment index.
+    pub segment: usize,
+    /// Alternative index within the segment (0 for a plain word).
+    pub alt: usize,
+    /// Word index within the alternative (0 for a plain word).
+    pub index: usize,
+}
+
 /// A reference word and the entities (indices into [`ScoringRef::entities`]) it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefToken {
@@ -214,7 +225,7 @@ impl ScoringRef {
     }
 
     /// The reference word at an alignment position.
-    pub fn token(&self, pos: crate::metrics::align::RefPos) -> &RefToken {
+    pub fn token(&self, pos: RefPos) -> &RefToken {
         match &self.segments[pos.segment] {
             RefSegment::Word(t) => t,
             RefSegment::Alternatives(a) => &a[pos.alt][pos.index],

@@ -217,8 +217,7 @@ impl Family for CtcWfst {
                 group,
                 st,
                 &settings,
-                n,
-                b.streaming.max_batch,
+                (n, b.streaming.max_batch),
                 &booster,
                 open.as_ref(),
             );
@@ -275,15 +274,15 @@ impl Family for CtcWfst {
     }
 }
 
-/// The streaming rows (001 Table 4): the load simulation of [`super::load`] over a
+/// The streaming rows (001 Table 4; `streams` clients, at most `max_batch` chunks per
+/// batch): the load simulation of [`super::load`] over a
 /// [`ctc_wfst::StreamingCtc`] server; WER from each utterance's first decode.
 fn streaming(
     cx: &GroupContext<'_>,
     group: &[usize],
     st: &Setup,
     settings: &pipeline::DecodeSettings,
-    streams: usize,
-    max_batch: usize,
+    (streams, max_batch): (usize, usize),
     booster: &(dyn Fn(usize) -> Booster + Sync),
     open: Option<&components::open_vocab::OpenContexts>,
 ) -> Result<Vec<PointRecord>> {

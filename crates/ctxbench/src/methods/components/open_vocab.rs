@@ -305,13 +305,11 @@ impl OpenVocab {
                     );
                 }
             }
-            Some(OpenList::Dataset(ListKind::Global(n))) => {
-                if !ds.global_lists.contains_key(&n) {
-                    bail!(
-                        "open_vocab 'list:{n}': dataset {} has no global list '{n}'",
-                        ds.name
-                    );
-                }
+            Some(OpenList::Dataset(ListKind::Global(n))) if !ds.global_lists.contains_key(&n) => {
+                bail!(
+                    "open_vocab 'list:{n}': dataset {} has no global list '{n}'",
+                    ds.name
+                );
             }
             _ => {}
         }
