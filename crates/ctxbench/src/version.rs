@@ -1,7 +1,7 @@
 //! The code version results are keyed by.
 
 /// The crate version and a hash of every source file that can change a figure (computed by
-/// build.rs: every workspace crate ctxbench depends on, `pipeline.rs`, `methods/`, the kernels,
+/// build.rs: every workspace crate ctxbench depends on, `pipeline/`, `settings/`, `methods/`, the kernels,
 /// Cargo.lock; orchestration and rendering are left out, so re-rendering a table never reruns a
 /// sweep).
 pub const CODE_VERSION: &str =

@@ -28,7 +28,7 @@ pub trait FamilySpec: Sync {
     /// method with no component is `baseline`).
     fn marker(&self) -> Option<&'static str>;
     /// Its components, in the canonical order of method names.
-    fn components(&self) -> &'static [Component];
+    fn components(&self) -> Vec<Component>;
     /// Its settings (each owned by one of its components, the blocks of
     /// [`crate::settings_block!`] in order), in points.csv column order.
     fn settings(&self) -> Vec<SettingSpec>;

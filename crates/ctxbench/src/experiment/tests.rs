@@ -240,3 +240,26 @@ fn shipped_experiments_and_presets_load() {
         assert!(!e.points(&Overrides::default()).unwrap().is_empty());
     }
 }
+
+#[test]
+fn a_misspelt_key_is_refused_by_name_with_every_valid_key() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "experiments/typo.toml",
+        "[settings]\ndataset = \"a\"\nlatice_beam = 6\n[[rows]]\nrow = \"a\"\n",
+    );
+    let e = err(&p);
+    assert!(e.contains("unknown setting 'latice_beam'"), "{e}");
+    assert!(e.contains("typo.toml"), "{e}");
+    let known = e
+        .split("known: ")
+        .nth(1)
+        .expect("the valid keys are listed");
+    let listed: Vec<&str> = known
+        .trim_end_matches(|c: char| c == ')' || c.is_whitespace())
+        .split(", ")
+        .collect();
+    let names: Vec<&str> = catalog().settings().iter().map(|s| s.name).collect();
+    assert_eq!(listed, names, "{e}");
+}

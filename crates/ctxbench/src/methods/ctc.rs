@@ -7,11 +7,12 @@
 use super::components;
 use super::components::open_vocab::OpenVocab;
 use super::components::penalties::CtcPenalties;
-use super::components::word_boost::{PhraseBoost, WordBoost};
+use super::components::search::{self, BuildContext, SearchComponent};
+use super::components::word_boost::{PhraseBoosting, WordBoosting};
 use super::family::{
-    accuracy_measures, base_measures, check_global, check_targets, common, context_words,
-    decode_key_of, decode_settings, excess_repeats, load_setup, owned_by, record, setup_key_of,
-    Component, Family, FamilySpec, GroupContext, SetupCache,
+    accuracy_measures, base_measures, check_targets, common, context_words, decode_key_of,
+    decode_settings, excess_repeats, load_setup, owned_by, record, setup_key_of, Component, Family,
+    FamilySpec, GroupContext, SetupCache,
 };
 use crate::experiment::{Point, SettingSpec, Settings};
 use crate::pipeline::{self, Setup, SetupOptions};
@@ -25,26 +26,25 @@ use wfst_search::Booster;
 /// The CTC WFST family (see the module docs).
 pub struct CtcWfst;
 
-const COMPONENTS: &[Component] = &[
-    Component {
+/// The components that act during the search, each a module of `methods/components`: adding
+/// one to the family is a line here.
+const SEARCH: &[&dyn SearchComponent] = &[&WordBoosting, &PhraseBoosting];
+
+/// Every component, in the canonical order of method names.
+fn components() -> Vec<Component> {
+    let mut v = vec![Component {
         name: "ctc-wfst",
         doc: "CTC log-posteriors decoded with a TLG (001)",
-    },
-    Component {
-        name: "word-boosting",
-        doc: "per-utterance word boosting as a single-state B applied on the fly (001 §3.3)",
-    },
-    Component {
-        name: "phrase-boosting",
-        doc: "per-utterance phrase boosting: a bonus per word matched in order (beyond 001)",
-    },
-    Component {
+    }];
+    v.extend(search::components_of(SEARCH));
+    v.push(Component {
         name: "open-vocab",
         doc: "per-utterance open-vocabulary context: the list's phrases spelled in BPE pieces, \
               compiled at run time and entered through the TLG's class slot, so names the \
               graph lacks are decoded (issue 42)",
-    },
-];
+    });
+    v
+}
 
 crate::settings_block! {
     /// The CTC family's own settings: streaming under load (001 §4.2).
@@ -63,8 +63,6 @@ struct Blocks {
     common: Common,
     penalties: CtcPenalties,
     streaming: Streaming,
-    words: WordBoost,
-    phrases: PhraseBoost,
     open: OpenVocab,
 }
 
@@ -74,8 +72,6 @@ impl Blocks {
             common: Common::read(s)?,
             penalties: CtcPenalties::read(s)?,
             streaming: Streaming::read(s)?,
-            words: WordBoost::read(s)?,
-            phrases: PhraseBoost::read(s)?,
             open: OpenVocab::read(s)?,
         })
     }
@@ -90,21 +86,13 @@ impl FamilySpec for CtcWfst {
         Some("ctc-wfst")
     }
 
-    fn components(&self) -> &'static [Component] {
-        COMPONENTS
+    fn components(&self) -> Vec<Component> {
+        components()
     }
 
     fn settings(&self) -> Vec<SettingSpec> {
         let mut v = owned_by(CtcPenalties::SPECS, "ctc-wfst");
-        v.extend(
-            [
-                Streaming::SPECS,
-                WordBoost::SPECS,
-                PhraseBoost::SPECS,
-                OpenVocab::SPECS,
-            ]
-            .concat(),
-        );
+        v.extend([Streaming::SPECS, OpenVocab::SPECS].concat());
         v
     }
 
@@ -119,8 +107,7 @@ impl FamilySpec for CtcWfst {
                 bail!("'streams' and 'max_batch' must be at least 1");
             }
             b.open.check()?;
-            b.words.check()?;
-            b.phrases.list()?;
+            search::check_all(SEARCH, s)?;
             Ok(())
         })()
         .with_context(|| what.to_string())
@@ -132,16 +119,7 @@ impl Family for CtcWfst {
         check_targets(ds, p)?;
         let b = Blocks::read(&p.settings)?;
         b.open.check_lists(ds)?;
-        check_global(
-            ds,
-            crate::key!(WordBoost, word_boost),
-            b.words.word_boost.as_deref(),
-        )?;
-        check_global(
-            ds,
-            crate::key!(PhraseBoost, phrase_boost),
-            b.phrases.phrase_boost.as_deref(),
-        )
+        search::check_lists_all(SEARCH, ds, &p.settings)
     }
 
     fn setup_key(&self, p: &Point) -> String {
@@ -161,8 +139,7 @@ impl Family for CtcWfst {
             decode_key_of(&b.common),
             b.penalties.key(),
             b.streaming.key(),
-            b.words.key(),
-            b.phrases.key(),
+            search::key_all(SEARCH, &p.settings),
             b.open.key(),
             b.open.file_key(),
         ]
@@ -198,15 +175,22 @@ impl Family for CtcWfst {
         }
         let mut settings = decode_settings(&b.common, st)?;
         b.penalties.apply(&mut settings);
-        let words = b.words.boosters(st, settings.config.beam)?;
-        let phrases = b.phrases.boosters(st)?;
+        let bcx = BuildContext {
+            setup: st,
+            decode: &settings,
+        };
+        let built = search::build_all(SEARCH, &bcx, &first.settings)?;
+        for x in &built {
+            cx.report(|| x.report.clone());
+        }
         let open = b.open.compile(st, &settings)?;
         let booster = |i: usize| {
-            Booster::stack([
-                words.as_ref().map(|b| b.boosters[i].clone()),
-                phrases.as_ref().map(|b| b.boosters[i].clone()),
-                open.as_ref().and_then(|o| o.penalties[i].clone()),
-            ])
+            Booster::stack(
+                built
+                    .iter()
+                    .map(|x| Some(x.boosters[i].clone()))
+                    .chain([open.as_ref().and_then(|o| o.penalties[i].clone())]),
+            )
         };
         if let Some(n) = b.streaming.streams {
             if cx.sink.is_some() {
@@ -230,9 +214,8 @@ impl Family for CtcWfst {
             sink.decoded(st, &run)?;
         }
         // Lists arrive with their utterances: building them counts in RTFx.
-        let context_s = words.as_ref().map_or(0.0, |w| w.build_s)
-            + phrases.as_ref().map_or(0.0, |p| p.build_s)
-            + open.as_ref().map_or(0.0, |o| o.build_s);
+        let context_s =
+            built.iter().map(|x| x.build_s).sum::<f64>() + open.as_ref().map_or(0.0, |o| o.build_s);
         let lattice = (
             pipeline::lattice_density(&run),
             pipeline::oracle_wer(st, &run),
@@ -252,7 +235,7 @@ impl Family for CtcWfst {
                 "repeats".into(),
                 excess_repeats(&st.dataset.utterances, &o.hyps),
             );
-            if words.is_some() || phrases.is_some() || open.is_some() {
+            if !built.is_empty() || open.is_some() {
                 m.insert("context_s".into(), context_s);
             }
             if let Some(c) = &open {
@@ -260,13 +243,15 @@ impl Family for CtcWfst {
                 m.insert("phrases_dropped".into(), c.unspellable as f64 / n);
                 m.insert("context_words".into(), context_words(st, &o.hyps));
             }
-            if let Some(w) = &words {
-                m.insert("boosted_words".into(), w.applied as f64 / n);
-                m.insert("boost_oov".into(), w.oov as f64 / n);
-            }
-            if let Some(ph) = &phrases {
-                m.insert("phrases_kept".into(), ph.applied as f64);
-                m.insert("phrases_dropped".into(), ph.oov as f64);
+            // A search component's measures, and its phrases over the contexts'.
+            for x in &built {
+                for (k, v) in &x.measures {
+                    m.insert(k.to_string(), *v);
+                }
+                if let Some((kept, dropped)) = x.phrases {
+                    m.insert("phrases_kept".into(), kept);
+                    m.insert("phrases_dropped".into(), dropped);
+                }
             }
             out.push(record(cx, i, m, &run.device));
         }

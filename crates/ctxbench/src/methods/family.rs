@@ -4,7 +4,7 @@
 
 pub use crate::experiment::{Component, FamilySpec};
 use crate::experiment::{Point, SettingSpec};
-use crate::pipeline::{self, DecodeRun, DecodeSettings, ListKind, Output, Setup, SetupOptions};
+use crate::pipeline::{self, DecodeRun, DecodeSettings, Output, Setup, SetupOptions};
 use crate::results::PointRecord;
 use crate::settings::{Block, Common};
 use crate::version::CODE_VERSION;
@@ -48,18 +48,7 @@ pub(crate) fn owned_by(specs: &[SettingSpec], owner: &'static str) -> Vec<Settin
         .collect()
 }
 
-/// A list setting naming a global list (`list:NAME`) must name one of `ds`.
-pub(crate) fn check_global(ds: &Dataset, key: &str, list: Option<&str>) -> Result<()> {
-    if let Some(Some(ListKind::Global(n))) = list.map(ListKind::parse) {
-        if !ds.global_lists.contains_key(&n) {
-            bail!(
-                "{key} 'list:{n}': dataset {} has no global list '{n}'",
-                ds.name
-            );
-        }
-    }
-    Ok(())
-}
+pub(crate) use crate::pipeline::lists::check_global;
 
 /// The `context_words` measure of open-vocabulary rows: distinct words of the output (the
 /// 1-best hypotheses) that the graph's words table lacks — what only a context could write.

@@ -116,8 +116,8 @@ impl FamilySpec for HclgBoost {
         Some("hclg-boost")
     }
 
-    fn components(&self) -> &'static [Component] {
-        COMPONENTS
+    fn components(&self) -> Vec<Component> {
+        COMPONENTS.to_vec()
     }
 
     fn settings(&self) -> Vec<SettingSpec> {

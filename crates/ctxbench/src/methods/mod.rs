@@ -4,7 +4,7 @@
 //! says which points can share a setup (graph, acoustic model) and a decode, and decodes a
 //! group of points into their records. The runner (`run.rs`) knows nothing else about methods:
 //! a new family is a new module here, listed in [`families`]. What a figure depends on lives in
-//! this folder and `pipeline.rs`, so build.rs hashes both into the code version.
+//! this folder, `pipeline/` and `settings/`, so build.rs hashes them into the code version.
 //!
 //! - [`wfst`]: WFST decoding (HCLG or TLG) with G-boosting, HCLG-boosting, arc boosting and
 //!   lattice biasing (000, 003 chapter 3); `baseline` is its method with no component.
@@ -27,7 +27,7 @@ pub use family::{Component, Family, FamilySpec, GroupContext, OutputSink, SetupC
 /// Every family, the default (`baseline`) first. Adding a family: its module above and one
 /// entry here.
 pub fn families() -> &'static [&'static dyn Family] {
-    &[&wfst::Wfst, &hclg::HclgBoost, &ctc::CtcWfst, &ngpu::E2e]
+    &[&wfst::WFST, &hclg::HclgBoost, &ctc::CtcWfst, &ngpu::E2e]
 }
 
 /// The families as the experiment parser sees them (in the order of [`families`]).

@@ -158,8 +158,8 @@ impl FamilySpec for E2e {
         Some("e2e")
     }
 
-    fn components(&self) -> &'static [Component] {
-        COMPONENTS
+    fn components(&self) -> Vec<Component> {
+        COMPONENTS.to_vec()
     }
 
     fn settings(&self) -> Vec<SettingSpec> {

@@ -9,13 +9,14 @@
 //! of that method alone would.
 
 use super::components;
-use super::components::arc_boost::ArcBoost;
+use super::components::arc_boost::ArcBoosting;
 use super::components::gboost::GBoost;
 use super::components::hclg_boost::HclgBoost;
 use super::components::lattice_bias::LatticeBias;
 use super::components::open_vocab::OpenVocab;
 use super::components::penalties::CtcPenalties;
-use super::components::word_boost::WordBoost;
+use super::components::search::{self, BuildContext, SearchComponent};
+use super::components::word_boost::WordBoosting;
 use super::family::{
     base_measures, check_global, check_targets, common, context_words, decode_key_of,
     decode_settings, load_setup, owned_by, record, setup_key_of, Component, Family, FamilySpec,
@@ -30,45 +31,54 @@ use ctx_data::dataset::Dataset;
 use wfst_search::Booster;
 
 /// The WFST family (see the module docs).
-pub struct Wfst;
+pub struct Wfst {
+    /// The components that act during the search ([`SEARCH`] for the runner's family; a test
+    /// may add its own).
+    pub search: &'static [&'static dyn SearchComponent],
+}
 
-const COMPONENTS: &[Component] = &[
-    Component {
-        name: "g-boosting",
-        doc: "G-boosting before decoding (003 §3.1.3)",
-    },
-    Component {
-        name: "hclg-boosting",
-        doc: "HCLG ∘ biasing FST (003 §3.1.4)",
-    },
-    Component {
-        name: "arc-boosting",
-        doc: "arc-index boosting of HCLG during the search (000 §4.2, Algorithm 1), per utterance",
-    },
-    Component {
-        name: "word-boosting",
-        doc: "per-utterance word boosting as a single-state B applied on the fly (001 §3.3), on \
-              any graph",
-    },
-    Component {
-        name: "lattice-biasing",
-        doc: "lattice ∘ biasing FST after decoding (003 §3.1.2)",
-    },
-    Component {
-        name: "open-vocab",
-        doc: "per-utterance open-vocabulary context: the list's phrases pronounced (the lexicon, \
-              letter-to-sound for unknown words) as phone HMMs, compiled at run time and entered \
-              through the HCLG's class slot, so names the graph lacks are decoded (issue 42)",
-    },
-];
+/// The runner's WFST family.
+pub const WFST: Wfst = Wfst { search: SEARCH };
+
+/// The components that act during the search, each a module of `methods/components`: adding
+/// one to the family is a line here.
+pub const SEARCH: &[&dyn SearchComponent] = &[&ArcBoosting, &WordBoosting];
+
+/// Every component, in the canonical order of method names: those the setup applies, the
+/// search's, then those after the search.
+fn components(search: &[&dyn SearchComponent]) -> Vec<Component> {
+    let mut v = vec![
+        Component {
+            name: "g-boosting",
+            doc: "G-boosting before decoding (003 §3.1.3)",
+        },
+        Component {
+            name: "hclg-boosting",
+            doc: "HCLG ∘ biasing FST (003 §3.1.4)",
+        },
+    ];
+    v.extend(search::components_of(search));
+    v.extend([
+        Component {
+            name: "lattice-biasing",
+            doc: "lattice ∘ biasing FST after decoding (003 §3.1.2)",
+        },
+        Component {
+            name: "open-vocab",
+            doc: "per-utterance open-vocabulary context: the list's phrases pronounced (the \
+                  lexicon, letter-to-sound for unknown words) as phone HMMs, compiled at run \
+                  time and entered through the HCLG's class slot, so names the graph lacks are \
+                  decoded (issue 42)",
+        },
+    ]);
+    v
+}
 
 /// The blocks of the family's components as one point reads them.
 struct Blocks {
     common: Common,
     gboost: GBoost,
     hclg: HclgBoost,
-    arcs: ArcBoost,
-    words: WordBoost,
     penalties: CtcPenalties,
     lattice: LatticeBias,
     open: OpenVocab,
@@ -80,8 +90,6 @@ impl Blocks {
             common: Common::read(s)?,
             gboost: GBoost::read(s)?,
             hclg: HclgBoost::read(s)?,
-            arcs: ArcBoost::read(s)?,
-            words: WordBoost::read(s)?,
             penalties: CtcPenalties::read(s)?,
             lattice: LatticeBias::read(s)?,
             open: OpenVocab::read(s)?,
@@ -98,18 +106,13 @@ impl FamilySpec for Wfst {
         None
     }
 
-    fn components(&self) -> &'static [Component] {
-        COMPONENTS
+    fn components(&self) -> Vec<Component> {
+        components(self.search)
     }
 
     fn settings(&self) -> Vec<SettingSpec> {
-        let mut v = [
-            GBoost::SPECS,
-            HclgBoost::SPECS,
-            ArcBoost::SPECS,
-            WordBoost::SPECS,
-        ]
-        .concat();
+        let mut v = [GBoost::SPECS, HclgBoost::SPECS].concat();
+        v.extend(search::specs_of(self.search));
         v.extend(owned_by(CtcPenalties::SPECS, "wfst"));
         v.extend([LatticeBias::SPECS, OpenVocab::SPECS].concat());
         v
@@ -120,13 +123,12 @@ impl FamilySpec for Wfst {
         (|| {
             b.open.check()?;
             b.lattice.rescoring()?;
-            b.arcs.list()?;
-            b.words.check()?;
+            search::check_all(self.search, s)?;
             b.gboost.check()?;
             // One word booster per stream: its delta needs the graph's output labels, which a
             // stack of an arc set or a word automaton with it cannot share.
-            if b.words.word_boost.is_some() {
-                if b.arcs.arcs_list.is_some() {
+            if WordBoosting.on(s)? {
+                if ArcBoosting.on(s)? {
                     bail!("word boosting and arc boosting cannot be combined (a word booster runs alone on a stream)");
                 }
                 if b.gboost.request().is_some() {
@@ -160,16 +162,7 @@ impl Family for Wfst {
             crate::key!(LatticeBias, bias_list),
             b.lattice.bias_list.as_deref(),
         )?;
-        check_global(
-            ds,
-            crate::key!(ArcBoost, arcs_list),
-            b.arcs.arcs_list.as_deref(),
-        )?;
-        check_global(
-            ds,
-            crate::key!(WordBoost, word_boost),
-            b.words.word_boost.as_deref(),
-        )
+        search::check_lists_all(self.search, ds, &p.settings)
     }
 
     fn setup_key(&self, p: &Point) -> String {
@@ -198,8 +191,7 @@ impl Family for Wfst {
             self.setup_key(p),
             decode_key_of(&b.common),
             b.gboost.key(),
-            b.arcs.key(),
-            b.words.key(),
+            search::key_all(self.search, &p.settings),
             b.penalties.key(),
             b.open.key(),
             b.open.file_key(),
@@ -245,17 +237,22 @@ impl Family for Wfst {
             )?,
             None => None,
         };
-        let arcs = b.arcs.boosters(st, settings.threads)?;
-        let words = b.words.boosters(st, settings.config.beam)?;
-        report_lists(cx, &b, st, otf.as_ref(), words.as_ref(), arcs.as_ref());
+        let bcx = BuildContext {
+            setup: st,
+            decode: &settings,
+        };
+        let built = search::build_all(self.search, &bcx, &first.settings)?;
+        report_lists(cx, &b, st, otf.as_ref());
+        for x in &built {
+            cx.report(|| x.report.clone());
+        }
         let open = b.open.compile(st, &settings)?;
         let booster = |i: usize| {
-            Booster::stack([
-                otf.as_ref().map(|o| o.boosters[i].clone()),
-                words.as_ref().map(|w| w.boosters[i].clone()),
-                arcs.as_ref().map(|a| a.boosters[i].clone()),
-                open.as_ref().and_then(|o| o.penalties[i].clone()),
-            ])
+            Booster::stack(
+                std::iter::once(otf.as_ref().map(|o| o.boosters[i].clone()))
+                    .chain(built.iter().map(|x| Some(x.boosters[i].clone())))
+                    .chain([open.as_ref().and_then(|o| o.penalties[i].clone())]),
+            )
         };
         let run = match &open {
             Some(o) => pipeline::decode_indexed_with(st, &settings, &booster, &o.contexts)?,
@@ -266,8 +263,7 @@ impl Family for Wfst {
         }
         // Lists that arrive per utterance are compiled while decoding: their time counts.
         let context_s = otf.as_ref().map_or(0.0, |o| o.context_s())
-            + words.as_ref().map_or(0.0, |w| w.build_s)
-            + arcs.as_ref().map_or(0.0, |a| a.build_s)
+            + built.iter().map(|x| x.build_s).sum::<f64>()
             + open.as_ref().map_or(0.0, |o| o.build_s);
         let lattice = (
             pipeline::lattice_density(&run),
@@ -293,37 +289,36 @@ impl Family for Wfst {
                     m.insert(k.to_string(), v);
                 }
             };
-            let built = otf.as_ref().map(|o| o.build_s).into_iter();
-            let built: Vec<f64> = built
-                .chain(words.as_ref().map(|w| w.build_s))
-                .chain(arcs.as_ref().map(|a| a.build_s))
+            let build_s = otf.as_ref().map(|o| o.build_s).into_iter();
+            let build_s: Vec<f64> = build_s
+                .chain(built.iter().map(|x| x.build_s))
                 .chain(open.as_ref().map(|o| o.build_s))
                 .collect();
-            put("context_s", (!built.is_empty()).then(|| built.iter().sum()));
             put(
-                "boosted_arcs",
-                arcs.as_ref()
-                    .map(|a| a.arcs as f64 / st.dataset.utterances.len() as f64),
+                "context_s",
+                (!build_s.is_empty()).then(|| build_s.iter().sum()),
             );
+            for x in &built {
+                for (k, v) in &x.measures {
+                    put(k, Some(*v));
+                }
+            }
+            // Whose phrases the row reports: the lattice rescoring's, a search component's,
+            // G-boosting's, HCLG-boosting's; open-vocabulary contexts' per utterance.
+            let report = |r: &lattice_rescorer::PhraseReport| (r.kept as f64, r.dropped as f64);
             let gboost = otf.as_ref().map(|o| &o.report).or(st.gboost.as_ref());
-            let arc_report = arcs.as_ref().map(|a| &a.report);
-            let (kept, dropped) = match (o.report.as_ref().or(arc_report), gboost, &st.hclg_phrases)
-            {
-                (Some(r), _, _) => (Some(r.kept), Some(r.dropped)),
-                (None, Some(g), _) => (Some(g.kept), Some(g.dropped)),
-                (None, None, Some(h)) => (Some(h.kept), Some(h.dropped)),
-                _ => (None, None),
-            };
             let n = st.dataset.utterances.len() as f64;
-            put(
-                "boosted_words",
-                words.as_ref().map(|w| w.applied as f64 / n),
-            );
-            put("boost_oov", words.as_ref().map(|w| w.oov as f64 / n));
-            let (kept, dropped) = match &open {
-                Some(o) => (Some(o.phrases as f64 / n), Some(o.unspellable as f64 / n)),
-                None => (kept.map(|x| x as f64), dropped.map(|x| x as f64)),
+            let phrases = match &open {
+                Some(o) => Some((o.phrases as f64 / n, o.unspellable as f64 / n)),
+                None => o
+                    .report
+                    .as_ref()
+                    .map(report)
+                    .or_else(|| built.iter().find_map(|x| x.phrases))
+                    .or_else(|| gboost.map(|g| (g.kept as f64, g.dropped as f64)))
+                    .or_else(|| st.hclg_phrases.as_ref().map(report)),
             };
+            let (kept, dropped) = (phrases.map(|p| p.0), phrases.map(|p| p.1));
             put("phrases_kept", kept);
             put("phrases_dropped", dropped);
             put(
@@ -342,8 +337,6 @@ fn report_lists(
     b: &Blocks,
     st: &Setup,
     otf: Option<&components::gboost::OtfBoosters>,
-    words: Option<&components::word_boost::ContextBoosters>,
-    arcs: Option<&components::arc_boost::ArcBoosters>,
 ) {
     if let Some(r) = &st.gboost {
         cx.report(|| {
@@ -371,22 +364,6 @@ fn report_lists(
                 "G-boosting {} with list '{}' per {} (discount {}): {} phrases, {} boosted, {} dropped (OOV); boosters built in {:.2} s",
                 b.gboost.gboost_mode, b.gboost.gboost_list.as_deref().unwrap_or_default(), b.gboost.gboost_scope, b.gboost.gboost_discount,
                 r.phrases, r.kept, r.dropped, o.build_s
-            )
-        });
-    }
-    if let Some(w) = words {
-        cx.report(|| {
-            format!(
-                "word boosting with list '{}' (+{} per word): {} words applied, {} not in words.txt, tables built in {:.3} s",
-                b.words.word_boost.as_deref().unwrap_or_default(), b.words.word_boost_score, w.applied, w.oov, w.build_s
-            )
-        });
-    }
-    if let Some(a) = arcs {
-        cx.report(|| {
-            format!(
-                "arc boosting with list '{}' (discount {}): {} phrases kept, {} dropped (OOV); {} arcs over the utterances' lists, found in {:.2} s",
-                b.arcs.arcs_list.as_deref().unwrap_or_default(), b.arcs.arcs_discount, a.report.kept, a.report.dropped, a.arcs, a.build_s
             )
         });
     }

@@ -129,3 +129,16 @@ pub fn dataset_list_of(ds: &Dataset, u: &Utterance, kind: &ListKind) -> Option<B
         ListKind::TestWords | ListKind::OtherWords => return None,
     })
 }
+
+/// A list setting naming a global list (`list:NAME`) must name one of `ds`.
+pub fn check_global(ds: &Dataset, key: &str, list: Option<&str>) -> Result<()> {
+    if let Some(Some(ListKind::Global(n))) = list.map(ListKind::parse) {
+        if !ds.global_lists.contains_key(&n) {
+            bail!(
+                "{key} 'list:{n}': dataset {} has no global list '{n}'",
+                ds.name
+            );
+        }
+    }
+    Ok(())
+}

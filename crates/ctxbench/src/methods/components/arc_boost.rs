@@ -1,11 +1,16 @@
 //! Arc boosting (000 §4.2, Algorithm 1): the HCLG arcs that spell each utterance's phrases,
 //! discounted during the search.
 
+use super::search::{BuildContext, Built, SearchComponent};
+use crate::experiment::Component;
+use crate::pipeline::lists::check_global;
 use crate::pipeline::lists::ListKind;
 use crate::pipeline::setup::Setup;
 use crate::pipeline::utterance_lists::list_of;
+use crate::settings::{Block, SettingSpec, Settings};
 use anyhow::{bail, Result};
 use ctx_core::bias::BiasList;
+use ctx_data::dataset::Dataset;
 use ctx_graph::phrase_arcs::PhraseArcFinder;
 use lattice_rescorer::{PhraseIds, PhraseReport};
 use rayon::prelude::*;
@@ -119,5 +124,62 @@ impl ArcBoost {
             Some(kind) => ArcBoosters::new(st, &kind, self.arcs_discount as f32, threads).map(Some),
             None => Ok(None),
         }
+    }
+}
+
+/// Arc boosting as a search component (000 §4.2, Algorithm 1).
+pub struct ArcBoosting;
+
+impl SearchComponent for ArcBoosting {
+    fn component(&self) -> Component {
+        Component {
+            name: "arc-boosting",
+            doc: "arc-index boosting of HCLG during the search (000 §4.2, Algorithm 1), per \
+                  utterance",
+        }
+    }
+
+    fn specs(&self) -> &'static [SettingSpec] {
+        ArcBoost::SPECS
+    }
+
+    fn on(&self, s: &Settings) -> Result<bool> {
+        Ok(ArcBoost::read(s)?.arcs_list.is_some())
+    }
+
+    fn check(&self, s: &Settings) -> Result<()> {
+        ArcBoost::read(s)?.list().map(|_| ())
+    }
+
+    fn check_lists(&self, ds: &Dataset, s: &Settings) -> Result<()> {
+        let a = ArcBoost::read(s)?;
+        check_global(ds, crate::key!(ArcBoost, arcs_list), a.arcs_list.as_deref())
+    }
+
+    fn key(&self, s: &Settings) -> Result<String> {
+        Ok(ArcBoost::read(s)?.key())
+    }
+
+    fn build(&self, cx: &BuildContext<'_>, s: &Settings) -> Result<Option<Built>> {
+        let a = ArcBoost::read(s)?;
+        let Some(b) = a.boosters(cx.setup, cx.decode.threads)? else {
+            return Ok(None);
+        };
+        let n = cx.setup.dataset.utterances.len() as f64;
+        Ok(Some(Built {
+            report: format!(
+                "arc boosting with list '{}' (discount {}): {} phrases kept, {} dropped (OOV); {} arcs over the utterances' lists, found in {:.2} s",
+                a.arcs_list.as_deref().unwrap_or_default(),
+                a.arcs_discount,
+                b.report.kept,
+                b.report.dropped,
+                b.arcs,
+                b.build_s
+            ),
+            measures: [("boosted_arcs", b.arcs as f64 / n)].into(),
+            phrases: Some((b.report.kept as f64, b.report.dropped as f64)),
+            build_s: b.build_s,
+            boosters: b.boosters,
+        }))
     }
 }

@@ -10,4 +10,5 @@ pub mod hclg_boost;
 pub mod lattice_bias;
 pub mod open_vocab;
 pub mod penalties;
+pub mod search;
 pub mod word_boost;

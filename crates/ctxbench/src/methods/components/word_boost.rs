@@ -1,11 +1,16 @@
 //! Word boosting (001 §3.3's single-state B on any graph): each utterance's distinct words
 //! earn a bonus when a path emits them.
 
+use super::search::{BuildContext, Built, SearchComponent};
+use crate::experiment::Component;
+use crate::pipeline::lists::check_global;
 use crate::pipeline::lists::ListKind;
 use crate::pipeline::setup::Setup;
 use crate::pipeline::utterance_lists::{list_of, set_list};
+use crate::settings::{Block, SettingSpec, Settings};
 use anyhow::{bail, Result};
 use ctx_core::bias::BiasList;
+use ctx_data::dataset::Dataset;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
@@ -198,4 +203,126 @@ pub fn parse_list(key: &str, v: Option<&str>) -> Result<Option<ListKind>> {
         })
     })
     .transpose()
+}
+
+/// Word boosting as a search component (001 §3.3).
+pub struct WordBoosting;
+
+impl SearchComponent for WordBoosting {
+    fn component(&self) -> Component {
+        Component {
+            name: "word-boosting",
+            doc: "per-utterance word boosting as a single-state B applied on the fly (001 §3.3), \
+                  on any graph",
+        }
+    }
+
+    fn specs(&self) -> &'static [SettingSpec] {
+        WordBoost::SPECS
+    }
+
+    fn on(&self, s: &Settings) -> Result<bool> {
+        Ok(WordBoost::read(s)?.word_boost.is_some())
+    }
+
+    fn check(&self, s: &Settings) -> Result<()> {
+        WordBoost::read(s)?.check()
+    }
+
+    fn check_lists(&self, ds: &Dataset, s: &Settings) -> Result<()> {
+        let w = WordBoost::read(s)?;
+        check_global(
+            ds,
+            crate::key!(WordBoost, word_boost),
+            w.word_boost.as_deref(),
+        )
+    }
+
+    fn key(&self, s: &Settings) -> Result<String> {
+        Ok(WordBoost::read(s)?.key())
+    }
+
+    fn build(&self, cx: &BuildContext<'_>, s: &Settings) -> Result<Option<Built>> {
+        let w = WordBoost::read(s)?;
+        let Some(b) = w.boosters(cx.setup, cx.decode.config.beam)? else {
+            return Ok(None);
+        };
+        let n = cx.setup.dataset.utterances.len() as f64;
+        Ok(Some(Built {
+            report: format!(
+                "word boosting with list '{}' (+{} per word): {} words applied, {} not in words.txt, tables built in {:.3} s",
+                w.word_boost.as_deref().unwrap_or_default(),
+                w.word_boost_score,
+                b.applied,
+                b.oov,
+                b.build_s
+            ),
+            measures: [
+                ("boosted_words", b.applied as f64 / n),
+                ("boost_oov", b.oov as f64 / n),
+            ]
+            .into(),
+            phrases: None,
+            build_s: b.build_s,
+            boosters: b.boosters,
+        }))
+    }
+}
+
+/// Phrase boosting as a search component (the CTC family: a bonus per word matched in order).
+pub struct PhraseBoosting;
+
+impl SearchComponent for PhraseBoosting {
+    fn component(&self) -> Component {
+        Component {
+            name: "phrase-boosting",
+            doc: "per-utterance phrase boosting: a bonus per word matched in order (beyond 001)",
+        }
+    }
+
+    fn specs(&self) -> &'static [SettingSpec] {
+        PhraseBoost::SPECS
+    }
+
+    fn on(&self, s: &Settings) -> Result<bool> {
+        Ok(PhraseBoost::read(s)?.phrase_boost.is_some())
+    }
+
+    fn check(&self, s: &Settings) -> Result<()> {
+        PhraseBoost::read(s)?.list().map(|_| ())
+    }
+
+    fn check_lists(&self, ds: &Dataset, s: &Settings) -> Result<()> {
+        let p = PhraseBoost::read(s)?;
+        check_global(
+            ds,
+            crate::key!(PhraseBoost, phrase_boost),
+            p.phrase_boost.as_deref(),
+        )
+    }
+
+    fn key(&self, s: &Settings) -> Result<String> {
+        Ok(PhraseBoost::read(s)?.key())
+    }
+
+    fn build(&self, cx: &BuildContext<'_>, s: &Settings) -> Result<Option<Built>> {
+        let p = PhraseBoost::read(s)?;
+        let Some(b) = p.boosters(cx.setup)? else {
+            return Ok(None);
+        };
+        Ok(Some(Built {
+            report: format!(
+                "phrase boosting with list '{}' (+{} per matched word): {} phrases applied, {} with a word outside words.txt, built in {:.3} s",
+                p.phrase_boost.as_deref().unwrap_or_default(),
+                p.phrase_boost_score,
+                b.applied,
+                b.oov,
+                b.build_s
+            ),
+            measures: BTreeMap::new(),
+            phrases: Some((b.applied as f64, b.oov as f64)),
+            build_s: b.build_s,
+            boosters: b.boosters,
+        }))
+    }
 }
