@@ -92,7 +92,9 @@ impl FamilySpec for CtcWfst {
 
     fn settings(&self) -> Vec<SettingSpec> {
         let mut v = owned_by(CtcPenalties::SPECS, "ctc-wfst");
-        v.extend([Streaming::SPECS, OpenVocab::SPECS].concat());
+        v.extend(Streaming::SPECS);
+        v.extend(search::specs_of(SEARCH));
+        v.extend(OpenVocab::SPECS);
         v
     }
 
