@@ -11,7 +11,8 @@ use rayon::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
 use wfst_search::{
-    decode_utterance, Booster, Decoder, DecoderConfig, EndpointConfig, Stream, UtteranceResult,
+    decode_utterance, Booster, Decoder, DecoderConfig, EndpointConfig, Engine, Stream,
+    UtteranceResult,
 };
 
 /// Decoder settings of a run.
@@ -216,13 +217,11 @@ pub fn decode_with(
     let open_base = setup.graph.symbols.words.len() as u32;
     let mut open_words = OpenWords::default();
     let (mut decode_s, mut sim_s, mut check_s, mut audio_s) = (0.0, 0.0, 0.0, 0.0);
-    let mut gpu = match ctx_cuda::open(settings.backend)? {
-        ctx_cuda::Opened::Cpu => None,
-        ctx_cuda::Opened::Device(dev) => Some(wfst_search::GpuDecoder::new(dec.clone(), dev)?),
-    };
-    let batch = match &gpu {
-        Some(_) => settings.gpu_batch.max(1),
-        None => 16 * settings.threads.max(1),
+    // The backend is opened (and named) by the engine, as every front end opens it.
+    let mut engine = Engine::open(dec, settings.backend)?;
+    let batch = match &engine {
+        Engine::Device(_) => settings.gpu_batch.max(1),
+        Engine::Cpu(_) => 16 * settings.threads.max(1),
     };
     for group in utts.chunks(batch) {
         let t = Instant::now();
@@ -248,8 +247,8 @@ pub fn decode_with(
         };
         check_s += t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let out: Vec<wfst_search::Result<UtteranceResult>> = match &mut gpu {
-            Some(gpu) => {
+        let out: Vec<wfst_search::Result<UtteranceResult>> = match &mut engine {
+            Engine::Device(gpu) => {
                 let mut streams: Vec<Stream> = group
                     .iter()
                     .map(|u| {
@@ -261,7 +260,7 @@ pub fn decode_with(
                 let refs: Vec<&ScoreMatrix> = mats.iter().collect();
                 gpu.decode_utterances(&mut streams, &refs, chunk_rows, endpoint.as_ref())
             }
-            None => pool.install(|| {
+            Engine::Cpu(dec) => pool.install(|| {
                 group
                     .par_iter()
                     .zip(&mats)
@@ -270,7 +269,7 @@ pub fn decode_with(
                         |stream, (u, m)| {
                             stream.reset(u.id.clone(), booster(u));
                             stream.set_context(context_of(u));
-                            decode_utterance(&dec, stream, m, chunk_rows, endpoint.as_ref())
+                            decode_utterance(dec, stream, m, chunk_rows, endpoint.as_ref())
                         },
                     )
                     .collect()
@@ -284,11 +283,7 @@ pub fn decode_with(
         }
         audio_s += group.iter().map(|u| u.duration_s).sum::<f64>();
     }
-    let (backend, device) = match &gpu {
-        Some(g) if g.is_gpu() => ("cuda".to_string(), g.device_name()),
-        Some(g) => ("shim".to_string(), g.device_name()),
-        None => ("cpu".to_string(), String::new()),
-    };
+    let (backend, device) = (engine.backend().to_string(), engine.device());
     Ok(DecodeRun {
         results,
         audio_s,
