@@ -704,14 +704,57 @@ pub struct Registry {
     pub datasets: BTreeMap<String, DatasetSpec>,
 }
 
+/// A registry parse error with the dataset and key it is about: an entry is read through its
+/// `kind` tag, which hides from the parser's message which key of the table had the wrong
+/// value (`frame_shift_s = "0.03"` was reported at the table's header). Each key of the failing
+/// entry is left out in turn; the one whose absence changes the error is named.
+fn explain(text: &str, e: toml::de::Error) -> String {
+    use serde::Deserialize;
+    let message = e.to_string();
+    let Ok(table) = text.parse::<toml::Table>() else {
+        return message;
+    };
+    let read = |t: &toml::Table| DatasetSpec::deserialize(toml::Value::Table(t.clone()));
+    for (name, entry) in &table {
+        let Some(entry) = entry.as_table() else {
+            continue;
+        };
+        let Err(first) = read(entry) else {
+            continue;
+        };
+        let first = first.to_string();
+        for key in entry.keys().filter(|k| *k != "kind") {
+            let mut without = entry.clone();
+            without.remove(key);
+            let culprit = match read(&without) {
+                Ok(_) => true,
+                Err(e) => {
+                    let e = e.to_string();
+                    e != first && e.contains(&format!("missing field `{key}`"))
+                }
+            };
+            if culprit {
+                let value = entry[key].to_string();
+                return format!(
+                    "[{name}] {key} = {value}: {}",
+                    first.trim().lines().last().unwrap_or(&first)
+                );
+            }
+        }
+        return format!("[{name}]: {}", first.trim());
+    }
+    message
+}
+
 impl Registry {
-    /// Reads `datasets.toml`.
+    /// Reads `datasets.toml`; an error names the dataset and, for a value of the wrong type, the
+    /// key.
     pub fn read(path: &Path) -> Result<Self, RegistryError> {
         let text = ctx_core::io::read_text(path)?;
         let datasets: BTreeMap<String, DatasetSpec> =
             toml::from_str(&text).map_err(|e| RegistryError::Invalid {
                 path: path.to_path_buf(),
-                message: e.to_string(),
+                message: explain(&text, e),
             })?;
         let root = path
             .parent()

@@ -884,11 +884,43 @@ fn cases() -> Vec<Case> {
                         "--registry",
                         r.to_str().unwrap(),
                     ]),
-                    // serde's tagged entries report the entry and the type, not the field.
+                    // The entry and the key holding the bad value are named (serde's tagged
+                    // entries alone reported the table's header).
                     Expect::Fails(strs(&[
                         "datasets.toml",
                         "[earnings21]",
+                        "quick_prune",
                         "expected a sequence",
+                    ])),
+                )
+            }),
+        ),
+        (
+            "a registry value of the wrong type (used to name the table, not the key)",
+            Box::new(|b| {
+                let d = b.case_dir("registry-type");
+                let reg = std::fs::read_to_string(b.dir.join("x/datasets.toml")).unwrap();
+                let reg: String = reg
+                    .lines()
+                    .map(|l| {
+                        if l.starts_with("frame_shift_s") {
+                            "frame_shift_s = \"0.03\"".to_string()
+                        } else {
+                            l.to_string()
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                assert!(reg.contains("frame_shift_s = \"0.03\""), "{reg}");
+                let r = d.join("datasets.toml");
+                std::fs::write(&r, reg).unwrap();
+                let mut a = b.decode_registry(&[]);
+                a[2] = r.to_str().unwrap().to_string();
+                (
+                    a,
+                    Expect::Fails(strs(&[
+                        "[atco2-sim-1h-files] frame_shift_s = \"0.03\"",
+                        "invalid type: string",
                     ])),
                 )
             }),
