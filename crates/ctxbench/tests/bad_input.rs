@@ -896,6 +896,41 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "CTC log-probabilities decoded as a hybrid model's scores (used to give WER 84.4 without a word)",
+            Box::new(|b| {
+                let e = b.case_dir("ctc-as-hybrid").join("export");
+                let out = common::ctxbench(&[
+                    "export",
+                    "--dataset",
+                    "atco2-sim-1h",
+                    "--quick",
+                    "--limit",
+                    "3",
+                    "--kind",
+                    "tlg-normal",
+                    "--out",
+                    e.to_str().unwrap(),
+                ]);
+                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                let r = e.join("datasets.toml");
+                let reg = std::fs::read_to_string(&r).unwrap();
+                assert!(reg.contains("model = \"ctc\""), "{reg}");
+                std::fs::write(&r, reg.replace("model = \"ctc\"", "model = \"hybrid\"")).unwrap();
+                (
+                    strs(&[
+                        "decode",
+                        "--registry",
+                        r.to_str().unwrap(),
+                        "--dataset",
+                        "atco2-sim-1h-files",
+                        "--methods",
+                        "none",
+                    ]),
+                    Expect::Warns(strs(&["look like a CTC model's", "--model ctc"])),
+                )
+            }),
+        ),
+        (
             "a registry value of the wrong type (used to name the table, not the key)",
             Box::new(|b| {
                 let d = b.case_dir("registry-type");

@@ -498,6 +498,21 @@ impl Setup {
                 f.scores
             );
         }
+        // CTC log-probabilities given as a hybrid model's scores decode to nonsense (WER 84 in
+        // the second hunt) without a word: say what they look like (issue 58).
+        if f.model == ModelKind::Hybrid {
+            let first = &dataset.utterances[0].id;
+            if let Some((col, share)) = table.get(first)?.as_ref().and_then(ctc_like) {
+                eprintln!(
+                    "warning: {}: the scores look like a CTC model's (utterance {first}: every row \
+                     is a log-probability distribution and column {col} is the best in {:.0}% of \
+                     frames, like a blank); decode them with --model ctc (model = \"ctc\" in a \
+                     registry entry)",
+                    f.scores,
+                    100.0 * share
+                );
+            }
+        }
         let blank = match (f.model, f.blank, &f.tokens) {
             (ModelKind::Hybrid, _, _) => None,
             (ModelKind::Ctc, Some(b), _) => Some(b),
@@ -739,4 +754,70 @@ pub fn ctc_knobs(
         )
     })?;
     Ok(noise.map_or(k.clone(), |n| k.with_noise(n)))
+}
+
+/// Whether a score matrix looks like a CTC model's output: every row a log-probability
+/// distribution (log-sum-exp within 0.01 of 0) and one column the best in at least half of the
+/// frames (a blank). Hybrid models give pdf log-likelihoods (rows not normalised) whose silence
+/// spreads over several pdfs. Returns that column and its share of the frames.
+pub(crate) fn ctc_like(m: &ScoreMatrix) -> Option<(usize, f64)> {
+    if m.rows() == 0 || m.cols() < 2 {
+        return None;
+    }
+    let mut best = vec![0usize; m.cols()];
+    for t in 0..m.rows() {
+        let row = m.row(t);
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let lse = max as f64
+            + row
+                .iter()
+                .map(|&x| ((x - max) as f64).exp())
+                .sum::<f64>()
+                .ln();
+        if !(lse.abs() <= 0.01) {
+            return None;
+        }
+        let arg = row
+            .iter()
+            .enumerate()
+            .fold(0, |b, (i, &x)| if x > row[b] { i } else { b });
+        best[arg] += 1;
+    }
+    let (col, n) = best
+        .iter()
+        .enumerate()
+        .max_by_key(|&(i, &n)| (n, std::cmp::Reverse(i)))?;
+    let share = *n as f64 / m.rows() as f64;
+    (share >= 0.5).then_some((col, share))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows of log-probabilities over 4 columns, `blank` the best on the first `k` of `n` rows.
+    fn ctc(n: usize, k: usize) -> ScoreMatrix {
+        let mut data = Vec::new();
+        for t in 0..n {
+            let hot = if t < k { 0 } else { 1 + t % 3 };
+            for c in 0..4 {
+                data.push(if c == hot { 0.7f32.ln() } else { 0.1f32.ln() });
+            }
+        }
+        ScoreMatrix::new(n, 4, data).unwrap()
+    }
+
+    #[test]
+    fn ctc_like_tells_blank_dominated_log_probabilities_from_hybrid_scores() {
+        assert_eq!(
+            ctc_like(&ctc(10, 7)).map(|(c, s)| (c, (s * 10.0).round())),
+            Some((0, 7.0))
+        );
+        // Normalised, but no column dominates.
+        assert_eq!(ctc_like(&ctc(10, 4)), None);
+        // Dominated, but not normalised (pdf log-likelihoods).
+        let mut m = ctc(10, 7);
+        m.row_mut(3)[2] += 1.0;
+        assert_eq!(ctc_like(&m), None);
+    }
 }
