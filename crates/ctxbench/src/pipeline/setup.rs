@@ -774,7 +774,7 @@ pub(crate) fn ctc_like(m: &ScoreMatrix) -> Option<(usize, f64)> {
                 .map(|&x| ((x - max) as f64).exp())
                 .sum::<f64>()
                 .ln();
-        if !(lse.abs() <= 0.01) {
+        if lse.is_nan() || lse.abs() > 0.01 {
             return None;
         }
         let arg = row
