@@ -1030,7 +1030,7 @@ clients = 2
 }
 
 /// `run --tour` (`make reproduce-quick`) runs exactly the shipped experiments marked
-/// `tour = true` (on the quick subsets: `[quick.settings]` is tested in experiment.rs); it
+/// `tour = true` (on the quick subsets: `[quick.settings]` is tested in experiment/tests.rs); it
 /// takes no file names.
 #[test]
 fn the_tour_runs_the_marked_experiments_on_the_quick_subsets() {
