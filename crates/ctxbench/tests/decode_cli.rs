@@ -68,8 +68,9 @@ fn quick_decode_writes_contract_rows_and_biasing_helps_entities() {
     let get = |row: usize, k: &str| -> f64 { a[row][col(k)].parse().unwrap() };
     assert_eq!(a[1][col("row")], "No biasing");
     assert_eq!(a[4][col("row")], "Biased GT (partial hypotheses)");
-    // Biasing with the ground truth must not make entities worse than no biasing.
-    assert!(get(4, "ne_wer") <= get(1, "ne_wer"), "{csvs:?}");
+    // Biasing with the ground truth helps the entities (18.2 -> 14.7 NE-WER when written): a
+    // rescoring that changed nothing would fail here.
+    assert!(get(4, "ne_wer") < get(1, "ne_wer") - 1.0, "{csvs:?}");
     assert!(get(1, "wer") > 0.0 && get(1, "wer") < 100.0);
 }
 
