@@ -931,6 +931,15 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "a setting flag the method does not read (it would be dropped from the point)",
+            Box::new(|b| {
+                (
+                    b.decode_registry(&["--lm-alpha", "0.3"]),
+                    Expect::Fails(strs(&["--lm-alpha 0.3", "method baseline has no setting"])),
+                )
+            }),
+        ),
+        (
             "a registry value of the wrong type (used to name the table, not the key)",
             Box::new(|b| {
                 let d = b.case_dir("registry-type");

@@ -19,20 +19,34 @@ pub struct SettingFlags {
     pub conflicts: Vec<String>,
 }
 
-/// `lattice_beam` → `lattice-beam` (leaked once: clap keeps `'static` names).
-fn flag_of(name: &'static str) -> &'static str {
-    Box::leak(name.replace('_', "-").into_boxed_str())
+/// The names clap keeps of a setting's flag (clap holds `'static` names: made once).
+struct Names {
+    /// `lattice_beam` → `lattice-beam`.
+    flag: &'static str,
+    /// Its argument id, apart from the command's own ids (`--graph` is a file there).
+    id: &'static str,
+    /// The id of its deprecated spelling's own argument.
+    old_id: Option<&'static str>,
 }
 
-/// A setting's argument id (apart from the command's own ids: `--graph` is a file there).
-fn id_of(name: &'static str) -> &'static str {
-    Box::leak(format!("setting:{name}").into_boxed_str())
-}
-
-/// The id of a deprecated spelling's own argument.
-fn old_id(sp: &SettingSpec) -> Option<&'static str> {
-    sp.old_flag
-        .map(|o| &*Box::leak(format!("setting-old:{o}").into_boxed_str()))
+/// Every setting of the catalog with its flag names, made once per process.
+fn names() -> &'static [(SettingSpec, Names)] {
+    static NAMES: std::sync::LazyLock<Vec<(SettingSpec, Names)>> = std::sync::LazyLock::new(|| {
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        catalog()
+            .settings()
+            .iter()
+            .map(|sp| {
+                let n = Names {
+                    flag: leak(sp.name.replace('_', "-")),
+                    id: leak(format!("setting:{}", sp.name)),
+                    old_id: sp.old_flag.map(|o| leak(format!("setting-old:{o}"))),
+                };
+                (*sp, n)
+            })
+            .collect()
+    });
+    &NAMES
 }
 
 impl Args for SettingFlags {
@@ -40,11 +54,10 @@ impl Args for SettingFlags {
         let taken =
             |cmd: &Command, long: &str| cmd.get_arguments().any(|a| a.get_long() == Some(long));
         let mut cmd = cmd;
-        for sp in catalog().settings() {
+        for (sp, n) in names() {
             // Its own spelling, or its alias where the command has the first (`--graph` is
             // the graph file of `--scores` decodes: the kind is `--kind`).
-            let own = flag_of(sp.name);
-            let Some(long) = [Some(own), sp.alias_flag]
+            let Some(long) = [Some(n.flag), sp.alias_flag]
                 .into_iter()
                 .flatten()
                 .find(|l| !taken(&cmd, l))
@@ -54,7 +67,7 @@ impl Args for SettingFlags {
             let ty = sp.ty;
             let default = (sp.default)().map_or(String::new(), |v| format!(" [default: {v}]"));
             let parser = move |s: &str| Value::from_cli(s, ty);
-            let mut arg = Arg::new(id_of(sp.name))
+            let mut arg = Arg::new(n.id)
                 .long(long)
                 .value_name(match ty {
                     crate::settings::Type::Str => "TEXT",
@@ -70,7 +83,7 @@ impl Args for SettingFlags {
                 arg = arg.visible_alias(a);
             }
             cmd = cmd.arg(arg);
-            if let (Some(id), Some(old)) = (old_id(sp), sp.old_flag) {
+            if let (Some(id), Some(old)) = (n.old_id, sp.old_flag) {
                 cmd = cmd.arg(
                     Arg::new(id)
                         .long(old)
@@ -92,10 +105,12 @@ impl FromArgMatches for SettingFlags {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         let mut out = SettingFlags::default();
         let has = |id: &str| m.try_contains_id(id).unwrap_or(false);
-        for sp in catalog().settings() {
-            let id = id_of(sp.name);
-            let new = has(id).then(|| m.get_one::<Value>(id).cloned()).flatten();
-            let old = old_id(sp)
+        for (sp, n) in names() {
+            let new = has(n.id)
+                .then(|| m.get_one::<Value>(n.id).cloned())
+                .flatten();
+            let old = n
+                .old_id
                 .filter(|o| has(o))
                 .and_then(|o| m.get_one::<Value>(o).cloned())
                 .zip(sp.old_flag)
@@ -103,11 +118,11 @@ impl FromArgMatches for SettingFlags {
             match (new, old) {
                 (Some(_), Some((o, _))) => out.conflicts.push(format!(
                     "--{} and its old spelling --{o} are both given",
-                    flag_of(sp.name)
+                    n.flag
                 )),
                 (Some(v), None) => out.given.push((sp.name, v)),
                 (None, Some((o, v))) => {
-                    out.deprecated.push((o, flag_of(sp.name)));
+                    out.deprecated.push((o, n.flag));
                     out.given.push((sp.name, v));
                 }
                 (None, None) => {}

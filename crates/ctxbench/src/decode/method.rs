@@ -146,15 +146,14 @@ impl DecodeMethod {
                 parts.push(c.to_string());
             }
         }
-        let mut m = Self {
-            base: method_named(&parts, false)?,
-            widest: method_named(&parts, false)?,
+        let base = method_named(&parts, false)?;
+        // With lattice biasing where the family has it.
+        let widest = method_named(&parts, true).unwrap_or_else(|_| base.clone());
+        Ok(Self {
+            base,
+            widest,
             parts,
-        };
-        if let Ok(w) = method_named(&m.parts, true) {
-            m.widest = w;
-        }
-        Ok(m)
+        })
     }
 
     /// The outputs `--methods` names (default: the 1-best, and its lattice-biased rescoring

@@ -154,7 +154,8 @@ impl FamilySpec for HclgBoost {
                     st.ctx_lattice_discount,
                 ),
             ] {
-                if !x.is_finite() || (k.contains("lattice") && x > 0.0) {
+                let lattice = k == crate::key!(PerStream, ctx_lattice_discount);
+                if !x.is_finite() || (lattice && x > 0.0) {
                     bail!("{k} {x} must be finite (and ≤ 0 for lattice biasing)");
                 }
             }

@@ -210,7 +210,8 @@ impl FamilySpec for E2e {
                 (crate::key!(WordLm, wl_in_lm), b.wl.wl_in_lm),
                 (crate::key!(WordLm, wl_out_lm), b.wl.wl_out_lm),
             ] {
-                if !x.is_finite() || (k.ends_with("scaling") && x < 0.0) {
+                let scaling = k == crate::key!(Keywords, kb_depth_scaling);
+                if !x.is_finite() || (scaling && x < 0.0) {
                     bail!("{k} {x} must be a finite number (≥ 0 for the scaling)");
                 }
             }
