@@ -10,6 +10,10 @@ use ctx_graph::ctc::CtcTopology;
 use std::path::Path;
 use std::time::Instant;
 
+/// Time budgets hold for optimised code (release, the CI profile, and the dev profile, which
+/// optimises this crate); only a build at opt-level 0 (build.rs says so) gets 20×.
+const SLOWDOWN: f64 = if cfg!(ctx_unoptimised) { 20.0 } else { 1.0 };
+
 /// 1,000 real phrases (person and company names, many of their words unknown to the LM) compile
 /// in a few milliseconds on either topology, every phrase spelled (BPE spells any word), and
 /// each phrase's plain token sequence with blanks between repeats reaches a final state.
@@ -55,8 +59,10 @@ fn a_thousand_earnings_entities_compile_in_milliseconds() {
         );
         assert_eq!(g.phrases, 1000);
         assert!(g.unspellable.is_empty());
-        // The budget of issue 42 is 10 ms in release builds; unoptimised builds get 20x.
-        let budget = if cfg!(debug_assertions) { 0.2 } else { 0.01 };
+        // The budget of issue 42: 10 ms for 1,000 phrases; 30 ms for the graph that bounds the
+        // blanks between pieces (12× the states).
+        let budget = if max_blanks.is_some() { 0.03 } else { 0.01 };
+        let budget = budget * SLOWDOWN;
         assert!(best < budget, "{topo:?}: {best} s");
         // Every phrase is a way through: its tokens, a blank between equal neighbours.
         for p in list.phrases.iter().step_by(37) {
@@ -131,7 +137,7 @@ fn the_same_entities_compile_as_phone_hmms() {
         best * 1e3,
         g.unspellable.len()
     );
-    let budget = if cfg!(debug_assertions) { 0.2 } else { 0.01 };
+    let budget = 0.01 * SLOWDOWN;
     assert!(best < budget, "{best} s");
     assert!(g.unspellable.len() < 10, "{:?}", g.unspellable);
     assert_eq!(g.phrases + g.unspellable.len(), 1000);

@@ -162,10 +162,18 @@ impl DecodingGraph {
                 return bad(format!("offsets decrease at state {s}"));
             }
         }
-        for i in 0..a {
-            if self.next[i] as usize >= n {
-                return bad(format!("arc {i} goes to state {} of {n}", self.next[i]));
+        for s in 0..n {
+            for i in self.emitting(s as u32).chain(self.non_emitting(s as u32)) {
+                if self.next[i] as usize >= n {
+                    return bad(format!(
+                        "arc {i} (from state {s}, input {}, output {}) goes to state {}, beyond \
+                         the graph's {n} states",
+                        self.ilabel[i], self.olabel[i], self.next[i]
+                    ));
+                }
             }
+        }
+        for i in 0..a {
             if (i < self.num_emitting()) != (self.ilabel[i] != 0) {
                 return bad(format!("arc {i} is in the wrong block"));
             }

@@ -94,6 +94,7 @@ impl Plan {
     /// list and static list is checked before anything decodes.
     pub fn new(reg: &Registry, exp: Experiment, over: &Overrides) -> Result<Self> {
         let points = exp.points(over)?;
+        crate::table::check_cells(&exp, &points)?;
         let file = exp.path.display().to_string();
         let planned = PlannedPoints::new(reg, points, &file)?;
         Ok(Self {

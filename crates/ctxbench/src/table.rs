@@ -72,6 +72,37 @@ pub fn format_measure(m: &str, v: f64) -> String {
     }
 }
 
+/// Refuses, before anything decodes, an experiment two of whose points would fall in one table
+/// cell (two `[[rows]]` with one label and no setting that tells them apart in the table): after
+/// the run one of them would have vanished from table.md (issue 58).
+pub fn check_cells(exp: &Experiment, points: &[crate::experiment::Point]) -> Result<()> {
+    let mut columns: Vec<String> = vec!["section".into(), "row".into(), "method".into()];
+    for p in points {
+        for k in p.settings.keys() {
+            if !columns.contains(k) {
+                columns.push(k.clone());
+            }
+        }
+    }
+    let rows = points
+        .iter()
+        .map(|p| {
+            columns
+                .iter()
+                .map(|c| match c.as_str() {
+                    "section" => Some(p.section.clone()),
+                    "row" => Some(p.row.clone()),
+                    "method" => Some(p.method.to_string()),
+                    k => p.settings.get(k).map(|v| v.to_string()),
+                })
+                .collect()
+        })
+        .collect();
+    grid(exp, &Points { columns, rows })
+        .map(|_| ())
+        .map_err(|e| anyhow::anyhow!("{}: {e}", exp.path.display()))
+}
+
 /// Lays out the points of an experiment.
 pub fn grid(exp: &Experiment, pts: &Points) -> Result<Grid> {
     let spec = &exp.table;
@@ -188,8 +219,8 @@ pub fn grid(exp: &Experiment, pts: &Points) -> Result<Grid> {
             if let Some(j) = at.next() {
                 // Two points for one cell: one would vanish from the table (issue 58).
                 bail!(
-                    "{}: two points for one table cell — row '{label}'{}{} (points.csv rows {} \
-                     and {}): give the [[rows]] distinct labels",
+                    "{}: two points for one table cell — row '{label}'{}{} (its points {} and {}, \
+                     in points.csv order): give the [[rows]] distinct labels",
                     exp.id,
                     if section.is_empty() {
                         String::new()

@@ -114,6 +114,24 @@ impl Base {
     }
 
     /// `decode` of the exported set through its registry entry, plus `extra` flags.
+    /// `decode_registry` on a copy of the exported registry whose line for `line`'s key
+    /// (`key = value`) is replaced by `line`, written beside it (its paths are relative) as
+    /// `<case>.toml`.
+    fn decode_registry_with(&self, case: &str, line: &str) -> Vec<String> {
+        let key = line.split(" = ").next().unwrap();
+        let reg = std::fs::read_to_string(self.dir.join("x/datasets.toml")).unwrap();
+        let reg: Vec<&str> = reg
+            .lines()
+            .map(|l| if l.starts_with(key) { line } else { l })
+            .collect();
+        assert!(reg.contains(&line), "no {key} in the registry");
+        let r = self.dir.join("x").join(format!("{case}.toml"));
+        std::fs::write(&r, reg.join("\n")).unwrap();
+        let mut a = self.decode_registry(&[]);
+        a[2] = r.to_str().unwrap().to_string();
+        a
+    }
+
     fn decode_registry(&self, extra: &[&str]) -> Vec<String> {
         let reg = self.dir.join("x/datasets.toml");
         let mut a = strs(&[
@@ -227,7 +245,11 @@ fn cases() -> Vec<Case> {
                 });
                 (
                     b.decode_graph(&d, &g),
-                    Expect::Fails(strs(&["HCLG.fst", "zero or negative cost", "state"])),
+                    Expect::Fails(strs(&[
+                        "zero-eps-cycle/HCLG.fst",
+                        "zero or negative cost",
+                        "through state 0 (0 -> 0)",
+                    ])),
                 )
             }),
         ),
@@ -294,16 +316,24 @@ fn cases() -> Vec<Case> {
             "an arc to a state beyond the graph names the file",
             Box::new(|b| {
                 let d = b.case_dir("arc-out-of-range");
+                let mut n = 0;
                 let g = graph_with(b, &d, |g| {
                     let s = g.start().unwrap();
-                    let n = g.num_states() as u32;
+                    n = g.num_states() as u32;
                     let mut trs = g.pop_trs(s).unwrap();
                     trs[0].nextstate = n + 5;
                     for t in trs {
                         g.add_tr(s, t).unwrap();
                     }
                 });
-                (b.decode_graph(&d, &g), Expect::Fails(strs(&["HCLG.fst"])))
+                (
+                    b.decode_graph(&d, &g),
+                    Expect::Fails(vec![
+                        "arc-out-of-range/HCLG.fst".into(),
+                        "(from state ".into(),
+                        format!("goes to state {}, beyond the graph's", n + 5),
+                    ]),
+                )
             }),
         ),
         // --- numeric settings (issue 58: accepted silently, wrong figures) ---
@@ -820,6 +850,29 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "two [[rows]] with one label and different methods (one vanished from table.md)",
+            Box::new(|b| {
+                let d = b.case_dir("dup-label");
+                let e = d.join("dup.toml");
+                std::fs::write(
+                    &e,
+                    "title = \"t\"\ndescription = \"d\"\n[settings]\ndataset = \"atco2-sim-1h\"\n\
+                     [table]\nmeasures = [\"wer\"]\n[[rows]]\nrow = \"A\"\n[[rows]]\nrow = \"A\"\n\
+                     method = \"lattice-biasing\"\nbias_list = \"sequences\"\n",
+                )
+                .unwrap();
+                // Refused by the plan (a dry run), not after decoding.
+                (
+                    strs(&["run", "--dry-run", e.to_str().unwrap()]),
+                    Expect::Fails(strs(&[
+                        "dup-label/dup.toml",
+                        "two points for one table cell — row 'A'",
+                        "its points 1 and 2",
+                    ])),
+                )
+            }),
+        ),
+        (
             "run from a folder without experiments/: results written, exit 0, the index skipped",
             Box::new(|b| {
                 let d = b.case_dir("no-experiments");
@@ -942,29 +995,48 @@ fn cases() -> Vec<Case> {
         (
             "a registry value of the wrong type (used to name the table, not the key)",
             Box::new(|b| {
-                let d = b.case_dir("registry-type");
-                let reg = std::fs::read_to_string(b.dir.join("x/datasets.toml")).unwrap();
-                let reg: String = reg
-                    .lines()
-                    .map(|l| {
-                        if l.starts_with("frame_shift_s") {
-                            "frame_shift_s = \"0.03\"".to_string()
-                        } else {
-                            l.to_string()
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                assert!(reg.contains("frame_shift_s = \"0.03\""), "{reg}");
-                let r = d.join("datasets.toml");
-                std::fs::write(&r, reg).unwrap();
-                let mut a = b.decode_registry(&[]);
-                a[2] = r.to_str().unwrap().to_string();
                 (
-                    a,
+                    b.decode_registry_with("registry-type", "frame_shift_s = \"0.03\""),
                     Expect::Fails(strs(&[
                         "[atco2-sim-1h-files] frame_shift_s = \"0.03\"",
                         "invalid type: string",
+                    ])),
+                )
+            }),
+        ),
+        (
+            "a registry's frame shift NaN (used to give WER 138.2, as the flag did)",
+            Box::new(|b| {
+                (
+                    b.decode_registry_with("registry-nan-shift", "frame_shift_s = nan"),
+                    Expect::Fails(strs(&[
+                        "dataset atco2-sim-1h-files",
+                        "frame shift NaN (frame_shift_s",
+                    ])),
+                )
+            }),
+        ),
+        (
+            "a registry's silence column below 0",
+            Box::new(|b| {
+                (
+                    b.decode_registry_with("registry-silence", "silence_columns = [-1]"),
+                    Expect::Fails(strs(&[
+                        "[atco2-sim-1h-files] silence_columns = [-1]",
+                        "expected u32",
+                    ])),
+                )
+            }),
+        ),
+        (
+            "a registry's acoustic scale of 1e30 (used to give WER 182 without a word)",
+            Box::new(|b| {
+                (
+                    b.decode_registry_with("registry-am-scale", "acoustic_scale = 1e30"),
+                    Expect::Fails(strs(&[
+                        "dataset atco2-sim-1h-files",
+                        "acoustic scale 1000000000000000000000000000000 (acoustic_scale",
+                        "at most 100",
                     ])),
                 )
             }),
@@ -1157,7 +1229,7 @@ fn cases() -> Vec<Case> {
                 std::fs::write(d.join("hyp"), "u1 a b\n").unwrap();
                 (
                     score_args(&d.join("ref"), &d.join("hyp")),
-                    Expect::Fails(strs(&["ref", "has no words"])),
+                    Expect::Fails(strs(&["empty-ref/ref", "the reference has no words"])),
                 )
             }),
         ),
@@ -1227,6 +1299,9 @@ fn every_bad_input_is_refused_or_warned_about_never_a_panic() {
         let secs = t.elapsed().as_secs_f64();
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
         let code = o.status.code();
+        if std::env::var_os("CTX_BAD_INPUT_SHOW").is_some() {
+            eprintln!("=== {name} (exit {code:?}, {secs:.1} s)\n{err}");
+        }
         let problem = match &expect {
             _ if err.contains("panicked") || code == Some(101) => Some("panicked".to_string()),
             Expect::Fails(n) => (code != Some(1))

@@ -276,6 +276,7 @@ fn out_of_device_memory_is_one_clear_error() {
     );
     // The graph fits, a batch of 64 streams does not: every stream gets the error, with the way
     // out.
+    let cpu = dec.clone();
     let mut gpu = GpuDecoder::new(dec, Box::new(ShimDevice::with_memory(3_000_000))).unwrap();
     let m = scores(&mut rng, 4);
     let mut streams: Vec<Stream> = (0..64)
@@ -289,9 +290,30 @@ fn out_of_device_memory_is_one_clear_error() {
             "{e}"
         );
     }
-    // Fewer streams fit, and decode.
-    let res = gpu.advance(&mut streams[..2], &chunks[..2], None);
-    assert!(res.iter().all(|r| r.is_ok()), "{res:?}");
+    // Fewer streams fit, and decode as the CPU does.
+    decodes_as_the_cpu(&mut gpu, &cpu, &[&m, &m]);
+}
+
+/// Fresh streams of `utts` through `gpu` give the CPU decoder's results (the check after a
+/// refused batch: the decoder is still sound, not merely not failing).
+fn decodes_as_the_cpu(gpu: &mut GpuDecoder, cpu: &Decoder, utts: &[&ScoreMatrix]) {
+    let fresh = || -> Vec<Stream> {
+        (0..utts.len())
+            .map(|i| Stream::new(format!("u{i}"), Booster::None))
+            .collect()
+    };
+    let want: Vec<String> = fresh()
+        .iter_mut()
+        .zip(utts)
+        .map(|(s, m)| format!("{:?}", decode_utterance(cpu, s, m, usize::MAX, None)))
+        .collect();
+    let got: Vec<String> = gpu
+        .decode_utterances(&mut fresh(), utts, usize::MAX, None)
+        .iter()
+        .map(|r| format!("{r:?}"))
+        .collect();
+    assert!(want.iter().all(|w| w.starts_with("Ok(")), "{want:?}");
+    assert_eq!(got, want);
 }
 
 #[test]
@@ -300,6 +322,7 @@ fn a_batch_beyond_the_grid_is_refused_before_any_launch() {
     let fst = random_graph(&mut rng, 6, false);
     let g = DecodingGraph::from_fst(&fst, None).unwrap();
     let dec = Decoder::new(&g, wide()).unwrap();
+    let cpu = dec.clone();
     let mut gpu = GpuDecoder::new(dec, Box::new(ShimDevice::new())).unwrap();
     let m = scores(&mut rng, 2);
     let n = wfst_search::GPU_MAX_BATCH + 1;
@@ -315,7 +338,6 @@ fn a_batch_beyond_the_grid_is_refused_before_any_launch() {
         "{e}"
     );
     assert_eq!(gpu.stats().launches, 0);
-    // A batch within the grid decodes.
-    let res = gpu.advance(&mut streams[..3], &chunks[..3], None);
-    assert!(res.iter().all(|r| r.is_ok()), "{res:?}");
+    // A batch within the grid decodes as the CPU does.
+    decodes_as_the_cpu(&mut gpu, &cpu, &[&m, &m, &m]);
 }

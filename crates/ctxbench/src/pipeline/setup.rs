@@ -361,10 +361,15 @@ impl Setup {
                  seconds per score row, a finite number above 0"
             );
         }
-        if let Some(a) = f.acoustic_scale.filter(|a| !(a.is_finite() && *a > 0.0)) {
+        // Kaldi's scales are 0.05–1; past 100 the scaled scores swamp the graph's costs and
+        // f32 path costs lose them (1e30 gave WER 182 without a word).
+        if let Some(a) = f
+            .acoustic_scale
+            .filter(|a| !(a.is_finite() && *a > 0.0 && *a <= 100.0))
+        {
             bail!(
                 "dataset {name}: acoustic scale {a} (acoustic_scale, or decode's \
-                 --acoustic-scale): a finite number above 0"
+                 --acoustic-scale): a number above 0 and at most 100"
             );
         }
         if opts.gboost.is_some() {
