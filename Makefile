@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
+.PHONY: nvrtc-venv python-venv python python-test gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
 
 all: build
 
@@ -21,7 +21,7 @@ build:
 	$(CARGO) build --profile $(PROFILE) --workspace
 
 ## The tests: what .ci/run runs.
-test: nvrtc-venv
+test: nvrtc-venv python-venv
 	$(CARGO) test --profile $(TEST_PROFILE) --workspace
 	@# The pipelines' shim tests again with each grid's threads reversed, shuffled, then
 	@# shuffled on two OS threads at once with 32-thread blocks (fibers meeting at each
@@ -32,6 +32,27 @@ test: nvrtc-venv
 	CTX_SHIM_BLOCK=32 CTX_SHIM_THREADS=2 CTX_SHIM_SCHEDULE=24301 $(CARGO) test --profile $(TEST_PROFILE) -q -p hclg-boost -p ctc-wfst -p ngpu-lm --test online --test ctc --test fusion
 	@# Said where a reader of the output sees it (the test runner hides a skipped test's line).
 	@test -f $(NVRTC_VENV)/.ok || echo "make test: NVRTC could not be installed, so the NVRTC compile check of kernels/ was SKIPPED (the shim tests ran)"
+	@# The Python package's tests (the wheel built on the test profile's artifacts).
+	@if test -f $(PY_VENV)/.ok; then $(MAKE) --no-print-directory python-test; \
+	else echo "make test: maturin/numpy/pytest could not be installed, so the Python package's tests were SKIPPED"; fi
+
+## The Python package (crates/ctxbench-py, PyO3 + maturin): `make python` builds the abi3 wheel
+## into target/wheels and installs it into .venv-py (maturin, numpy and pytest from PyPI);
+## `make python-test` runs its pytest suite against the CLI. PY_PROFILE=release for a fast wheel.
+PY_VENV := .venv-py
+PY_PROFILE ?= $(TEST_PROFILE)
+PY_WHEELS := $(or $(CARGO_TARGET_DIR),target)/wheels
+python-venv:
+	@test -f $(PY_VENV)/.ok || { rm -rf $(PY_VENV) && python3 -m venv $(PY_VENV) \
+		&& $(PY_VENV)/bin/pip install -q --disable-pip-version-check maturin==1.16.0 numpy pytest \
+		&& touch $(PY_VENV)/.ok; } \
+		|| echo "python-venv: could not install maturin, numpy and pytest from PyPI"
+python: python-venv
+	rm -f $(PY_WHEELS)/ctxbench-*.whl
+	cd crates/ctxbench-py && $(abspath $(PY_VENV))/bin/maturin build --quiet --profile $(PY_PROFILE) -o $(abspath $(PY_WHEELS))
+	$(PY_VENV)/bin/pip install -q --disable-pip-version-check --force-reinstall --no-deps $(PY_WHEELS)/ctxbench-*.whl
+python-test: python
+	CTXBENCH_BIN=$(abspath $(or $(CARGO_TARGET_DIR),target)/$(TEST_PROFILE)/ctxbench) $(PY_VENV)/bin/pytest -q crates/ctxbench-py/tests
 
 ## NVRTC (CUDA 13, PyPI wheel, ~170 MB) in .venv-nvrtc: ctx-cuda's tests compile every kernel of
 ## kernels/ with it. Without network or Python the tests say the NVRTC check is skipped.

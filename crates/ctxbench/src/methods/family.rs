@@ -14,7 +14,6 @@ use ctx_data::dataset::{Dataset, Utterance};
 use ctx_data::registry::Registry;
 use std::collections::BTreeMap;
 use std::path::Path;
-use wfst_search::DecoderConfig;
 
 /// The setup loaded last, by its key: consecutive groups with one setup share it.
 pub type SetupCache = Option<(String, Setup)>;
@@ -180,21 +179,7 @@ pub(crate) fn apply_limit<T>(c: &Common, name: &str, utts: &mut Vec<T>) -> Resul
 
 /// The decoder settings every family reads (beams, chunking, endpointing, threads, backend).
 pub(crate) fn decode_settings(c: &Common, st: &Setup) -> Result<DecodeSettings> {
-    Ok(DecodeSettings {
-        config: DecoderConfig {
-            beam: c.beam as f32,
-            max_active: c.max_active,
-            lattice_beam: c.lattice_beam as f32,
-            acoustic_scale: c.acoustic_scale.map_or(st.acoustic_scale, |x| x as f32),
-            ..DecoderConfig::default()
-        },
-        chunk_s: c.chunk_s,
-        endpointing: c.endpointing,
-        threads: c.threads,
-        gpu_batch: c.gpu_batch,
-        backend: c.backend,
-        ..DecodeSettings::default()
-    })
+    Ok(DecodeSettings::from_common(c, st.acoustic_scale))
 }
 
 /// What scoring measured: WER, NE-WER, U-WER, NE-A and the target words' precision, recall

@@ -16,11 +16,14 @@ pub use memory::{peak_mem_mb, reset_peak_mem};
 pub use otf_lm::OtfGBoost;
 pub use output::{
     active_tokens, best_hyps, best_timed, lattice_bias, lattice_bias_timed, lattice_density,
-    oracle_wer, output, targets, Output, TimedWord,
+    oracle_wer, output, targets, timed_words, Output, TimedWord,
 };
 pub use search::{
     decode, decode_indexed, decode_indexed_with, decode_with, spell_all, spell_words, Contexts,
-    DecodeRun, DecodeSettings, OpenWords,
+    DecodeRun, DecodeSettings, OpenWords, SearchGraph, SearchInputs,
 };
-pub use setup::{ctc_knobs, score_dataset, Acoustic, Setup, SetupOptions, StaticBoost};
+pub use setup::{
+    checked_csr, ctc_blank_column, ctc_knobs, score_dataset, Acoustic, ScoreRules, Setup,
+    SetupOptions, StaticBoost,
+};
 pub use utterance_lists::{list_of, set_list};

@@ -46,6 +46,16 @@ fn timed_path(
     seg: &wfst_search::SegmentResult,
     path: &wfst_search::LatticePath,
 ) -> Vec<TimedWord> {
+    timed_words(setup.frame_s, seg, path)
+}
+
+/// The words of `path` (a path through segment `seg`) with their times, `frame_s` seconds per
+/// score row.
+pub fn timed_words(
+    frame_s: f64,
+    seg: &wfst_search::SegmentResult,
+    path: &wfst_search::LatticePath,
+) -> Vec<TimedWord> {
     let ends = path.end_rows(seg.rows as u32);
     // Every word is kept even if a path carried no times (then it spans the segment).
     path.words
@@ -56,8 +66,8 @@ fn timed_path(
             let e = ends.get(i).copied().unwrap_or(seg.rows as u32);
             TimedWord {
                 word,
-                start_s: (seg.start_row + s as u64) as f64 * setup.frame_s,
-                dur_s: e.saturating_sub(s) as f64 * setup.frame_s,
+                start_s: (seg.start_row + s as u64) as f64 * frame_s,
+                dur_s: e.saturating_sub(s) as f64 * frame_s,
             }
         })
         .collect()

@@ -51,6 +51,28 @@ impl Default for DecodeSettings {
     }
 }
 
+impl DecodeSettings {
+    /// The decoder settings of the common settings block; `model_scale` is the acoustic
+    /// model's own acoustic scale (used unless the block sets one).
+    pub fn from_common(c: &crate::settings::Common, model_scale: f32) -> Self {
+        Self {
+            config: DecoderConfig {
+                beam: c.beam as f32,
+                max_active: c.max_active,
+                lattice_beam: c.lattice_beam as f32,
+                acoustic_scale: c.acoustic_scale.map_or(model_scale, |x| x as f32),
+                ..DecoderConfig::default()
+            },
+            chunk_s: c.chunk_s,
+            endpointing: c.endpointing,
+            threads: c.threads,
+            gpu_batch: c.gpu_batch,
+            backend: c.backend,
+            ..DecodeSettings::default()
+        }
+    }
+}
+
 /// What decoding a dataset produced.
 pub struct DecodeRun {
     /// Per utterance, in dataset order.
@@ -147,28 +169,130 @@ pub fn decode_with(
     booster: &(dyn Fn(&Utterance) -> Booster + Sync),
     contexts: Option<&Contexts>,
 ) -> Result<DecodeRun> {
-    let slot = setup.graph.symbols.context_slot();
-    if contexts.is_some() && slot.is_none() {
-        bail!(
-            "dataset {}: open-vocabulary contexts need a graph built with the class slot",
-            setup.dataset.name
-        );
-    }
     let index = match contexts {
         Some(_) => utterance_index(setup),
         None => Default::default(),
     };
-    let context_of = |u: &Utterance| -> Option<Arc<ContextGraph>> {
-        contexts.and_then(|c| c[index[u.id.as_str()]].clone())
+    let utts = DatasetUtterances {
+        setup,
+        booster,
+        context: &|u: &Utterance| contexts.and_then(|c| c[index[u.id.as_str()]].clone()),
     };
+    search(&SearchGraph::of(setup), settings, &utts, contexts.is_some())
+}
+
+/// What the search needs of a setup: the graph, its CTC blank and class slot, silence and
+/// frame shift. Made from a [`Setup`] (the CLI and the runner) or from a graph and arrays
+/// alone (the Python package): one search for both.
+pub struct SearchGraph<'a> {
+    /// The decoding graph.
+    pub csr: &'a ctx_graph::csr::DecodingGraph,
+    /// The words table's size: context words are numbered from here.
+    pub words_len: u32,
+    /// The class slot's word id when the graph has one (open-vocabulary contexts).
+    pub context_slot: Option<u32>,
+    /// A CTC model's blank score column; `None` for a hybrid model.
+    pub ctc_blank: Option<u32>,
+    /// Input labels of silence (endpointing).
+    pub silence: &'a [u32],
+    /// Seconds per score row.
+    pub frame_s: f64,
+    /// The dataset's name, for messages.
+    pub name: &'a str,
+    /// The graph's kind, for messages ("hclg", "tlg").
+    pub kind: String,
+}
+
+impl<'a> SearchGraph<'a> {
+    /// The search graph of a dataset's setup.
+    pub fn of(setup: &'a Setup) -> Self {
+        Self {
+            csr: &setup.csr,
+            words_len: setup.graph.symbols.words.len() as u32,
+            context_slot: setup.graph.symbols.context_slot(),
+            ctc_blank: setup.ctc_blank,
+            silence: &setup.silence,
+            frame_s: setup.frame_s,
+            name: &setup.dataset.name,
+            kind: setup.graph.kind.name(),
+        }
+    }
+}
+
+/// The utterances a search decodes, in order: where their scores, boosters and contexts come
+/// from (a dataset's files or simulation; arrays handed over by Python).
+pub trait SearchInputs: Sync {
+    /// Number of utterances.
+    fn len(&self) -> usize;
+    /// Whether there are none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Utterance `i`'s id.
+    fn id(&self, i: usize) -> &str;
+    /// Utterance `i`'s audio seconds (for RTFx).
+    fn duration_s(&self, i: usize) -> f64;
+    /// Utterance `i`'s scores, made or handed over (called once per utterance).
+    fn scores(&self, i: usize) -> Result<ScoreMatrix>;
+    /// Utterance `i`'s booster.
+    fn booster(&self, i: usize) -> Booster;
+    /// Utterance `i`'s open-vocabulary context.
+    fn context(&self, i: usize) -> Option<Arc<ContextGraph>>;
+}
+
+/// A setup's dataset as search inputs.
+struct DatasetUtterances<'a> {
+    setup: &'a Setup,
+    booster: &'a (dyn Fn(&Utterance) -> Booster + Sync),
+    context: &'a (dyn Fn(&Utterance) -> Option<Arc<ContextGraph>> + Sync),
+}
+
+impl SearchInputs for DatasetUtterances<'_> {
+    fn len(&self) -> usize {
+        self.setup.dataset.utterances.len()
+    }
+    fn id(&self, i: usize) -> &str {
+        &self.setup.dataset.utterances[i].id
+    }
+    fn duration_s(&self, i: usize) -> f64 {
+        self.setup.dataset.utterances[i].duration_s
+    }
+    fn scores(&self, i: usize) -> Result<ScoreMatrix> {
+        self.setup.scores(&self.setup.dataset.utterances[i])
+    }
+    fn booster(&self, i: usize) -> Booster {
+        (self.booster)(&self.setup.dataset.utterances[i])
+    }
+    fn context(&self, i: usize) -> Option<Arc<ContextGraph>> {
+        (self.context)(&self.setup.dataset.utterances[i])
+    }
+}
+
+/// Decodes `utts` on `graph` in batches (a CPU thread pool or a device), CTC inputs checked
+/// and penalised through ctc-wfst; `with_contexts` says open-vocabulary contexts are given
+/// (the graph must have the class slot). Results in input order; the first error in input
+/// order is returned.
+pub fn search(
+    graph: &SearchGraph,
+    settings: &DecodeSettings,
+    utts: &dyn SearchInputs,
+    with_contexts: bool,
+) -> Result<DecodeRun> {
+    let slot = graph.context_slot;
+    if with_contexts && slot.is_none() {
+        bail!(
+            "dataset {}: open-vocabulary contexts need a graph built with the class slot",
+            graph.name
+        );
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(settings.threads.max(1))
         .build()?;
     // A CTC model decodes through ctc-wfst: its input checks, blank penalty and word
     // insertion penalty (a graph copy only when that penalty is set).
-    let ctc = match setup.ctc_blank {
+    let ctc = match graph.ctc_blank {
         Some(blank) => Some(ctc_wfst::CtcDecoder::new(
-            &setup.csr,
+            graph.csr,
             ctc_wfst::CtcConfig {
                 search: settings.config.clone(),
                 blank,
@@ -182,24 +306,24 @@ pub fn decode_with(
             if settings.blank_penalty != 0.0 || settings.word_insertion_penalty != 0.0 {
                 bail!(
                     "dataset {}: blank and word insertion penalties are CTC settings; this is a {} graph",
-                    setup.dataset.name,
-                    setup.graph.kind.name()
+                    graph.name,
+                    graph.kind
                 );
             }
             None
         }
     };
-    let graph = ctc.as_ref().map_or(&setup.csr, |c| c.graph());
-    let dec = Decoder::new(graph, settings.config.clone())?.with_silence(&setup.silence);
+    let csr = ctc.as_ref().map_or(graph.csr, |c| c.graph());
+    let dec = Decoder::new(csr, settings.config.clone())?.with_silence(graph.silence);
     // A graph with the slot declares it, with contexts or without (its arcs are no word).
     let dec = match slot {
         Some(w) => dec.with_context_slot(w)?,
         None => dec,
     };
-    let prepare = |u: &Utterance, m: ScoreMatrix| -> Result<ScoreMatrix> {
+    let prepare = |i: usize, m: ScoreMatrix| -> Result<ScoreMatrix> {
         match &ctc {
             Some(c) => {
-                let owned = match c.prepare(&u.id, &m)? {
+                let owned = match c.prepare(utts.id(i), &m)? {
                     std::borrow::Cow::Owned(x) => Some(x),
                     std::borrow::Cow::Borrowed(_) => None,
                 };
@@ -208,13 +332,13 @@ pub fn decode_with(
             None => Ok(m),
         }
     };
-    let chunk_rows = ((settings.chunk_s / setup.frame_s).round() as usize).max(1);
+    let chunk_rows = ((settings.chunk_s / graph.frame_s).round() as usize).max(1);
     let endpoint = settings
         .endpointing
-        .then(|| EndpointConfig::kaldi(setup.frame_s as f32));
-    let utts = &setup.dataset.utterances;
-    let mut results = Vec::with_capacity(utts.len());
-    let open_base = setup.graph.symbols.words.len() as u32;
+        .then(|| EndpointConfig::kaldi(graph.frame_s as f32));
+    let n = utts.len();
+    let mut results = Vec::with_capacity(n);
+    let open_base = graph.words_len;
     let mut open_words = OpenWords::default();
     let (mut decode_s, mut sim_s, mut check_s, mut audio_s) = (0.0, 0.0, 0.0, 0.0);
     // The backend is opened (and named) by the engine, as every front end opens it.
@@ -223,12 +347,13 @@ pub fn decode_with(
         Engine::Device(_) => settings.gpu_batch.max(1),
         Engine::Cpu(_) => 16 * settings.threads.max(1),
     };
-    for group in utts.chunks(batch) {
+    for start in (0..n).step_by(batch.max(1)) {
+        let group: Vec<usize> = (start..(start + batch).min(n)).collect();
         let t = Instant::now();
-        // Results gathered in order, then the first error in dataset order (a parallel
+        // Results gathered in order, then the first error in input order (a parallel
         // `collect::<Result<_>>` would report whichever failure a thread met first).
         let mats: Vec<Result<ScoreMatrix>> =
-            pool.install(|| group.par_iter().map(|u| setup.scores(u)).collect());
+            pool.install(|| group.par_iter().map(|&i| utts.scores(i)).collect());
         let mats: Vec<ScoreMatrix> = mats.into_iter().collect::<Result<_>>()?;
         sim_s += t.elapsed().as_secs_f64();
         let t = Instant::now();
@@ -239,7 +364,7 @@ pub fn decode_with(
                     group
                         .par_iter()
                         .zip(mats)
-                        .map(|(u, m)| prepare(u, m))
+                        .map(|(&i, m)| prepare(i, m))
                         .collect()
                 });
                 v.into_iter().collect::<Result<_>>()?
@@ -251,9 +376,9 @@ pub fn decode_with(
             Engine::Device(gpu) => {
                 let mut streams: Vec<Stream> = group
                     .iter()
-                    .map(|u| {
-                        let mut s = Stream::new(u.id.clone(), booster(u));
-                        s.set_context(context_of(u));
+                    .map(|&i| {
+                        let mut s = Stream::new(utts.id(i).to_string(), utts.booster(i));
+                        s.set_context(utts.context(i));
                         s
                     })
                     .collect();
@@ -266,9 +391,9 @@ pub fn decode_with(
                     .zip(&mats)
                     .map_init(
                         || Stream::new("", Booster::None),
-                        |stream, (u, m)| {
-                            stream.reset(u.id.clone(), booster(u));
-                            stream.set_context(context_of(u));
+                        |stream, (&i, m)| {
+                            stream.reset(utts.id(i).to_string(), utts.booster(i));
+                            stream.set_context(utts.context(i));
                             decode_utterance(dec, stream, m, chunk_rows, endpoint.as_ref())
                         },
                     )
@@ -281,7 +406,7 @@ pub fn decode_with(
             renumber_context_words(&mut r, open_base, &mut open_words);
             results.push(r);
         }
-        audio_s += group.iter().map(|u| u.duration_s).sum::<f64>();
+        audio_s += group.iter().map(|&i| utts.duration_s(i)).sum::<f64>();
     }
     let (backend, device) = (engine.backend().to_string(), engine.device());
     Ok(DecodeRun {

@@ -420,19 +420,7 @@ impl Setup {
         } else {
             None
         };
-        let csr = DecodingGraph::from_fst(&graph.fst, None)?;
-        // A graph from outside is checked at the door: layout, weights, ε cycles the search
-        // cannot close (issue 58), each error naming the file.
-        let gp = path(&f.graph);
-        csr.validate()
-            .and_then(|_| csr.check_weights())
-            .with_context(|| format!("graph {}", gp.display()))?;
-        if !csr.final_cost.iter().any(|c| c.is_finite()) {
-            eprintln!(
-                "warning: graph {}: no state is final, so no final state is reached: every                  hypothesis ends wherever its audio ends",
-                gp.display()
-            );
-        }
+        let csr = checked_csr(&graph, &path(&f.graph))?;
         let table = ctx_core::score_table::ScoreTable::open(&path(&f.scores))?;
         let mut missing_scores = Vec::new();
         dataset.utterances.retain(|u| {
@@ -518,21 +506,13 @@ impl Setup {
                 );
             }
         }
-        let blank = match (f.model, f.blank, &f.tokens) {
-            (ModelKind::Hybrid, _, _) => None,
-            (ModelKind::Ctc, Some(b), _) => Some(b),
-            (ModelKind::Ctc, None, Some(t)) => {
-                let tokens = ctx_core::symbols::SymbolTable::read(&path(t))?;
-                let label = ["<blk>", "<blank>", "<b>"]
-                    .iter()
-                    .find_map(|b| tokens.id(b))
-                    .ok_or_else(|| anyhow!("{t}: no <blk> or <blank> token; give `blank = COLUMN` in the files entry"))?;
-                match &label_map {
-                    Some(m) => m.get(label as usize).copied().filter(|&c| c != u32::MAX),
-                    None => label.checked_sub(1),
-                }
-            }
-            (ModelKind::Ctc, None, None) => Some(0),
+        let blank = match f.model {
+            ModelKind::Hybrid => None,
+            ModelKind::Ctc => ctc_blank_column(
+                f.blank,
+                f.tokens.as_ref().map(|t| path(t)).as_deref(),
+                label_map.as_deref(),
+            )?,
         };
         let mut silence: Vec<u32> = f.silence_columns.iter().map(|c| c + 1).collect();
         silence.extend(blank.map(|c| c + 1));
@@ -592,60 +572,14 @@ impl Setup {
                         u.id
                     )
                 })?;
-                let need = self.graph.num_columns as usize;
-                // Hybrid: exactly the graph's width unless a model width is declared; CTC
-                // graphs may leave the last tokens unread (tokens.txt checks those).
-                let exact = width.is_some() || self.ctc_blank.is_none();
-                if m.cols() < need
-                    || width.is_some_and(|w| w != m.cols())
-                    || (exact && width.is_none() && m.cols() != need)
-                {
-                    bail!(
-                        "{}: utterance {}: the scores have {} columns, but the graph reads {} ({}); scores and graph are from different models?{}",
-                        table.path().display(),
-                        u.id,
-                        m.cols(),
-                        width.unwrap_or(need),
-                        if width.is_some() { "the model's declared width" } else { "its highest score column + 1, through the label map if one is given" },
-                        if m.cols() > need && width.is_none() {
-                            " (a model with pdfs the graph never reads: declare its width with --score-columns or score_columns)"
-                        } else {
-                            ""
-                        }
-                    );
-                }
-                if m.rows() == 0 {
-                    bail!(
-                        "{}: utterance {} has no frames",
-                        table.path().display(),
-                        u.id
-                    );
-                }
-                // Silence labels are columns + 1 (issue 58: a column beyond the width was
-                // accepted, and endpointing never saw silence).
-                if let Some(&c) = self.silence.iter().find(|&&l| l as usize > m.cols()) {
-                    bail!(
-                        "{}: utterance {}: silence column {} (silence_columns / \
-                         --silence-columns) is beyond its {} score columns",
-                        table.path().display(),
-                        u.id,
-                        c - 1,
-                        m.cols()
-                    );
-                }
-                // Scores so large that path costs lose f32 precision (all paths tie and the
-                // lattice explodes: flat scores of 1e6 took minutes per utterance) are shifted
-                // per frame to a maximum of 0, which changes no path's rank.
-                let mut m = m;
-                if m.cost_span(self.acoustic_scale) > (1u64 << 20) as f64 {
-                    eprintln!(
-                        "warning: {}: utterance {}: scores up to {:.3e} in magnitude: each frame shifted by its maximum (f32 path costs would lose the graph's precision)",
-                        table.path().display(),
-                        u.id,
-                        m.data().iter().fold(0f32, |a, v| a.max(v.abs()))
-                    );
-                    m.shift_rows_to_max_zero();
-                }
+                let rules = ScoreRules {
+                    need: self.graph.num_columns as usize,
+                    width: *width,
+                    ctc: self.ctc_blank.is_some(),
+                    silence: &self.silence,
+                    acoustic_scale: self.acoustic_scale,
+                };
+                let m = rules.admit(m, &table.path().display().to_string(), &u.id)?;
                 // The frames must cover about the utterance's duration (utt2dur, segments or
                 // the WAV): RTFx divides by it, and a mismatch means another utterance's
                 // scores or a wrong frame shift. 25% and 0.1 s of slack for edge frames and
@@ -743,6 +677,122 @@ pub fn score_dataset(
         targets: targets.map(|t| t.iter().cloned().collect()),
     };
     score_with(ds, hyps, &opts)
+}
+
+/// The decoding graph of an outside graph, checked at the door: layout, weights, ε cycles
+/// the search cannot close (issue 58), each error naming the file; a graph without a final
+/// state is warned about.
+pub fn checked_csr(graph: &Graph, path: &Path) -> Result<DecodingGraph> {
+    let csr = DecodingGraph::from_fst(&graph.fst, None)?;
+    csr.validate()
+        .and_then(|_| csr.check_weights())
+        .with_context(|| format!("graph {}", path.display()))?;
+    if !csr.final_cost.iter().any(|c| c.is_finite()) {
+        eprintln!(
+            "warning: graph {}: no state is final, so no final state is reached: every \
+             hypothesis ends wherever its audio ends",
+            path.display()
+        );
+    }
+    Ok(csr)
+}
+
+/// A CTC model's blank score column: `blank` when given, else the `<blk>` (`<blank>`, `<b>`)
+/// token of `tokens` (label − 1, or through the label map), else column 0. `None` when the
+/// label map drops the blank.
+pub fn ctc_blank_column(
+    blank: Option<u32>,
+    tokens: Option<&Path>,
+    label_map: Option<&[u32]>,
+) -> Result<Option<u32>> {
+    Ok(match (blank, tokens) {
+        (Some(b), _) => Some(b),
+        (None, Some(t)) => {
+            let table = ctx_core::symbols::SymbolTable::read(t)?;
+            let label = ["<blk>", "<blank>", "<b>"]
+                .iter()
+                .find_map(|b| table.id(b))
+                .ok_or_else(|| {
+                    anyhow!(
+                        "{}: no <blk> or <blank> token; give the blank's column (`blank = COLUMN` \
+                         in a files entry)",
+                        t.display()
+                    )
+                })?;
+            match label_map {
+                Some(m) => m.get(label as usize).copied().filter(|&c| c != u32::MAX),
+                None => label.checked_sub(1),
+            }
+        }
+        (None, None) => Some(0),
+    })
+}
+
+/// What a score matrix from outside must be for a graph, checked at the door for every
+/// utterance (issue 58), whether it came from a file or from Python.
+pub struct ScoreRules<'a> {
+    /// Columns the graph reads (its highest score column + 1).
+    pub need: usize,
+    /// The model's declared width, when given.
+    pub width: Option<usize>,
+    /// A CTC model (may leave its last tokens unread).
+    pub ctc: bool,
+    /// Silence input labels (columns + 1).
+    pub silence: &'a [u32],
+    /// The acoustic scale the search applies.
+    pub acoustic_scale: f32,
+}
+
+impl ScoreRules<'_> {
+    /// Checks `m` (utterance `id`, read from `src`): width, frames, silence columns; shifts
+    /// each frame to a maximum of 0 where path costs would lose f32 precision (warned).
+    pub fn admit(&self, m: ScoreMatrix, src: &str, id: &str) -> Result<ScoreMatrix> {
+        let (need, width) = (self.need, self.width);
+        // Hybrid: exactly the graph's width unless a model width is declared; CTC
+        // graphs may leave the last tokens unread (tokens.txt checks those).
+        let exact = width.is_some() || !self.ctc;
+        if m.cols() < need
+            || width.is_some_and(|w| w != m.cols())
+            || (exact && width.is_none() && m.cols() != need)
+        {
+            bail!(
+                "{src}: utterance {id}: the scores have {} columns, but the graph reads {} ({}); scores and graph are from different models?{}",
+                m.cols(),
+                width.unwrap_or(need),
+                if width.is_some() { "the model's declared width" } else { "its highest score column + 1, through the label map if one is given" },
+                if m.cols() > need && width.is_none() {
+                    " (a model with pdfs the graph never reads: declare its width with --score-columns or score_columns)"
+                } else {
+                    ""
+                }
+            );
+        }
+        if m.rows() == 0 {
+            bail!("{src}: utterance {id} has no frames");
+        }
+        // Silence labels are columns + 1 (issue 58: a column beyond the width was
+        // accepted, and endpointing never saw silence).
+        if let Some(&c) = self.silence.iter().find(|&&l| l as usize > m.cols()) {
+            bail!(
+                "{src}: utterance {id}: silence column {} (silence_columns / \
+                 --silence-columns) is beyond its {} score columns",
+                c - 1,
+                m.cols()
+            );
+        }
+        // Scores so large that path costs lose f32 precision (all paths tie and the
+        // lattice explodes: flat scores of 1e6 took minutes per utterance) are shifted
+        // per frame to a maximum of 0, which changes no path's rank.
+        let mut m = m;
+        if m.cost_span(self.acoustic_scale) > (1u64 << 20) as f64 {
+            eprintln!(
+                "warning: {src}: utterance {id}: scores up to {:.3e} in magnitude: each frame shifted by its maximum (f32 path costs would lose the graph's precision)",
+                m.data().iter().fold(0f32, |a, v| a.max(v.abs()))
+            );
+            m.shift_rows_to_max_zero();
+        }
+        Ok(m)
+    }
 }
 
 /// The simulated-CTC knobs of a dataset (`[<name>.acoustic_ctc]`), with `noise` overriding the

@@ -1,0 +1,46 @@
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+__version__: str
+
+class Word:
+    """A decoded word and its time in the utterance (seconds)."""
+    word: str
+    start: float
+    end: float
+
+class Hypothesis:
+    """One utterance's best path."""
+    text: str
+    words: List[Word]
+    cost: float
+
+def as_array(x: Any, what: str = ...) -> Any: ...
+
+class CtcDecoder:
+    """A CTC decoder over a TLG graph (``ctxbench decode --model ctc``)."""
+    def __init__(
+        self,
+        graph: str,
+        words: str,
+        tokens: Optional[str] = ...,
+        blank: Optional[int] = ...,
+        frame_shift: float = ...,
+        *,
+        beam: float = ...,
+        max_active: int = ...,
+        lattice_beam: float = ...,
+        acoustic_scale: Optional[float] = ...,
+        chunk_s: float = ...,
+        endpointing: bool = ...,
+        threads: int = ...,
+        backend: str = ...,
+        gpu_batch: int = ...,
+        blank_penalty: float = ...,
+        word_insertion_penalty: float = ...,
+    ) -> None: ...
+    @property
+    def settings(self) -> Dict[str, Union[str, float, int, bool]]: ...
+    @property
+    def blank(self) -> int: ...
+    def decode(self, log_probs: Any) -> Hypothesis: ...
+    def decode_batch(self, log_probs: Sequence[Any], ids: Optional[List[str]] = ...) -> List[Hypothesis]: ...

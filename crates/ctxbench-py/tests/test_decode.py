@@ -1,0 +1,115 @@
+"""The Python decoder against the CLI (issue 56): `decode_batch` on an exported quick set gives
+`ctxbench decode`'s text and word times byte for byte, and bad inputs raise exceptions that name
+the argument. CTXBENCH_BIN is the CLI (make python-test sets it)."""
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import ctxbench
+
+BIN = os.environ.get("CTXBENCH_BIN", "target/ci/ctxbench")
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory):
+    """40 utterances of the ATCO2 quick set with a TLG graph, scores as .npy, and the CLI's
+    hypotheses (text and CTM) for them."""
+    e = tmp_path_factory.mktemp("export")
+    run = lambda *a: subprocess.run([BIN, *a], check=True, capture_output=True, text=True)
+    run("export", "--dataset", "atco2-sim-1h", "--quick", "--kind", "tlg-normal",
+        "--format", "npy", "--limit", "40", "--out", str(e))
+    run("decode", "--registry", str(e / "datasets.toml"), "--dataset", "atco2-sim-1h-files",
+        "--methods", "none", "--hyp-dir", str(e / "hyp"))
+    ids = [line.split()[0] for line in open(e / "data" / "text")]
+    arrays = [np.load(e / "scores" / f"{u}.npy") for u in ids]
+    return e, ids, arrays
+
+
+def decoder(e, **kw):
+    g = e / "graph"
+    return ctxbench.CtcDecoder(str(g / "TLG.fst"), str(g / "words.txt"),
+                               tokens=str(g / "tokens.txt"), **kw)
+
+
+def test_decode_batch_gives_the_clis_text_and_times(export):
+    e, ids, arrays = export
+    # The registry's acoustic scale, given as the CLI's setting of the same name.
+    dec = decoder(e, acoustic_scale=2.0)
+    assert dec.settings["acoustic_scale"] == 2.0 and dec.settings["beam"] == 15.0
+    hyps = dec.decode_batch(arrays, ids)
+    want = {}
+    for line in open(e / "hyp" / "none.txt"):
+        u, _, text = line.rstrip("\n").partition(" ")
+        want[u] = text
+    assert [h.text for h in hyps] == [want[u] for u in ids]
+    assert sum(len(h.words) for h in hyps) > 200
+    # The CTM's times, as the CLI writes them (2 decimals).
+    ctm = [line.split() for line in open(e / "hyp" / "none.ctm")]
+    ours = [[u, "1", f"{w.start:.2f}", f"{w.end - w.start:.2f}", w.word]
+            for u, h in zip(ids, hyps) for w in h.words]
+    assert ours == ctm
+    # One at a time, as decode, the same.
+    assert dec.decode(arrays[3]).text == hyps[3].text
+
+
+def test_settings_change_the_search(export):
+    e, ids, arrays = export
+    wide = decoder(e, acoustic_scale=2.0).decode_batch(arrays[:10])
+    narrow = decoder(e, acoustic_scale=2.0, beam=1.0, max_active=2, threads=1).decode_batch(arrays[:10])
+    assert [h.text for h in wide] != [h.text for h in narrow]
+    assert sum(h.cost for h in narrow) > sum(h.cost for h in wide)
+
+
+BAD = [
+    # (what, how to call, exception, words the message must hold)
+    ("float64 scores", lambda d, a: d.decode(a[0].astype(np.float64)), TypeError,
+     ["log_probs", "float32", "float64"]),
+    ("1-D scores", lambda d, a: d.decode(a[0][0]), ValueError, ["log_probs", "2 dimensions"]),
+    ("a list, not an array", lambda d, a: d.decode_batch([a[0], [1.0, 2.0]]), TypeError,
+     ["log_probs[1]", "numpy array"]),
+    ("one column short", lambda d, a: d.decode(a[0][:, :-1].copy()), ValueError,
+     ["log_probs[0]", "1024 columns", "graph reads 1025"]),
+    ("no frames", lambda d, a: d.decode(a[0][:0]), ValueError, ["has no frames"]),
+    ("rows that are no distribution", lambda d, a: d.decode(a[0] + 5.0), ValueError,
+     ["log-prob"]),
+    ("ids of another length", lambda d, a: d.decode_batch(a[:2], ["x"]), ValueError,
+     ["ids", "1 ids for 2 arrays"]),
+]
+
+
+@pytest.mark.parametrize("what,call,exc,needles", BAD, ids=[b[0] for b in BAD])
+def test_bad_arrays_raise_naming_the_argument(export, what, call, exc, needles):
+    e, ids, arrays = export
+    with pytest.raises(exc) as info:
+        call(decoder(e), arrays)
+    for n in needles:
+        assert n in str(info.value), str(info.value)
+
+
+BAD_SETTINGS = [
+    ({"beams": 3.0}, TypeError, ["unexpected keyword argument 'beams'", "lattice_beam"]),
+    ({"beam": float("nan")}, ValueError, ["beam", "not a finite number"]),
+    ({"beam": "wide"}, TypeError, ["beam", "expected a number", "str"]),
+    ({"threads": -1}, ValueError, ["threads", "below 0"]),
+    ({"endpointing": 1}, TypeError, ["endpointing", "expected a bool"]),
+    ({"backend": "tpu"}, ValueError, ["backend", "tpu"]),
+    ({"frame_shift": 0.0}, ValueError, ["frame_shift"]),
+]
+
+
+@pytest.mark.parametrize("kw,exc,needles", BAD_SETTINGS, ids=[str(b[0]) for b in BAD_SETTINGS])
+def test_bad_settings_raise_naming_the_setting(export, kw, exc, needles):
+    e, _, _ = export
+    with pytest.raises(exc) as info:
+        decoder(e, **kw)
+    for n in needles:
+        assert n in str(info.value), str(info.value)
+
+
+def test_a_missing_graph_names_the_file(tmp_path):
+    with pytest.raises(ValueError) as info:
+        ctxbench.CtcDecoder(str(tmp_path / "nothing.fst"), str(tmp_path / "words.txt"))
+    assert "nothing.fst" in str(info.value)
