@@ -530,7 +530,7 @@ wer = 9.5
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("row 'lat'") && e.contains("block 'A'") && e.contains("rows 2 and 3"),
+            e.contains("row 'lat'") && e.contains("block 'A'") && e.contains("points 2 and 3"),
             "{e}"
         );
         let g = Grid {
