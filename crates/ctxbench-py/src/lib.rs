@@ -114,9 +114,10 @@ impl Hypothesis {
 /// Arrays handed over by Python, taken once each by the search.
 struct Arrays<'a> {
     ids: Vec<String>,
+    /// Rows × frame shift, known before the matrices are taken.
+    durations: Vec<f64>,
     mats: Vec<Mutex<Option<ScoreMatrix>>>,
     rules: ScoreRules<'a>,
-    frame_s: f64,
 }
 
 impl SearchInputs for Arrays<'_> {
@@ -127,12 +128,7 @@ impl SearchInputs for Arrays<'_> {
         &self.ids[i]
     }
     fn duration_s(&self, i: usize) -> f64 {
-        // Known before the matrix is taken: rows × frame shift.
-        self.mats[i]
-            .lock()
-            .ok()
-            .and_then(|m| m.as_ref().map(|m| m.rows() as f64 * self.frame_s))
-            .unwrap_or(0.0)
+        self.durations[i]
     }
     fn scores(&self, i: usize) -> anyhow::Result<ScoreMatrix> {
         let m = self.mats[i]
@@ -162,6 +158,8 @@ struct CtcDecoder {
     settings: DecodeSettings,
     /// The resolved settings (every key of [`decoder_specs`]), for `settings`.
     resolved: Settings,
+    /// The last call's seconds: audio, search, input checks (the CLI's RTFx split).
+    last: Mutex<[f64; 3]>,
 }
 
 #[pymethods]
@@ -234,6 +232,7 @@ impl CtcDecoder {
             frame_s: frame_shift,
             settings: decode,
             resolved,
+            last: Mutex::new([0.0; 3]),
         })
     }
 
@@ -249,6 +248,22 @@ impl CtcDecoder {
                 Value::Bool(x) => d.set_item(k, x)?,
             }
         }
+        Ok(d)
+    }
+
+    /// The last `decode`/`decode_batch` call's seconds as the CLI counts them: `audio_s`
+    /// (rows × frame shift), `decode_s` (the search; RTFx = audio_s / decode_s) and
+    /// `check_s` (the CTC input checks and blank penalty, outside RTFx as in the CLI).
+    #[getter]
+    fn timing<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let t = *self
+            .last
+            .lock()
+            .map_err(|_| PyValueError::new_err("timing: poisoned"))?;
+        let d = PyDict::new(py);
+        d.set_item("audio_s", t[0])?;
+        d.set_item("decode_s", t[1])?;
+        d.set_item("check_s", t[2])?;
         Ok(d)
     }
 
@@ -301,8 +316,13 @@ impl CtcDecoder {
         ids: Option<Vec<String>>,
     ) -> PyResult<Vec<Hypothesis>> {
         let n = mats.len();
+        let durations = mats
+            .iter()
+            .map(|m| m.rows() as f64 * self.frame_s)
+            .collect();
         let inputs = Arrays {
             ids: ids.unwrap_or_else(|| (0..n).map(|i| format!("log_probs[{i}]")).collect()),
+            durations,
             mats: mats.into_iter().map(|m| Mutex::new(Some(m))).collect(),
             rules: ScoreRules {
                 need: self.graph.num_columns as usize,
@@ -311,7 +331,6 @@ impl CtcDecoder {
                 silence: &self.silence,
                 acoustic_scale: self.settings.config.acoustic_scale,
             },
-            frame_s: self.frame_s,
         };
         let sg = SearchGraph {
             csr: &self.csr,
@@ -323,10 +342,12 @@ impl CtcDecoder {
             name: "python",
             kind: self.graph.kind.name(),
         };
-        // Durations before the search takes the matrices.
         let run = py
             .detach(|| pipeline::search::search(&sg, &self.settings, &inputs, false))
             .map_err(value_err)?;
+        if let Ok(mut t) = self.last.lock() {
+            *t = [run.audio_s, run.decode_s, run.check_s];
+        }
         let words = &self.graph.symbols.words;
         let spell = |w: u32| -> String {
             match (w as usize).checked_sub(words.len()) {

@@ -53,6 +53,10 @@ def test_decode_batch_gives_the_clis_text_and_times(export):
     assert ours == ctm
     # One at a time, as decode, the same.
     assert dec.decode(arrays[3]).text == hyps[3].text
+    # The last call's seconds, as the CLI splits them: audio = rows × 0.04 s.
+    t = dec.timing
+    assert abs(t["audio_s"] - arrays[3].shape[0] * 0.04) < 1e-9
+    assert t["decode_s"] > 0 and t["check_s"] > 0
 
 
 def test_settings_change_the_search(export):
