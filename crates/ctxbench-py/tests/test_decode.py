@@ -2,30 +2,10 @@
 `ctxbench decode`'s text and word times byte for byte, and bad inputs raise exceptions that name
 the argument. CTXBENCH_BIN is the CLI (make python-test sets it)."""
 
-import os
-import subprocess
-
 import numpy as np
 import pytest
 
 import ctxbench
-
-BIN = os.environ.get("CTXBENCH_BIN", "target/ci/ctxbench")
-
-
-@pytest.fixture(scope="module")
-def export(tmp_path_factory):
-    """40 utterances of the ATCO2 quick set with a TLG graph, scores as .npy, and the CLI's
-    hypotheses (text and CTM) for them."""
-    e = tmp_path_factory.mktemp("export")
-    run = lambda *a: subprocess.run([BIN, *a], check=True, capture_output=True, text=True)
-    run("export", "--dataset", "atco2-sim-1h", "--quick", "--kind", "tlg-normal",
-        "--format", "npy", "--limit", "40", "--out", str(e))
-    run("decode", "--registry", str(e / "datasets.toml"), "--dataset", "atco2-sim-1h-files",
-        "--methods", "none", "--hyp-dir", str(e / "hyp"))
-    ids = [line.split()[0] for line in open(e / "data" / "text")]
-    arrays = [np.load(e / "scores" / f"{u}.npy") for u in ids]
-    return e, ids, arrays
 
 
 def decoder(e, **kw):

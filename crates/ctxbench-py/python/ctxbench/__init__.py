@@ -8,11 +8,19 @@
 
 Settings are the CLI's, typed by the same specs (``dec.settings`` lists them). Torch tensors
 are accepted and copied to host float32 arrays (said by :func:`as_array`).
+
+    ctxbench.score({"u1": "a b c"}, {"u1": "a x c"})["wer"]    # 33.3..., ctxbench score's figures
 """
 
+import json
+import os
+import tempfile
+import warnings
+
+from . import _ctxbench
 from ._ctxbench import CtcDecoder as _CtcDecoder, Hypothesis, Word, __version__
 
-__all__ = ["CtcDecoder", "Hypothesis", "Word", "as_array", "__version__"]
+__all__ = ["CtcDecoder", "Hypothesis", "Word", "as_array", "score", "__version__"]
 
 
 def as_array(x, what="log_probs"):
@@ -34,3 +42,58 @@ class CtcDecoder(_CtcDecoder):
     def decode_batch(self, log_probs, ids=None):
         """The best paths of a list of utterances, in order (the GIL is released)."""
         return super().decode_batch([as_array(x) for x in log_probs], ids)
+
+
+def _text_file(x, folder, name):
+    """A path as it is; a dict `{utterance id: text}` written as a Kaldi `text` file."""
+    if not isinstance(x, dict):
+        return str(x)
+    path = os.path.join(folder, name)
+    with open(path, "w", encoding="utf-8") as f:
+        for utt, text in x.items():
+            if not isinstance(utt, str) or not utt or any(c.isspace() for c in utt):
+                raise ValueError(f"{name}[{utt!r}]: an utterance id is a non-empty word")
+            if not isinstance(text, str) or "\n" in text or "\r" in text:
+                raise ValueError(f"{name}[{utt!r}]: the text is one line of words")
+            f.write(f"{utt} {text}\n")
+    return path
+
+
+def _entities_file(x, folder):
+    """A path as it is; a dict `{utterance id: [(CLASS, "the words"), ...]}` written as the
+    CLI's entity file (`utt<TAB>[CLASS] words|[CLASS] words`)."""
+    if x is None or not isinstance(x, dict):
+        return None if x is None else str(x)
+    path = os.path.join(folder, "entities")
+    with open(path, "w", encoding="utf-8") as f:
+        for utt, spans in x.items():
+            parts = []
+            for i, span in enumerate(spans):
+                if not (isinstance(span, tuple) and len(span) == 2):
+                    raise ValueError(f"entities[{utt!r}][{i}]: expected (CLASS, words)")
+                cls, words = span
+                parts.append(f"[{cls}] {words}")
+            f.write(f"{utt}\t{'|'.join(parts)}\n")
+    return path
+
+
+def score(refs, hyps, entities=None, fmt=None, ne_classes=None, normalize=None,
+          ne_insertions=None, strict=False, lenient=False):
+    """WER, NE-WER, U-WER, NE-A (and for ``fmt="fbai"`` the benchmark's WER, U-WER, B-WER) of
+    hypotheses against references: ``ctxbench score``'s own code and figures (its ``--json``
+    as a dict). ``refs``/``hyps`` are dicts ``{utterance id: text}`` or paths (Kaldi text
+    files, ``.nlp`` folders, the fbai benchmark's files); ``entities`` a dict
+    ``{utterance id: [(CLASS, words), ...]}`` or the CLI's entity file. Warnings (missing or
+    extra hypotheses) are Python warnings."""
+    with tempfile.TemporaryDirectory() as d:
+        r = _text_file(refs, d, "refs")
+        h = _text_file(hyps, d, "hyps")
+        e = _entities_file(entities, d)
+        out = os.path.join(d, "score.json")
+        said = _ctxbench.score_files(r, h, out, fmt=fmt, entities=e, ne_classes=ne_classes,
+                                     normalize=normalize, ne_insertions=ne_insertions,
+                                     strict=strict, lenient=lenient)
+        for w in said:
+            warnings.warn(w)
+        with open(out, encoding="utf-8") as f:
+            return json.load(f)

@@ -1,4 +1,4 @@
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 __version__: str
 
@@ -15,6 +15,18 @@ class Hypothesis:
     cost: float
 
 def as_array(x: Any, what: str = ...) -> Any: ...
+
+def score(
+    refs: Union[Dict[str, str], str],
+    hyps: Union[Dict[str, str], str],
+    entities: Optional[Union[Dict[str, List[Tuple[str, str]]], str]] = ...,
+    fmt: Optional[str] = ...,
+    ne_classes: Optional[List[str]] = ...,
+    normalize: Optional[str] = ...,
+    ne_insertions: Optional[str] = ...,
+    strict: bool = ...,
+    lenient: bool = ...,
+) -> Dict[str, Any]: ...
 
 class CtcDecoder:
     """A CTC decoder over a TLG graph (``ctxbench decode --model ctc``)."""
