@@ -61,3 +61,17 @@ def test_bad_arguments_are_named(kw, needles):
         ctxbench.score(**args)
     for n in needles:
         assert n in str(info.value), str(info.value)
+
+
+def test_the_biasing_benchmarks_format_gives_the_clis_json(tmp_path):
+    # The committed LibriSpeech biasing subset (Le et al. 2021's files, score.py's figures).
+    from pathlib import Path
+    d = Path(__file__).resolve().parents[2] / "ctxbench" / "tests" / "data" / "fbai"
+    ref, hyp = d / "ref" / "test-clean.tsv", d / "hyp" / "test-clean.b1.rnnt_baseline.tsv"
+    out = tmp_path / "cli.json"
+    cli("score", "--format", "fbai", "--ref", str(ref), "--hyp", str(hyp), "--json", str(out))
+    want = json.load(open(out))
+    got = ctxbench.score(str(ref), str(hyp), fmt="fbai")
+    assert got == want
+    # score.py's own figures for this file (results/…result): B-WER 54 errors of 362 words.
+    assert got["b_wer"] == {"ref_words": 362, "subs": 52, "ins": 0, "dels": 2}
