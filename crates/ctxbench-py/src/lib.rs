@@ -348,13 +348,7 @@ impl CtcDecoder {
         if let Ok(mut t) = self.last.lock() {
             *t = [run.audio_s, run.decode_s, run.check_s];
         }
-        let words = &self.graph.symbols.words;
-        let spell = |w: u32| -> String {
-            match (w as usize).checked_sub(words.len()) {
-                Some(k) if k < run.open_words.len() => run.open_words[k].clone(),
-                _ => words.symbol(w).unwrap_or("<unk>").to_string(),
-            }
-        };
+        let spell = |w: u32| pipeline::spell_word(&self.graph.symbols.words, &run.open_words, w);
         Ok(run
             .results
             .iter()

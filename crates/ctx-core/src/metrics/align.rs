@@ -674,15 +674,19 @@ mod tests {
         out
     }
 
-    #[test]
-    fn matches_brute_force_on_random_references_with_alternatives() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut rnd = |n: u64| {
+    /// A seeded xorshift generator: `rnd(n)` is in `0..n`.
+    fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
             seed % n
-        };
+        }
+    }
+
+    #[test]
+    fn matches_brute_force_on_random_references_with_alternatives() {
+        let mut rnd = xorshift(0x2545_f491_4f6c_dd1d);
         for case in 0..300 {
             let nb = rnd(9) as usize;
             let mut blocks: Vec<Vec<Vec<u32>>> = Vec::new();
@@ -802,23 +806,12 @@ mod tests {
             (subs, dels, 0)
         );
     }
-}
-
-#[cfg(test)]
-mod fingerprint {
-    use super::*;
 
     /// FNV-1a over every step of many seeded alignments (alternatives, shifts, long lines): the
     /// storage of the DP rows may change, the alignments chosen (ties included) may not.
     #[test]
     fn alignments_are_unchanged() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rnd = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rnd = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut h = 0xcbf2_9ce4_8422_2325u64;
         let mut eat = |x: u64| {
             for b in x.to_le_bytes() {

@@ -19,8 +19,8 @@ pub use output::{
     oracle_wer, output, targets, timed_words, Output, TimedWord,
 };
 pub use search::{
-    decode, decode_indexed, decode_indexed_with, decode_with, spell_all, spell_words, Contexts,
-    DecodeRun, DecodeSettings, OpenWords, SearchGraph, SearchInputs,
+    decode, decode_indexed, decode_indexed_with, decode_with, spell_all, spell_word, spell_words,
+    Contexts, DecodeRun, DecodeSettings, OpenWords, SearchGraph, SearchInputs,
 };
 pub use setup::{
     checked_csr, ctc_blank_column, ctc_knobs, score_dataset, Acoustic, ScoreRules, Setup,

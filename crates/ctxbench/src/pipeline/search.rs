@@ -425,19 +425,18 @@ pub fn search(
 /// Word strings of word ids: the graph's words, then a run's context words (`open[k]` is word
 /// id `words.len() + k`).
 pub fn spell_words(setup: &Setup, open: &[String], ids: &[u32]) -> Vec<String> {
-    let base = setup.graph.symbols.words.len();
     ids.iter()
-        .map(|&i| match (i as usize).checked_sub(base) {
-            Some(k) if k < open.len() => open[k].clone(),
-            _ => setup
-                .graph
-                .symbols
-                .words
-                .symbol(i)
-                .unwrap_or("<unk>")
-                .to_string(),
-        })
+        .map(|&i| spell_word(&setup.graph.symbols.words, open, i))
         .collect()
+}
+
+/// One word id's string: `words`' symbol, or context word `open[id - words.len()]` of a run
+/// (`<unk>` for an id neither holds).
+pub fn spell_word(words: &ctx_core::symbols::SymbolTable, open: &[String], id: u32) -> String {
+    match (id as usize).checked_sub(words.len()) {
+        Some(k) if k < open.len() => open[k].clone(),
+        _ => words.symbol(id).unwrap_or("<unk>").to_string(),
+    }
 }
 
 /// [`spell_words`] of every utterance's word ids.
