@@ -48,19 +48,7 @@ impl<'g> CtcDecoder<'g> {
     pub fn new(graph: &'g DecodingGraph, config: CtcConfig) -> Result<Self> {
         config.validate()?;
         check_topology(graph, config.blank)?;
-        let graph = if config.word_insertion_penalty != 0.0 {
-            let mut g = graph.clone();
-            let slot = config.context_slot.unwrap_or(0);
-            for (w, &o) in g.weight.iter_mut().zip(&graph.olabel) {
-                // (The slot writes no word: its arcs keep their entry cost.)
-                if o != 0 && o != slot {
-                    *w += config.word_insertion_penalty;
-                }
-            }
-            Cow::Owned(g)
-        } else {
-            Cow::Borrowed(graph)
-        };
+        let graph = with_word_penalty(graph, config.word_insertion_penalty, config.context_slot);
         Ok(Self {
             graph,
             config,
@@ -190,6 +178,27 @@ pub fn add_word_penalty(context: &mut ContextGraph, p: f32) {
             }
         }
     }
+}
+
+/// `graph` with the word insertion penalty `p` added to every arc that writes a word (a copy),
+/// or `graph` itself when `p` is 0. The class slot's arcs (output `slot`) write no word and keep
+/// their entry cost.
+pub fn with_word_penalty(
+    graph: &DecodingGraph,
+    p: f32,
+    slot: Option<u32>,
+) -> Cow<'_, DecodingGraph> {
+    if p == 0.0 {
+        return Cow::Borrowed(graph);
+    }
+    let mut g = graph.clone();
+    let slot = slot.unwrap_or(0);
+    for (w, &o) in g.weight.iter_mut().zip(&graph.olabel) {
+        if o != 0 && o != slot {
+            *w += p;
+        }
+    }
+    Cow::Owned(g)
 }
 
 /// What one chunk of one channel produced.

@@ -21,6 +21,6 @@ pub mod greedy;
 
 pub use boost::{BoostReport, ContextBoost};
 pub use config::CtcConfig;
-pub use decoder::{add_word_penalty, CtcDecoder, CtcInput, StreamingCtc};
+pub use decoder::{add_word_penalty, with_word_penalty, CtcDecoder, CtcInput, StreamingCtc};
 pub use error::{CtcError, Result};
 pub use greedy::{greedy_tokens, PosteriorShape};

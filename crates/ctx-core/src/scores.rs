@@ -10,12 +10,44 @@ use crate::io::{open_read, read_bytes, write_atomic};
 use std::io::{BufRead, Read, Write};
 use std::path::Path;
 
-/// A dense row-major matrix of f32 scores: one row per frame, one column per class.
-#[derive(Debug, Clone, PartialEq)]
+/// A dense row-major matrix of f32 scores: one row per frame, one column per class. Its values
+/// are its own, or a buffer shared with their owner ([`ScoreMatrix::shared`]: a numpy array
+/// lent by the Python package), read in place and copied only when written.
+#[derive(Clone)]
 pub struct ScoreMatrix {
     rows: usize,
     cols: usize,
-    data: Vec<f32>,
+    data: Values,
+}
+
+/// Row-major values lent by their owner for as long as a matrix holds them (read only).
+pub trait SharedValues: Send + Sync {
+    /// The values, row-major.
+    fn values(&self) -> &[f32];
+}
+
+/// A matrix's values: owned, or shared with the owner of a buffer.
+#[derive(Clone)]
+enum Values {
+    Owned(Vec<f32>),
+    Shared(std::sync::Arc<dyn SharedValues>),
+}
+
+impl std::fmt::Debug for ScoreMatrix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScoreMatrix")
+            .field("rows", &self.rows)
+            .field("cols", &self.cols)
+            .field("shared", &matches!(self.data, Values::Shared(_)))
+            .field("data", &self.data())
+            .finish()
+    }
+}
+
+impl PartialEq for ScoreMatrix {
+    fn eq(&self, other: &Self) -> bool {
+        self.rows == other.rows && self.cols == other.cols && self.data() == other.data()
+    }
 }
 
 impl ScoreMatrix {
@@ -29,7 +61,65 @@ impl ScoreMatrix {
                 data.len()
             )));
         }
-        Ok(Self { rows, cols, data })
+        Ok(Self {
+            rows,
+            cols,
+            data: Values::Owned(data),
+        })
+    }
+
+    /// A matrix over values shared with their owner, read in place (no copy); a write copies
+    /// them first. `values.values()` must hold `rows * cols` values.
+    ///
+    /// ```
+    /// use ctx_core::scores::{ScoreMatrix, SharedValues};
+    /// use std::sync::Arc;
+    /// struct Lent(Vec<f32>);
+    /// impl SharedValues for Lent {
+    ///     fn values(&self) -> &[f32] {
+    ///         &self.0
+    ///     }
+    /// }
+    /// let lent = Arc::new(Lent(vec![0.0, -1.0, -2.0, 0.0]));
+    /// let mut m = ScoreMatrix::shared(2, 2, lent.clone()).unwrap();
+    /// assert!(m.is_shared() && std::ptr::eq(m.data(), lent.values()));
+    /// m.row_mut(0)[0] = -5.0; // copied on write: the owner's values are untouched
+    /// assert!(!m.is_shared() && lent.0[0] == 0.0 && m.row(0) == &[-5.0, -1.0]);
+    /// ```
+    pub fn shared(
+        rows: usize,
+        cols: usize,
+        values: std::sync::Arc<dyn SharedValues>,
+    ) -> Result<Self> {
+        let n = values.values().len();
+        if rows.checked_mul(cols) != Some(n) {
+            return Err(CoreError::Invalid(format!(
+                "a {rows}×{cols} matrix needs {} values, got {n}",
+                rows.checked_mul(cols)
+                    .map_or_else(|| "more than 2^64".to_string(), |n| n.to_string()),
+            )));
+        }
+        Ok(Self {
+            rows,
+            cols,
+            data: Values::Shared(values),
+        })
+    }
+
+    /// Whether the values are still shared with their owner (not yet written).
+    pub fn is_shared(&self) -> bool {
+        matches!(self.data, Values::Shared(_))
+    }
+
+    /// The values, owned (copied out of a shared buffer on first write).
+    fn owned(&mut self) -> &mut Vec<f32> {
+        if let Values::Shared(v) = &self.data {
+            self.data = Values::Owned(v.values().to_vec());
+        }
+        match &mut self.data {
+            Values::Owned(v) => v,
+            Values::Shared(_) => unreachable!("made owned above"),
+        }
     }
 
     /// A matrix of zeros.
@@ -37,7 +127,7 @@ impl ScoreMatrix {
         Self {
             rows,
             cols,
-            data: vec![0.0; rows * cols],
+            data: Values::Owned(vec![0.0; rows * cols]),
         }
     }
 
@@ -53,12 +143,13 @@ impl ScoreMatrix {
 
     /// Frame `t` as a slice.
     pub fn row(&self, t: usize) -> &[f32] {
-        &self.data[t * self.cols..(t + 1) * self.cols]
+        &self.data()[t * self.cols..(t + 1) * self.cols]
     }
 
-    /// Frame `t` as a mutable slice.
+    /// Frame `t` as a mutable slice (a shared matrix copies its values first).
     pub fn row_mut(&mut self, t: usize) -> &mut [f32] {
-        &mut self.data[t * self.cols..(t + 1) * self.cols]
+        let cols = self.cols;
+        &mut self.owned()[t * cols..(t + 1) * cols]
     }
 
     /// A copy of rows `range` (a chunk for online decoding).
@@ -68,7 +159,7 @@ impl ScoreMatrix {
         ScoreMatrix {
             rows: end - start,
             cols: self.cols,
-            data: self.data[start * self.cols..end * self.cols].to_vec(),
+            data: Values::Owned(self.data()[start * self.cols..end * self.cols].to_vec()),
         }
     }
 
@@ -104,19 +195,23 @@ impl ScoreMatrix {
 
     /// All values, row-major.
     pub fn data(&self) -> &[f32] {
-        &self.data
+        match &self.data {
+            Values::Owned(v) => v,
+            Values::Shared(v) => v.values(),
+        }
     }
 
     /// Checks that every value is finite; the error names `utt`, the frame and the column.
     pub fn check_finite(&self, utt: &str) -> Result<()> {
-        if all_finite(&self.data) {
+        let data = self.data();
+        if all_finite(data) {
             return Ok(());
         }
-        if let Some(i) = self.data.iter().position(|v| !v.is_finite()) {
+        if let Some(i) = data.iter().position(|v| !v.is_finite()) {
             let (t, c) = (i / self.cols.max(1), i % self.cols.max(1));
             return Err(CoreError::utt(
                 utt,
-                format!("frame {t}, column {c}: non-finite score {}", self.data[i]),
+                format!("frame {t}, column {c}: non-finite score {}", data[i]),
             ));
         }
         Ok(())
@@ -239,7 +334,11 @@ pub fn read_npy(path: &Path) -> Result<ScoreMatrix> {
         }
         data = t;
     }
-    let m = ScoreMatrix { rows, cols, data };
+    let m = ScoreMatrix {
+        rows,
+        cols,
+        data: Values::Owned(data),
+    };
     let name = path.display().to_string();
     m.check_finite(&name).map_err(|e| bad(e.to_string()))?;
     Ok(m)
@@ -277,7 +376,7 @@ pub fn write_npy_to(w: &mut dyn Write, m: &ScoreMatrix) -> std::io::Result<()> {
     w.write_all(b"\x93NUMPY\x01\x00")?;
     w.write_all(&(header.len() as u16).to_le_bytes())?;
     w.write_all(header.as_bytes())?;
-    for v in &m.data {
+    for v in m.data() {
         w.write_all(&v.to_le_bytes())?;
     }
     Ok(())
@@ -552,7 +651,11 @@ impl ArkReader {
                 .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect()
         };
-        let m = ScoreMatrix { rows, cols, data };
+        let m = ScoreMatrix {
+            rows,
+            cols,
+            data: Values::Owned(data),
+        };
         m.check_finite(utt)
             .map_err(|e| CoreError::format(&self.path, e.to_string()))?;
         Ok(m)
@@ -616,7 +719,7 @@ impl ArkReader {
         let m = ScoreMatrix {
             rows,
             cols: cols.unwrap_or(0),
-            data,
+            data: Values::Owned(data),
         };
         m.check_finite(utt)
             .map_err(|e| CoreError::format(&self.path, e.to_string()))?;
@@ -688,7 +791,7 @@ pub fn write_ark_entry(
         w.write_all(&(m.rows as i32).to_le_bytes())?;
         w.write_all(&[4])?;
         w.write_all(&(m.cols as i32).to_le_bytes())?;
-        for v in &m.data {
+        for v in m.data() {
             w.write_all(&v.to_le_bytes())?;
         }
     } else {

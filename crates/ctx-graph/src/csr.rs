@@ -100,6 +100,25 @@ impl DecodingGraph {
         Ok(g)
     }
 
+    /// Maps every input label through `map` (index = label, 0 stays 0): a graph compiled over
+    /// canonical units (blank = 1) read onto a model's own columns
+    /// ([`crate::labels::CtcLabels::label_map`]). A label outside the map, or a reading label
+    /// mapped to 0, is an error.
+    pub fn map_input_labels(&mut self, map: &[u32]) -> Result<()> {
+        for l in self.ilabel.iter_mut().filter(|l| **l != 0) {
+            match map.get(*l as usize) {
+                Some(&m) if m != 0 => *l = m,
+                _ => {
+                    return Err(GraphError::Invalid(format!(
+                        "input label {l} is outside the label map ({} labels)",
+                        map.len()
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Number of states.
     pub fn num_states(&self) -> usize {
         self.final_cost.len()

@@ -9,6 +9,7 @@
 //! - [`biasing`]: the biasing FST of a phrase list (loop state + discounted phrase trie).
 //! - [`phrase_arcs`]: the arcs arc-index boosting discounts for a phrase list (000 Algorithm 1).
 //! - [`context`]: a stream's open-vocabulary context graph over CTC tokens (issue 42).
+//! - [`labels`]: a CTC model's label list as a TLG's units (spelling words; the blank's column).
 //! - [`csr`]: the CSR decoding-graph layout every decoder reads (emitting arcs first).
 //! - [`external`]: OpenFst binary graphs from other tools (vector, const) and export of ours.
 //! - [`cache`]: an on-disk cache of built graphs keyed by a hash of their inputs.
@@ -29,6 +30,7 @@ pub mod external;
 pub mod gboost;
 pub mod grammar;
 pub mod hmm;
+pub mod labels;
 pub mod lexicon_fst;
 pub mod paths;
 pub mod phrase_arcs;

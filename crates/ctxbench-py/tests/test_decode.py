@@ -39,6 +39,25 @@ def test_decode_batch_gives_the_clis_text_and_times(export):
     assert t["decode_s"] > 0 and t["check_s"] > 0
 
 
+def test_arrays_are_read_in_any_layout_and_never_written(export):
+    e, ids, arrays = export
+    dec = decoder(e, acoustic_scale=2.0)
+    want = [h.text for h in dec.decode_batch(arrays[:6])]
+    # Fortran order (the same values, columns contiguous) and a strided view: read by value.
+    fortran = [np.asfortranarray(a) for a in arrays[:6]]
+    assert all(not a.flags.c_contiguous for a in fortran)
+    assert [h.text for h in dec.decode_batch(fortran)] == want
+    wide = [np.concatenate([a, a], axis=1)[:, : a.shape[1]] for a in arrays[:6]]
+    assert all(not a.flags.c_contiguous for a in wide)
+    assert [h.text for h in dec.decode_batch(wide)] == want
+    # A blank penalty writes the scores: on a copy, never on the caller's array.
+    before = arrays[0].copy()
+    decoder(e, acoustic_scale=2.0, blank_penalty=3.0).decode(arrays[0])
+    assert np.array_equal(arrays[0], before)
+    # Decoding twice with one decoder (its search kept between calls) gives the same.
+    assert [h.text for h in dec.decode_batch(arrays[:6])] == want
+
+
 def test_settings_change_the_search(export):
     e, ids, arrays = export
     wide = decoder(e, acoustic_scale=2.0).decode_batch(arrays[:10])

@@ -1,13 +1,14 @@
 """ctxbench in Python: the CTC WFST decoder of ``ctxbench decode --model ctc`` on arrays.
 
     import ctxbench
+    dec = ctxbench.CtcDecoder.from_lm(labels, "lm.arpa")   # pyctcdecode's build_ctcdecoder habit
     dec = ctxbench.CtcDecoder("TLG.fst", "words.txt", tokens="tokens.txt", beam=15.0)
     hyp = dec.decode(log_probs)            # [T, V] float32 log-probabilities
     print(hyp.text, [(w.word, w.start, w.end) for w in hyp.words])
-    hyps = dec.decode_batch([lp1, lp2])    # threads = the `threads` setting
+    hyps = dec.decode_batch([lp1, lp2], contexts=[("zorblax corp", 5.0)])   # hotword phrases
 
-Settings are the CLI's, typed by the same specs (``dec.settings`` lists them). Torch tensors
-are accepted and copied to host float32 arrays (said by :func:`as_array`).
+Settings are the CLI's, typed by the same specs (``dec.settings`` lists them). Numpy arrays are
+read in place; torch tensors are converted by :func:`as_array`.
 
     ctxbench.score({"u1": "a b c"}, {"u1": "a x c"})["wer"]    # 33.3..., ctxbench score's figures
 """
@@ -24,8 +25,9 @@ __all__ = ["CtcDecoder", "Hypothesis", "Word", "as_array", "score", "__version__
 
 
 def as_array(x, what="log_probs"):
-    """A numpy array of ``x``: numpy arrays as they are; torch tensors detached and copied to
-    the host (the decoder reads host memory; a device tensor is copied, not read in place)."""
+    """A numpy array of ``x``: numpy arrays as they are (read in place by the decoder); torch
+    tensors detached and brought to the host (a CPU float32 tensor shares its memory; a device
+    tensor is copied, not read where it is)."""
     if hasattr(x, "detach") and hasattr(x, "cpu") and hasattr(x, "numpy"):
         return x.detach().cpu().numpy()
     return x
@@ -33,15 +35,38 @@ def as_array(x, what="log_probs"):
 
 class CtcDecoder(_CtcDecoder):
     """A CTC decoder over a TLG graph, built once; ``decode`` / ``decode_batch`` on
-    ``[T, V]`` float32 log-probabilities (numpy arrays or torch tensors)."""
+    ``[T, V]`` float32 log-probabilities (numpy arrays or torch tensors), with
+    open-vocabulary ``contexts`` (hotword phrases, words outside the LM included)."""
 
-    def decode(self, log_probs):
-        """The best path of one utterance as a :class:`Hypothesis`."""
-        return super().decode(as_array(log_probs))
+    @classmethod
+    def from_lm(cls, labels, lm, blank=None, delimiter=None, lexicon=None, cache_dir="default",
+                **settings):
+        """A decoder from a CTC model's labels (one per score column: SentencePiece pieces with
+        ``▁`` word starts, or characters with a ``|`` or space delimiter) and an ARPA LM, as
+        pyctcdecode's ``build_ctcdecoder``: the LM's words are spelled in the labels, the TLG is
+        built with the class slot for ``contexts`` and cached in ``cache_dir`` (default
+        ``$XDG_CACHE_HOME/ctxbench/graphs``; ``None``: not cached). The blank is the label
+        ``""``, ``<blk>``, ``<blank>``, ``<b>``, ``<pad>`` or ``<eps>`` unless ``blank`` names
+        its column. ``lexicon`` (Kaldi ``lexicon.txt``: a word and its labels per line) spells
+        its words as the model was trained to, in the graph and in contexts; the LM's other
+        words are spelled in the fewest labels. ``dec.graph_info`` says which LM words no label
+        spelling could make."""
+        if cache_dir == "default":
+            base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+            cache_dir = os.path.join(base, "ctxbench", "graphs")
+        return cls(labels=list(labels), lm=str(lm), blank=blank, delimiter=delimiter,
+                   lexicon=None if lexicon is None else str(lexicon), cache_dir=cache_dir,
+                   **settings)
 
-    def decode_batch(self, log_probs, ids=None):
-        """The best paths of a list of utterances, in order (the GIL is released)."""
-        return super().decode_batch([as_array(x) for x in log_probs], ids)
+    def decode(self, log_probs, contexts=None):
+        """The best path of one utterance as a :class:`Hypothesis`; ``contexts`` its phrases
+        (strings, or ``(phrase, weight)`` pairs)."""
+        return super().decode(as_array(log_probs), contexts)
+
+    def decode_batch(self, log_probs, ids=None, contexts=None):
+        """The best paths of a list of utterances, in order (the GIL is released);
+        ``contexts`` one list of phrases for all, or one list (or ``None``) per utterance."""
+        return super().decode_batch([as_array(x) for x in log_probs], ids, contexts)
 
 
 def _text_file(x, folder, name):

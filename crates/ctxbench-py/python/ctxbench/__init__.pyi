@@ -28,15 +28,24 @@ def score(
     lenient: bool = ...,
 ) -> Dict[str, Any]: ...
 
+Phrase = Union[str, Tuple[str, float]]
+Contexts = Optional[Union[List[Phrase], List[Optional[List[Phrase]]]]]
+
 class CtcDecoder:
     """A CTC decoder over a TLG graph (``ctxbench decode --model ctc``)."""
     def __init__(
         self,
-        graph: str,
-        words: str,
+        graph: Optional[str] = ...,
+        words: Optional[str] = ...,
         tokens: Optional[str] = ...,
         blank: Optional[int] = ...,
         frame_shift: float = ...,
+        topology: str = ...,
+        labels: Optional[List[str]] = ...,
+        lm: Optional[str] = ...,
+        delimiter: Optional[int] = ...,
+        cache_dir: Optional[str] = ...,
+        lexicon: Optional[str] = ...,
         *,
         beam: float = ...,
         max_active: int = ...,
@@ -49,12 +58,35 @@ class CtcDecoder:
         gpu_batch: int = ...,
         blank_penalty: float = ...,
         word_insertion_penalty: float = ...,
+        open_vocab_weight: float = ...,
+        open_vocab_entry: float = ...,
+        open_vocab_max_pause: float = ...,
     ) -> None: ...
+    @classmethod
+    def from_lm(
+        cls,
+        labels: Sequence[str],
+        lm: str,
+        blank: Optional[int] = ...,
+        delimiter: Optional[int] = ...,
+        lexicon: Optional[str] = ...,
+        cache_dir: Optional[str] = ...,
+        **settings: Any,
+    ) -> "CtcDecoder": ...
     @property
     def settings(self) -> Dict[str, Union[str, float, int, bool]]: ...
     @property
+    def graph_info(self) -> Dict[str, Union[str, float, int, bool]]: ...
+    @property
     def blank(self) -> int: ...
     @property
+    def has_slot(self) -> bool: ...
+    @property
     def timing(self) -> Dict[str, float]: ...
-    def decode(self, log_probs: Any) -> Hypothesis: ...
-    def decode_batch(self, log_probs: Sequence[Any], ids: Optional[List[str]] = ...) -> List[Hypothesis]: ...
+    def decode(self, log_probs: Any, contexts: Optional[List[Phrase]] = ...) -> Hypothesis: ...
+    def decode_batch(
+        self,
+        log_probs: Sequence[Any],
+        ids: Optional[List[str]] = ...,
+        contexts: Contexts = ...,
+    ) -> List[Hypothesis]: ...

@@ -3,6 +3,7 @@
 //! ([`output`], lattice-rescorer) → scoring (ctx-core metrics). What only one biasing
 //! component needs lives with it in `methods/components`.
 
+pub mod label_graph;
 pub mod lists;
 pub mod memory;
 pub mod otf_lm;
@@ -19,11 +20,12 @@ pub use output::{
     oracle_wer, output, targets, timed_words, Output, TimedWord,
 };
 pub use search::{
-    decode, decode_indexed, decode_indexed_with, decode_with, spell_all, spell_word, spell_words,
-    Contexts, DecodeRun, DecodeSettings, OpenWords, SearchGraph, SearchInputs,
+    decode, decode_indexed, decode_indexed_with, decode_with, searched_graph, spell_all,
+    spell_word, spell_words, Contexts, DecodeRun, DecodeSettings, OpenWords, SearchGraph,
+    SearchInputs, Searcher,
 };
 pub use setup::{
-    checked_csr, ctc_blank_column, ctc_knobs, score_dataset, Acoustic, ScoreRules, Setup,
-    SetupOptions, StaticBoost,
+    checked_csr, checked_csr_mapped, ctc_blank_column, ctc_knobs, score_dataset, Acoustic,
+    ScoreRules, Setup, SetupOptions, StaticBoost,
 };
 pub use utterance_lists::{list_of, set_list};

@@ -184,6 +184,7 @@ pub fn decode_with(
 /// What the search needs of a setup: the graph, its CTC blank and class slot, silence and
 /// frame shift. Made from a [`Setup`] (the CLI and the runner) or from a graph and arrays
 /// alone (the Python package): one search for both.
+#[derive(Clone)]
 pub struct SearchGraph<'a> {
     /// The decoding graph.
     pub csr: &'a ctx_graph::csr::DecodingGraph,
@@ -271,155 +272,223 @@ impl SearchInputs for DatasetUtterances<'_> {
 /// Decodes `utts` on `graph` in batches (a CPU thread pool or a device), CTC inputs checked
 /// and penalised through ctc-wfst; `with_contexts` says open-vocabulary contexts are given
 /// (the graph must have the class slot). Results in input order; the first error in input
-/// order is returned.
+/// order is returned. A [`Searcher`] built once and run on each set.
 pub fn search(
     graph: &SearchGraph,
     settings: &DecodeSettings,
     utts: &dyn SearchInputs,
     with_contexts: bool,
 ) -> Result<DecodeRun> {
-    let slot = graph.context_slot;
-    if with_contexts && slot.is_none() {
-        bail!(
-            "dataset {}: open-vocabulary contexts need a graph built with the class slot",
-            graph.name
-        );
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(settings.threads.max(1))
-        .build()?;
-    // A CTC model decodes through ctc-wfst: its input checks, blank penalty and word
-    // insertion penalty (a graph copy only when that penalty is set).
-    let ctc = match graph.ctc_blank {
-        Some(blank) => Some(ctc_wfst::CtcDecoder::new(
+    let searched = searched_graph(graph, settings);
+    let mut searcher = Searcher::new(graph, &searched, settings)?;
+    searcher.run(utts, with_contexts)
+}
+
+/// The graph a search reads: a CTC graph with the word insertion penalty on every arc that
+/// writes a word (a copy), or the graph itself.
+pub fn searched_graph<'a>(
+    graph: &SearchGraph<'a>,
+    settings: &DecodeSettings,
+) -> std::borrow::Cow<'a, ctx_graph::csr::DecodingGraph> {
+    match graph.ctc_blank {
+        Some(_) => ctc_wfst::with_word_penalty(
             graph.csr,
-            ctc_wfst::CtcConfig {
-                search: settings.config.clone(),
-                blank,
-                blank_penalty: settings.blank_penalty,
-                word_insertion_penalty: settings.word_insertion_penalty,
-                context_slot: slot,
-                ..ctc_wfst::CtcConfig::default()
-            },
-        )?),
-        None => {
-            if settings.blank_penalty != 0.0 || settings.word_insertion_penalty != 0.0 {
-                bail!(
-                    "dataset {}: blank and word insertion penalties are CTC settings; this is a {} graph",
-                    graph.name,
-                    graph.kind
-                );
-            }
-            None
+            settings.word_insertion_penalty,
+            graph.context_slot,
+        ),
+        None => std::borrow::Cow::Borrowed(graph.csr),
+    }
+}
+
+/// A search made once — the graph checked, the thread pool, the CTC input checks, the backend
+/// opened — and run on any number of input sets: the CLI's dataset, or each call of a Python
+/// decoder (whose per-call cost was the graph's checks, rebuilt every call).
+pub struct Searcher<'g> {
+    graph: SearchGraph<'g>,
+    settings: DecodeSettings,
+    pool: rayon::ThreadPool,
+    ctc: Option<ctc_wfst::CtcDecoder<'g>>,
+    engine: Engine<'g>,
+}
+
+impl<'g> Searcher<'g> {
+    /// A search of `graph` with `settings`; `searched` is [`searched_graph`]'s (the graph with
+    /// the CTC word insertion penalty applied), borrowed for as long as the searcher lives.
+    pub fn new(
+        graph: &SearchGraph<'g>,
+        searched: &'g ctx_graph::csr::DecodingGraph,
+        settings: &DecodeSettings,
+    ) -> Result<Self> {
+        let slot = graph.context_slot;
+        if graph.ctc_blank.is_some()
+            && settings.word_insertion_penalty != 0.0
+            && std::ptr::eq(searched, graph.csr)
+        {
+            bail!(
+                "dataset {}: the searched graph lacks the word insertion penalty (searched_graph)",
+                graph.name
+            );
         }
-    };
-    let csr = ctc.as_ref().map_or(graph.csr, |c| c.graph());
-    let dec = Decoder::new(csr, settings.config.clone())?.with_silence(graph.silence);
-    // A graph with the slot declares it, with contexts or without (its arcs are no word).
-    let dec = match slot {
-        Some(w) => dec.with_context_slot(w)?,
-        None => dec,
-    };
-    let prepare = |i: usize, m: ScoreMatrix| -> Result<ScoreMatrix> {
-        match &ctc {
-            Some(c) => {
-                let owned = match c.prepare(utts.id(i), &m)? {
-                    std::borrow::Cow::Owned(x) => Some(x),
-                    std::borrow::Cow::Borrowed(_) => None,
-                };
-                Ok(owned.unwrap_or(m))
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(settings.threads.max(1))
+            .build()?;
+        // A CTC model decodes through ctc-wfst: its input checks and blank penalty (the word
+        // insertion penalty is already on `searched`'s word arcs).
+        let ctc = match graph.ctc_blank {
+            Some(blank) => Some(ctc_wfst::CtcDecoder::new(
+                searched,
+                ctc_wfst::CtcConfig {
+                    search: settings.config.clone(),
+                    blank,
+                    blank_penalty: settings.blank_penalty,
+                    word_insertion_penalty: 0.0,
+                    context_slot: slot,
+                    ..ctc_wfst::CtcConfig::default()
+                },
+            )?),
+            None => {
+                if settings.blank_penalty != 0.0 || settings.word_insertion_penalty != 0.0 {
+                    bail!(
+                        "dataset {}: blank and word insertion penalties are CTC settings; this is a {} graph",
+                        graph.name,
+                        graph.kind
+                    );
+                }
+                None
             }
-            None => Ok(m),
+        };
+        let dec = Decoder::new(searched, settings.config.clone())?.with_silence(graph.silence);
+        // A graph with the slot declares it, with contexts or without (its arcs are no word).
+        let dec = match slot {
+            Some(w) => dec.with_context_slot(w)?,
+            None => dec,
+        };
+        // The backend is opened (and named) by the engine, as every front end opens it.
+        let engine = Engine::open(dec, settings.backend)?;
+        Ok(Self {
+            graph: graph.clone(),
+            settings: settings.clone(),
+            pool,
+            ctc,
+            engine,
+        })
+    }
+
+    /// The backend that decodes (cpu, cuda, shim).
+    pub fn backend(&self) -> String {
+        self.engine.backend().to_string()
+    }
+
+    /// Decodes `utts` in batches (a CPU thread pool or a device); `with_contexts` says
+    /// open-vocabulary contexts are given (the graph must have the class slot). Results in
+    /// input order; the first error in input order is returned.
+    pub fn run(&mut self, utts: &dyn SearchInputs, with_contexts: bool) -> Result<DecodeRun> {
+        let (graph, settings, pool, ctc) = (&self.graph, &self.settings, &self.pool, &self.ctc);
+        if with_contexts && graph.context_slot.is_none() {
+            bail!(
+                "dataset {}: open-vocabulary contexts need a graph built with the class slot",
+                graph.name
+            );
         }
-    };
-    let chunk_rows = ((settings.chunk_s / graph.frame_s).round() as usize).max(1);
-    let endpoint = settings
-        .endpointing
-        .then(|| EndpointConfig::kaldi(graph.frame_s as f32));
-    let n = utts.len();
-    let mut results = Vec::with_capacity(n);
-    let open_base = graph.words_len;
-    let mut open_words = OpenWords::default();
-    let (mut decode_s, mut sim_s, mut check_s, mut audio_s) = (0.0, 0.0, 0.0, 0.0);
-    // The backend is opened (and named) by the engine, as every front end opens it.
-    let mut engine = Engine::open(dec, settings.backend)?;
-    let batch = match &engine {
-        Engine::Device(_) => settings.gpu_batch.max(1),
-        Engine::Cpu(_) => 16 * settings.threads.max(1),
-    };
-    for start in (0..n).step_by(batch.max(1)) {
-        let group: Vec<usize> = (start..(start + batch).min(n)).collect();
-        let t = Instant::now();
-        // Results gathered in order, then the first error in input order (a parallel
-        // `collect::<Result<_>>` would report whichever failure a thread met first).
-        let mats: Vec<Result<ScoreMatrix>> =
-            pool.install(|| group.par_iter().map(|&i| utts.scores(i)).collect());
-        let mats: Vec<ScoreMatrix> = mats.into_iter().collect::<Result<_>>()?;
-        sim_s += t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        let mats: Vec<ScoreMatrix> = match &ctc {
-            None => mats,
-            Some(_) => {
-                let v: Vec<Result<ScoreMatrix>> = pool.install(|| {
+        let prepare = |i: usize, m: ScoreMatrix| -> Result<ScoreMatrix> {
+            match ctc {
+                Some(c) => {
+                    let owned = match c.prepare(utts.id(i), &m)? {
+                        std::borrow::Cow::Owned(x) => Some(x),
+                        std::borrow::Cow::Borrowed(_) => None,
+                    };
+                    Ok(owned.unwrap_or(m))
+                }
+                None => Ok(m),
+            }
+        };
+        let chunk_rows = ((settings.chunk_s / graph.frame_s).round() as usize).max(1);
+        let endpoint = settings
+            .endpointing
+            .then(|| EndpointConfig::kaldi(graph.frame_s as f32));
+        let n = utts.len();
+        let mut results = Vec::with_capacity(n);
+        let open_base = graph.words_len;
+        let mut open_words = OpenWords::default();
+        let (mut decode_s, mut sim_s, mut check_s, mut audio_s) = (0.0, 0.0, 0.0, 0.0);
+        let batch = match &self.engine {
+            Engine::Device(_) => settings.gpu_batch.max(1),
+            Engine::Cpu(_) => 16 * settings.threads.max(1),
+        };
+        for start in (0..n).step_by(batch.max(1)) {
+            let group: Vec<usize> = (start..(start + batch).min(n)).collect();
+            let t = Instant::now();
+            // Results gathered in order, then the first error in input order (a parallel
+            // `collect::<Result<_>>` would report whichever failure a thread met first).
+            let mats: Vec<Result<ScoreMatrix>> =
+                pool.install(|| group.par_iter().map(|&i| utts.scores(i)).collect());
+            let mats: Vec<ScoreMatrix> = mats.into_iter().collect::<Result<_>>()?;
+            sim_s += t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let mats: Vec<ScoreMatrix> = match ctc {
+                None => mats,
+                Some(_) => {
+                    let v: Vec<Result<ScoreMatrix>> = pool.install(|| {
+                        group
+                            .par_iter()
+                            .zip(mats)
+                            .map(|(&i, m)| prepare(i, m))
+                            .collect()
+                    });
+                    v.into_iter().collect::<Result<_>>()?
+                }
+            };
+            check_s += t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let out: Vec<wfst_search::Result<UtteranceResult>> = match &mut self.engine {
+                Engine::Device(gpu) => {
+                    let mut streams: Vec<Stream> = group
+                        .iter()
+                        .map(|&i| {
+                            let mut s = Stream::new(utts.id(i).to_string(), utts.booster(i));
+                            s.set_context(utts.context(i));
+                            s
+                        })
+                        .collect();
+                    let refs: Vec<&ScoreMatrix> = mats.iter().collect();
+                    gpu.decode_utterances(&mut streams, &refs, chunk_rows, endpoint.as_ref())
+                }
+                Engine::Cpu(dec) => pool.install(|| {
                     group
                         .par_iter()
-                        .zip(mats)
-                        .map(|(&i, m)| prepare(i, m))
+                        .zip(&mats)
+                        .map_init(
+                            || Stream::new("", Booster::None),
+                            |stream, (&i, m)| {
+                                stream.reset(utts.id(i).to_string(), utts.booster(i));
+                                stream.set_context(utts.context(i));
+                                decode_utterance(dec, stream, m, chunk_rows, endpoint.as_ref())
+                            },
+                        )
                         .collect()
-                });
-                v.into_iter().collect::<Result<_>>()?
+                }),
+            };
+            decode_s += t.elapsed().as_secs_f64();
+            for r in out {
+                let mut r = r?;
+                renumber_context_words(&mut r, open_base, &mut open_words);
+                results.push(r);
             }
-        };
-        check_s += t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        let out: Vec<wfst_search::Result<UtteranceResult>> = match &mut engine {
-            Engine::Device(gpu) => {
-                let mut streams: Vec<Stream> = group
-                    .iter()
-                    .map(|&i| {
-                        let mut s = Stream::new(utts.id(i).to_string(), utts.booster(i));
-                        s.set_context(utts.context(i));
-                        s
-                    })
-                    .collect();
-                let refs: Vec<&ScoreMatrix> = mats.iter().collect();
-                gpu.decode_utterances(&mut streams, &refs, chunk_rows, endpoint.as_ref())
-            }
-            Engine::Cpu(dec) => pool.install(|| {
-                group
-                    .par_iter()
-                    .zip(&mats)
-                    .map_init(
-                        || Stream::new("", Booster::None),
-                        |stream, (&i, m)| {
-                            stream.reset(utts.id(i).to_string(), utts.booster(i));
-                            stream.set_context(utts.context(i));
-                            decode_utterance(dec, stream, m, chunk_rows, endpoint.as_ref())
-                        },
-                    )
-                    .collect()
-            }),
-        };
-        decode_s += t.elapsed().as_secs_f64();
-        for r in out {
-            let mut r = r?;
-            renumber_context_words(&mut r, open_base, &mut open_words);
-            results.push(r);
+            audio_s += group.iter().map(|&i| utts.duration_s(i)).sum::<f64>();
         }
-        audio_s += group.iter().map(|&i| utts.duration_s(i)).sum::<f64>();
+        let (backend, device) = (self.engine.backend().to_string(), self.engine.device());
+        Ok(DecodeRun {
+            results,
+            audio_s,
+            decode_s,
+            sim_s,
+            check_s,
+            threads: settings.threads.max(1),
+            backend,
+            device,
+            open_words: open_words.words,
+        })
     }
-    let (backend, device) = (engine.backend().to_string(), engine.device());
-    Ok(DecodeRun {
-        results,
-        audio_s,
-        decode_s,
-        sim_s,
-        check_s,
-        threads: settings.threads.max(1),
-        backend,
-        device,
-        open_words: open_words.words,
-    })
 }
 
 /// Word strings of word ids: the graph's words, then a run's context words (`open[k]` is word

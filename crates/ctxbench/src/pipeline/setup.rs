@@ -683,7 +683,18 @@ pub fn score_dataset(
 /// the search cannot close (issue 58), each error naming the file; a graph without a final
 /// state is warned about.
 pub fn checked_csr(graph: &Graph, path: &Path) -> Result<DecodingGraph> {
-    let csr = DecodingGraph::from_fst(&graph.fst, None)?;
+    checked_csr_mapped(graph, path, None)
+}
+
+/// [`checked_csr`] with the graph's input labels mapped first (`label_map[label]`: a label
+/// graph's units onto its model's columns, [`ctx_graph::labels::CtcLabels::label_map`]).
+pub fn checked_csr_mapped(
+    graph: &Graph,
+    path: &Path,
+    label_map: Option<&[u32]>,
+) -> Result<DecodingGraph> {
+    let csr = DecodingGraph::from_fst(&graph.fst, label_map)
+        .with_context(|| format!("graph {}", path.display()))?;
     csr.validate()
         .and_then(|_| csr.check_weights())
         .with_context(|| format!("graph {}", path.display()))?;

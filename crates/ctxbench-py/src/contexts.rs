@@ -1,0 +1,207 @@
+//! Open-vocabulary contexts from Python (`contexts=` of `decode` / `decode_batch`): phrases
+//! with weights, one list for a whole call or one per utterance, compiled over the model's
+//! labels into context graphs entered through the graph's class slot — the CLI's
+//! `--open-vocab` (issue 42), words the graph lacks included. A phrase with a negative weight is
+//! a penalty on the graph's own paths that write it, as in the CLI.
+
+use ctx_core::context_list::{ContextList, ContextPhrase};
+use ctx_core::symbols::SymbolTable;
+use ctx_graph::context::ContextGraph;
+use ctx_graph::ctc::CtcTopology;
+use ctx_graph::labels::CtcLabels;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyTuple};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use wfst_search::{Booster, PhraseAutomaton};
+
+/// One utterance's phrases as Python gave them: (words, weight).
+type Phrases = Vec<(Vec<String>, f32)>;
+
+/// `contexts` as each of `n` utterances' phrases: `None`; one list of phrases for all (each a
+/// string, at `weight`, or a `(string, weight)` pair); or a list of `n` such lists (or `None`),
+/// one per utterance. Errors name the argument's element.
+pub(crate) fn parse(
+    contexts: Option<&Bound<'_, PyAny>>,
+    n: usize,
+    weight: f32,
+) -> PyResult<Vec<Option<Phrases>>> {
+    let Some(c) = contexts.filter(|c| !c.is_none()) else {
+        return Ok(vec![None; n]);
+    };
+    let list = c.cast::<PyList>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "contexts: expected a list of phrases (or one list per utterance), got {}",
+            type_name(c)
+        ))
+    })?;
+    let per_utterance = list
+        .iter()
+        .next()
+        .is_some_and(|e| e.is_none() || e.is_instance_of::<PyList>());
+    if !per_utterance {
+        let one = phrases(list, "contexts", weight)?;
+        return Ok(vec![(!one.is_empty()).then_some(one); n]);
+    }
+    if list.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "contexts: {} lists for {n} utterances",
+            list.len()
+        )));
+    }
+    list.iter()
+        .enumerate()
+        .map(|(i, e)| {
+            if e.is_none() {
+                return Ok(None);
+            }
+            let what = format!("contexts[{i}]");
+            let l = e.cast::<PyList>().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "{what}: expected a list of phrases or None, got {}",
+                    type_name(&e)
+                ))
+            })?;
+            let p = phrases(l, &what, weight)?;
+            Ok((!p.is_empty()).then_some(p))
+        })
+        .collect()
+}
+
+fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type().name().map_or("?".into(), |n| n.to_string())
+}
+
+/// A list of phrases: strings (at `weight`) or `(string, weight)` pairs.
+fn phrases(list: &Bound<'_, PyList>, what: &str, weight: f32) -> PyResult<Phrases> {
+    list.iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let what = format!("{what}[{i}]");
+            let (text, w): (String, f32) = if e.is_instance_of::<PyString>() {
+                (e.extract()?, weight)
+            } else if let Ok(t) = e.cast::<PyTuple>() {
+                let bad = || {
+                    PyTypeError::new_err(format!(
+                        "{what}: expected (phrase, weight), got a tuple of {} items",
+                        t.len()
+                    ))
+                };
+                if t.len() != 2 {
+                    return Err(bad());
+                }
+                let text: String = t.get_item(0)?.extract().map_err(|_| bad())?;
+                let w: f64 = t.get_item(1)?.extract().map_err(|_| {
+                    PyTypeError::new_err(format!("{what}: the weight is not a number"))
+                })?;
+                if !(w.is_finite() && w.abs() <= 1000.0) {
+                    return Err(PyValueError::new_err(format!(
+                        "{what}: weight {w}: a cost in graph units, finite and at most 1000 in magnitude"
+                    )));
+                }
+                (text, w as f32)
+            } else {
+                return Err(PyTypeError::new_err(format!(
+                    "{what}: expected a phrase (str) or (phrase, weight), got {}",
+                    type_name(&e)
+                )));
+            };
+            let words: Vec<String> = text.split_whitespace().map(str::to_string).collect();
+            if words.is_empty() {
+                return Err(PyValueError::new_err(format!("{what}: an empty phrase")));
+            }
+            Ok((words, w))
+        })
+        .collect()
+}
+
+/// How a decoder compiles contexts: its labels (spelling), its graph's topology and words, the
+/// bound on blanks inside a phrase, the word insertion penalty and the label map of its columns.
+pub(crate) struct Compiler<'a> {
+    pub labels: &'a CtcLabels,
+    /// Words a lexicon spells (unit ids), spelled so before the labels' own spelling.
+    pub spellings: &'a std::collections::HashMap<String, Vec<u32>>,
+    pub topology: CtcTopology,
+    pub words: &'a SymbolTable,
+    pub max_blanks: Option<u32>,
+    pub word_insertion_penalty: f32,
+}
+
+/// Each utterance's context graph and booster, and the phrases no label spelling could make.
+pub(crate) struct Compiled {
+    pub contexts: Vec<Option<Arc<ContextGraph>>>,
+    pub boosters: Vec<Booster>,
+    pub unspellable: Vec<String>,
+}
+
+impl Compiler<'_> {
+    /// Compiles each distinct list once: phrases of positive weight into a context graph over
+    /// the labels (mapped onto the model's columns), negative ones into a penalty automaton on
+    /// the graph's own words.
+    pub(crate) fn compile(&self, lists: Vec<Option<Phrases>>) -> anyhow::Result<Compiled> {
+        type Built = (Option<Arc<ContextGraph>>, Booster);
+        let mut built: BTreeMap<Vec<(Vec<String>, u32)>, Built> = BTreeMap::new();
+        let map = self.labels.label_map();
+        let mut out = Compiled {
+            contexts: Vec::with_capacity(lists.len()),
+            boosters: Vec::with_capacity(lists.len()),
+            unspellable: Vec::new(),
+        };
+        for p in lists {
+            let Some(p) = p else {
+                out.contexts.push(None);
+                out.boosters.push(Booster::None);
+                continue;
+            };
+            let key: Vec<(Vec<String>, u32)> =
+                p.iter().map(|(w, x)| (w.clone(), x.to_bits())).collect();
+            if let Some((c, b)) = built.get(&key) {
+                out.contexts.push(c.clone());
+                out.boosters.push(b.clone());
+                continue;
+            }
+            let list = ContextList {
+                phrases: p
+                    .into_iter()
+                    .map(|(words, weight)| ContextPhrase { words, weight })
+                    .collect(),
+            };
+            let booster =
+                PhraseAutomaton::penalties(&list, |w| self.words.id(w).filter(|&i| i != 0))?
+                    .map_or(Booster::None, |(a, _)| Booster::Phrases(a));
+            let offered = ContextList {
+                phrases: list
+                    .phrases
+                    .into_iter()
+                    .filter(|p| p.weight >= 0.0)
+                    .collect(),
+            };
+            let context = if offered.phrases.is_empty() {
+                None
+            } else {
+                let mut g = ContextGraph::compile(
+                    &offered,
+                    |w| {
+                        self.spellings
+                            .get(w)
+                            .cloned()
+                            .or_else(|| self.labels.spell(w))
+                    },
+                    self.topology,
+                    self.max_blanks,
+                )?;
+                g.graph.map_input_labels(&map)?;
+                ctc_wfst::add_word_penalty(&mut g, self.word_insertion_penalty);
+                out.unspellable.extend(g.unspellable.iter().cloned());
+                Some(Arc::new(g))
+            };
+            built.insert(key, (context.clone(), booster.clone()));
+            out.contexts.push(context);
+            out.boosters.push(booster);
+        }
+        out.unspellable.sort();
+        out.unspellable.dedup();
+        Ok(out)
+    }
+}

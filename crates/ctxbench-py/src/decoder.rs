@@ -1,0 +1,504 @@
+//! `CtcDecoder`: the CTC WFST decoder of `ctxbench decode --model ctc` over a TLG — an
+//! exported graph, or one built from a model's labels and an ARPA LM — made once (graph
+//! checks, thread pool, backend), then `decode` / `decode_batch` on arrays, with open-vocabulary
+//! contexts per call or per utterance.
+
+use crate::arrays::{lend, Arrays, Borrowed};
+use crate::contexts::{self, Compiler};
+use crate::settings::{resolve, to_dict};
+use crate::value_err;
+use ctx_core::scores::ScoreMatrix;
+use ctx_graph::compile::{Graph, GraphKind};
+use ctx_graph::csr::DecodingGraph;
+use ctx_graph::ctc::CtcTopology;
+use ctx_graph::labels::CtcLabels;
+use ctxbench::methods::components::open_vocab::OpenVocab;
+use ctxbench::methods::components::penalties::CtcPenalties;
+use ctxbench::pipeline::label_graph::{label_graph, LabelGraphOptions};
+use ctxbench::pipeline::{self, DecodeSettings, ScoreRules, SearchGraph, Searcher, TimedWord};
+use ctxbench::settings::{Block, Common, Settings};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// A decoded word: its text and time in the utterance (seconds).
+#[pyclass(frozen, module = "ctxbench._ctxbench", get_all)]
+#[derive(Clone)]
+pub(crate) struct Word {
+    /// The word.
+    word: String,
+    /// Start time in seconds.
+    start: f64,
+    /// End time in seconds.
+    end: f64,
+}
+
+#[pymethods]
+impl Word {
+    fn __repr__(&self) -> String {
+        format!("Word({:?}, {:.2}, {:.2})", self.word, self.start, self.end)
+    }
+}
+
+/// One utterance's best path: its text, its words with times, and its cost (graph plus
+/// acoustic, the search's units).
+#[pyclass(frozen, module = "ctxbench._ctxbench", get_all)]
+pub(crate) struct Hypothesis {
+    /// The words joined by spaces.
+    text: String,
+    /// The words with their times.
+    words: Vec<Word>,
+    /// Graph cost plus acoustic cost of the best path (over all segments).
+    cost: f64,
+}
+
+#[pymethods]
+impl Hypothesis {
+    fn __repr__(&self) -> String {
+        format!("Hypothesis({:?}, cost={:.3})", self.text, self.cost)
+    }
+}
+
+/// What a decoder owns: the graph, its CSR form (input labels on the model's columns) and, with
+/// a word insertion penalty, the copy searched; the labels that spell contexts.
+struct Loaded {
+    graph: Graph,
+    csr: DecodingGraph,
+    /// `csr` with the word insertion penalty (`None`: it is 0, `csr` is searched).
+    penalised: Option<DecodingGraph>,
+    blank: u32,
+    silence: Vec<u32>,
+    frame_s: f64,
+    topology: CtcTopology,
+    /// The model's labels (spelling contexts); `None` for a graph without a token table.
+    labels: Option<CtcLabels>,
+    /// Words spelled by a lexicon (unit ids), before the labels' own spelling.
+    spellings: std::collections::HashMap<String, Vec<u32>>,
+}
+
+impl Loaded {
+    /// The search's view of the graph.
+    fn search_graph(&self) -> SearchGraph<'_> {
+        SearchGraph {
+            csr: &self.csr,
+            words_len: self.graph.symbols.words.len() as u32,
+            context_slot: self.graph.symbols.context_slot(),
+            ctc_blank: Some(self.blank),
+            silence: &self.silence,
+            frame_s: self.frame_s,
+            name: "python",
+            kind: self.graph.kind.name(),
+        }
+    }
+}
+
+/// The search over a loaded graph, made once and locked by each call (a decoder decodes one
+/// call at a time).
+type Running<'a> = Mutex<Searcher<'a>>;
+
+self_cell::self_cell!(
+    /// A loaded graph and the search made over it.
+    struct Engine {
+        owner: Loaded,
+        #[not_covariant]
+        dependent: Running,
+    }
+);
+
+/// A CTC decoder over a TLG, built once, then `decode` / `decode_batch` on `[T, V]` float32
+/// log-probability arrays.
+#[pyclass(frozen, subclass, module = "ctxbench._ctxbench")]
+pub(crate) struct CtcDecoder {
+    engine: Engine,
+    settings: DecodeSettings,
+    open: OpenVocab,
+    /// The resolved settings (every key a decoder takes), for `settings`.
+    resolved: Settings,
+    /// How the graph was made (from labels and an LM: words, unspellable, cache).
+    info: Settings,
+    /// The last call's seconds: audio, search, input checks (the CLI's RTFx split).
+    last: Mutex<[f64; 3]>,
+}
+
+/// A `topology` argument.
+fn topology(t: &str) -> PyResult<CtcTopology> {
+    CtcTopology::parse(t).ok_or_else(|| {
+        PyValueError::new_err(format!("topology: '{t}' is not one of normal, compact"))
+    })
+}
+
+/// The labels of a token table (`<eps>` 0, then token `k` reads column `k − 1`), or `None`
+/// when it cannot be read as one.
+fn table_labels(tokens: &Path, blank: u32) -> PyResult<CtcLabels> {
+    let table = ctx_core::symbols::SymbolTable::read(tokens)
+        .map_err(|e| PyValueError::new_err(format!("tokens: {e}")))?;
+    let n = table.iter().map(|(id, _)| id).max().unwrap_or(0) as usize;
+    let labels: Vec<String> = (1..=n as u32)
+        .map(|id| {
+            table
+                .symbol(id)
+                .map_or_else(|| format!("<col{}>", id - 1), str::to_string)
+        })
+        .collect();
+    CtcLabels::new(&labels, Some(blank as usize), None)
+        .map_err(|e| PyValueError::new_err(format!("tokens: {}: {e}", tokens.display())))
+}
+
+#[pymethods]
+impl CtcDecoder {
+    /// Either loads `graph` (an OpenFst TLG, input labels = token ids + 1) and `words` (its
+    /// words table) — the blank is `blank`, else the `<blk>` of `tokens`, else column 0 — or,
+    /// with `labels` and `lm`, builds the TLG of an ARPA LM over a model's labels
+    /// (`CtcDecoder.from_lm`). Keyword settings are the CLI's, with the same defaults.
+    #[new]
+    #[pyo3(signature = (graph=None, words=None, tokens=None, blank=None, frame_shift=0.04,
+                        topology="normal", labels=None, lm=None, delimiter=None, cache_dir=None,
+                        lexicon=None, **settings))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        graph: Option<PathBuf>,
+        words: Option<PathBuf>,
+        tokens: Option<PathBuf>,
+        blank: Option<u32>,
+        frame_shift: f64,
+        topology: &str,
+        labels: Option<Vec<String>>,
+        lm: Option<PathBuf>,
+        delimiter: Option<usize>,
+        cache_dir: Option<PathBuf>,
+        lexicon: Option<PathBuf>,
+        settings: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        if !(frame_shift.is_finite() && frame_shift > 0.0) {
+            return Err(PyValueError::new_err(format!(
+                "frame_shift: {frame_shift} (seconds per row) must be a number above 0"
+            )));
+        }
+        let topo = self::topology(topology)?;
+        let (all, resolved) = resolve("CtcDecoder", settings)?;
+        let common = Common::read(&all).map_err(value_err)?;
+        let penalties = CtcPenalties::read(&all).map_err(value_err)?;
+        let open = OpenVocab::read(&all).map_err(value_err)?;
+        open.check().map_err(value_err)?;
+        let mut decode = DecodeSettings::from_common(&common, 1.0);
+        penalties.apply(&mut decode);
+        let mut info = Settings::new();
+        let loaded = match (graph, words, labels, lm) {
+            (Some(graph), Some(words), None, None) => {
+                if lexicon.is_some() {
+                    return Err(PyTypeError::new_err(
+                        "lexicon: a loaded graph has its lexicon built in (lexicon= is for from_lm)",
+                    ));
+                }
+                let g = ctx_graph::external::load_graph(&graph, &words, None, GraphKind::Tlg(topo))
+                    .map_err(|e| PyValueError::new_err(format!("graph: {e}")))?;
+                let csr = pipeline::checked_csr(&g, &graph).map_err(value_err)?;
+                let blank = pipeline::ctc_blank_column(blank, tokens.as_deref(), None)
+                    .map_err(value_err)?
+                    .ok_or_else(|| PyValueError::new_err("blank: no score column"))?;
+                let labels = tokens
+                    .as_deref()
+                    .map(|t| table_labels(t, blank))
+                    .transpose()?;
+                Loaded {
+                    graph: g,
+                    csr,
+                    penalised: None,
+                    blank,
+                    silence: vec![blank + 1],
+                    frame_s: frame_shift,
+                    topology: topo,
+                    labels,
+                    spellings: Default::default(),
+                }
+            }
+            (None, None, Some(labels), Some(lm)) => {
+                if tokens.is_some() {
+                    // (A token table is the labels of a loaded graph.)
+                    return Err(PyTypeError::new_err(
+                        "tokens: a decoder built from labels takes no token table",
+                    ));
+                }
+                let labels = CtcLabels::new(&labels, blank.map(|b| b as usize), delimiter)
+                    .map_err(|e| PyValueError::new_err(e.to_string()))?;
+                let opts = LabelGraphOptions {
+                    topology: topo,
+                    slot_entry: Some(open.open_vocab_entry as f32),
+                    cache: cache_dir,
+                    lexicon,
+                };
+                let built = label_graph(&labels, &lm, &opts).map_err(value_err)?;
+                let map = labels.label_map();
+                let csr = pipeline::checked_csr_mapped(&built.graph, &lm, Some(&map))
+                    .map_err(value_err)?;
+                use ctxbench::settings::Value;
+                let vocab = built.graph.symbols.words.len() as i64;
+                info.insert("words".into(), Value::Int(vocab));
+                info.insert(
+                    "unspellable".into(),
+                    Value::Str(built.unspellable.join(" ")),
+                );
+                info.insert("cached".into(), Value::Bool(built.cached));
+                info.insert("build_s".into(), Value::Float(built.seconds));
+                if let Some(e) = &built.entry {
+                    info.insert("cache_entry".into(), Value::Str(e.display().to_string()));
+                }
+                let blank = labels.blank() as u32;
+                Loaded {
+                    graph: built.graph,
+                    csr,
+                    penalised: None,
+                    blank,
+                    silence: vec![blank + 1],
+                    frame_s: frame_shift,
+                    topology: topo,
+                    labels: Some(labels),
+                    spellings: built.spellings,
+                }
+            }
+            _ => {
+                return Err(PyTypeError::new_err(
+                    "CtcDecoder(): give graph and words (a TLG and its words table), or labels \
+                     and lm (CtcDecoder.from_lm)",
+                ))
+            }
+        };
+        let mut loaded = loaded;
+        if let std::borrow::Cow::Owned(p) =
+            pipeline::searched_graph(&loaded.search_graph(), &decode)
+        {
+            loaded.penalised = Some(p);
+        }
+        let engine = Engine::try_new(loaded, |o| {
+            let searched = o.penalised.as_ref().unwrap_or(&o.csr);
+            Searcher::new(&o.search_graph(), searched, &decode).map(Mutex::new)
+        })
+        .map_err(value_err)?;
+        Ok(Self {
+            engine,
+            settings: decode,
+            open,
+            resolved,
+            info,
+            last: Mutex::new([0.0; 3]),
+        })
+    }
+
+    /// The resolved settings, by name.
+    #[getter]
+    fn settings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        to_dict(py, &self.resolved)
+    }
+
+    /// How a graph built from labels and an LM was made: `words` (the graph's word table),
+    /// `unspellable` (LM words the labels cannot spell, space-separated), `cached`, `build_s`,
+    /// `cache_entry`. Empty for a loaded graph.
+    #[getter]
+    fn graph_info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        to_dict(py, &self.info)
+    }
+
+    /// The last `decode`/`decode_batch` call's seconds as the CLI counts them: `audio_s`
+    /// (rows × frame shift), `decode_s` (the search; RTFx = audio_s / decode_s) and
+    /// `check_s` (the CTC input checks and blank penalty, outside RTFx as in the CLI).
+    #[getter]
+    fn timing<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let t = *self
+            .last
+            .lock()
+            .map_err(|_| PyValueError::new_err("timing: poisoned"))?;
+        let d = PyDict::new(py);
+        d.set_item("audio_s", t[0])?;
+        d.set_item("decode_s", t[1])?;
+        d.set_item("check_s", t[2])?;
+        Ok(d)
+    }
+
+    /// The blank's score column.
+    #[getter]
+    fn blank(&self) -> u32 {
+        self.engine.borrow_owner().blank
+    }
+
+    /// Whether the graph has the class slot (open-vocabulary `contexts=` work).
+    #[getter]
+    fn has_slot(&self) -> bool {
+        self.engine
+            .borrow_owner()
+            .graph
+            .symbols
+            .context_slot()
+            .is_some()
+    }
+
+    /// Decodes one `[T, V]` float32 array of log-probabilities; `contexts` are its phrases
+    /// (strings at the `open_vocab_weight` setting, or `(phrase, weight)` pairs).
+    #[pyo3(signature = (log_probs, contexts=None))]
+    fn decode(
+        &self,
+        py: Python<'_>,
+        log_probs: &Bound<'_, PyAny>,
+        contexts: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Hypothesis> {
+        let lent = lend(log_probs, "log_probs")?;
+        let mats = vec![lent.matrix()?];
+        let mut out = self.run(py, mats, None, contexts)?;
+        drop(lent);
+        Ok(out.remove(0))
+    }
+
+    /// Decodes a list of `[T, V]` float32 arrays (threads as the `threads` setting; the GIL
+    /// is released while decoding). `ids` name the utterances in messages (default
+    /// `log_probs[i]`); `contexts` is one list of phrases for all, or one list (or `None`)
+    /// per utterance.
+    #[pyo3(signature = (log_probs, ids=None, contexts=None))]
+    fn decode_batch(
+        &self,
+        py: Python<'_>,
+        log_probs: Vec<Bound<'_, PyAny>>,
+        ids: Option<Vec<String>>,
+        contexts: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<Hypothesis>> {
+        // The arrays stay borrowed (read-only) until the call returns: the search reads them
+        // in place.
+        let lent = log_probs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| lend(a, &format!("log_probs[{i}]")))
+            .collect::<PyResult<Vec<_>>>()?;
+        let mats = lent
+            .iter()
+            .map(Borrowed::matrix)
+            .collect::<PyResult<Vec<_>>>()?;
+        if let Some(ids) = &ids {
+            if ids.len() != mats.len() {
+                return Err(PyValueError::new_err(format!(
+                    "ids: {} ids for {} arrays",
+                    ids.len(),
+                    mats.len()
+                )));
+            }
+        }
+        let out = self.run(py, mats, ids, contexts);
+        drop(lent);
+        out
+    }
+}
+
+impl CtcDecoder {
+    /// Compiles the contexts, searches the matrices (GIL released) and spells the best paths.
+    fn run(
+        &self,
+        py: Python<'_>,
+        mats: Vec<ScoreMatrix>,
+        ids: Option<Vec<String>>,
+        contexts: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<Hypothesis>> {
+        let n = mats.len();
+        let o = self.engine.borrow_owner();
+        let lists = contexts::parse(contexts, n, self.open.open_vocab_weight as f32)?;
+        let with_contexts = lists.iter().any(Option::is_some);
+        let compiled = if with_contexts {
+            if o.graph.symbols.context_slot().is_none() {
+                return Err(PyValueError::new_err(
+                    "contexts: the graph has no class slot (#CONTEXT): build it with \
+                     CtcDecoder.from_lm, or export a TLG built with the slot",
+                ));
+            }
+            let labels = o.labels.as_ref().ok_or_else(|| {
+                PyValueError::new_err(
+                    "contexts: the decoder has no labels to spell phrases with (give tokens=)",
+                )
+            })?;
+            let pause = self.open.open_vocab_max_pause;
+            let compiler = Compiler {
+                labels,
+                spellings: &o.spellings,
+                topology: o.topology,
+                words: &o.graph.symbols.words,
+                max_blanks: (pause > 0.0).then(|| ((pause / o.frame_s).round() as u32).max(1)),
+                word_insertion_penalty: self.settings.word_insertion_penalty,
+            };
+            let c = compiler.compile(lists).map_err(value_err)?;
+            if !c.unspellable.is_empty() {
+                let msg = format!(
+                    "contexts: {} phrase(s) left out, a word the labels cannot spell: {}",
+                    c.unspellable.len(),
+                    c.unspellable.join(", ")
+                );
+                PyErr::warn(
+                    py,
+                    &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+                    &std::ffi::CString::new(msg).unwrap_or_default(),
+                    1,
+                )?;
+            }
+            Some(c)
+        } else {
+            None
+        };
+        let durations = mats.iter().map(|m| m.rows() as f64 * o.frame_s).collect();
+        let (contexts, boosters) =
+            compiled.map_or((Vec::new(), Vec::new()), |c| (c.contexts, c.boosters));
+        let inputs = Arrays {
+            ids: ids.unwrap_or_else(|| (0..n).map(|i| format!("log_probs[{i}]")).collect()),
+            durations,
+            mats: mats.into_iter().map(|m| Mutex::new(Some(m))).collect(),
+            rules: ScoreRules {
+                need: o.graph.num_columns as usize,
+                width: None,
+                ctc: true,
+                silence: &o.silence,
+                acoustic_scale: self.settings.config.acoustic_scale,
+            },
+            contexts,
+            boosters,
+        };
+        // The lock is taken with the GIL released: a second Python thread decoding with the
+        // same decoder waits here, not holding the GIL the first needs to return.
+        let run = py
+            .detach(|| {
+                self.engine.with_dependent(|_, searcher| {
+                    searcher
+                        .lock()
+                        .map_err(|_| anyhow::anyhow!("decoder: a previous call panicked"))?
+                        .run(&inputs, with_contexts)
+                })
+            })
+            .map_err(value_err)?;
+        if let Ok(mut t) = self.last.lock() {
+            *t = [run.audio_s, run.decode_s, run.check_s];
+        }
+        let spell = |w: u32| pipeline::spell_word(&o.graph.symbols.words, &run.open_words, w);
+        Ok(run
+            .results
+            .iter()
+            .map(|r| {
+                let timed: Vec<TimedWord> = r
+                    .segments
+                    .iter()
+                    .flat_map(|seg| pipeline::timed_words(o.frame_s, seg, &seg.best))
+                    .collect();
+                let words: Vec<Word> = timed
+                    .iter()
+                    .map(|t| Word {
+                        word: spell(t.word),
+                        start: t.start_s,
+                        end: t.start_s + t.dur_s,
+                    })
+                    .collect();
+                Hypothesis {
+                    text: words
+                        .iter()
+                        .map(|w| w.word.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    words,
+                    cost: r.segments.iter().map(|s| s.best.cost() as f64).sum(),
+                }
+            })
+            .collect())
+    }
+}
