@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv python-venv python python-test gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
+.PHONY: nvrtc-venv python-venv python python-test peers-python gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
 
 all: build
 
@@ -247,7 +247,23 @@ peers-ctc: build
 	scripts/peers_ctc.sh
 
 ## Every peer comparison.
-peers: peer-kenlm peers-ctc peer-ngpu-lm
+peers: peer-kenlm peers-ctc peer-ngpu-lm peers-python
+
+## Issue 56: the Python API (release wheel) beside pyctcdecode + KenLM (PyPI, .venv-peers) and
+## beside the CLI on the exported ATCO2-1h set: results/python/table.md.
+peers-python: build
+	test -x .venv-peers/bin/python || python3 -m venv .venv-peers
+	.venv-peers/bin/python -c "import pyctcdecode, kenlm, numpy" 2>/dev/null || \
+		.venv-peers/bin/pip install -q kenlm pyctcdecode numpy
+	PY_PROFILE=release $(MAKE) --no-print-directory python
+	.venv-peers/bin/pip install -q --force-reinstall --no-deps $(PY_WHEELS)/ctxbench-*.whl
+	test -f cache/python-bench/atco2-sim-1h/lm/G.arpa || { rm -rf cache/python-bench/atco2-sim-1h.tmp && \
+		target/release/ctxbench export --dataset atco2-sim-1h --kind tlg-normal --format npy --with-lm \
+		--out cache/python-bench/atco2-sim-1h.tmp && mv cache/python-bench/atco2-sim-1h.tmp cache/python-bench/atco2-sim-1h; }
+	mkdir -p results/python
+	.venv-peers/bin/python scripts/python_vs_pyctcdecode.py cache/python-bench/atco2-sim-1h target/release/ctxbench > results/python/run.md.tmp
+	mv results/python/run.md.tmp results/python/run.md
+	cat results/python/run.md
 
 ## 004's query speed: NGPU-LM arrays (batched full-vocabulary queries) against per-token back-off
 ## queries, ours and KenLM's Python module (.venv-peers), on the Earnings-22 trigram of

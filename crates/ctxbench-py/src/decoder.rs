@@ -118,8 +118,9 @@ pub(crate) struct CtcDecoder {
     resolved: Settings,
     /// How the graph was made (from labels and an LM: words, unspellable, cache).
     info: Settings,
-    /// The last call's seconds: audio, search, input checks (the CLI's RTFx split).
-    last: Mutex<[f64; 3]>,
+    /// The last call's seconds: audio, search, CTC input checks, arrays handed over and
+    /// admitted (the CLI's RTFx split).
+    last: Mutex<[f64; 4]>,
 }
 
 /// A `topology` argument.
@@ -282,7 +283,7 @@ impl CtcDecoder {
             open,
             resolved,
             info,
-            last: Mutex::new([0.0; 3]),
+            last: Mutex::new([0.0; 4]),
         })
     }
 
@@ -301,8 +302,10 @@ impl CtcDecoder {
     }
 
     /// The last `decode`/`decode_batch` call's seconds as the CLI counts them: `audio_s`
-    /// (rows × frame shift), `decode_s` (the search; RTFx = audio_s / decode_s) and
-    /// `check_s` (the CTC input checks and blank penalty, outside RTFx as in the CLI).
+    /// (rows × frame shift), `decode_s` (the search; RTFx = audio_s / decode_s), `check_s`
+    /// (the CTC input checks and blank penalty) and `inputs_s` (arrays handed to the search
+    /// and admitted: width, frames, the f32-range check — the CLI's file reading), the last two
+    /// outside RTFx as in the CLI.
     #[getter]
     fn timing<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let t = *self
@@ -313,6 +316,7 @@ impl CtcDecoder {
         d.set_item("audio_s", t[0])?;
         d.set_item("decode_s", t[1])?;
         d.set_item("check_s", t[2])?;
+        d.set_item("inputs_s", t[3])?;
         Ok(d)
     }
 
@@ -469,7 +473,7 @@ impl CtcDecoder {
             })
             .map_err(value_err)?;
         if let Ok(mut t) = self.last.lock() {
-            *t = [run.audio_s, run.decode_s, run.check_s];
+            *t = [run.audio_s, run.decode_s, run.check_s, run.sim_s];
         }
         let spell = |w: u32| pipeline::spell_word(&o.graph.symbols.words, &run.open_words, w);
         Ok(run

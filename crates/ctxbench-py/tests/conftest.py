@@ -17,11 +17,11 @@ def cli(*args):
 
 @pytest.fixture(scope="session")
 def export(tmp_path_factory):
-    """40 utterances of the ATCO2 quick set with a TLG graph, scores as .npy, and the CLI's
-    hypotheses (text and CTM) for them."""
+    """40 utterances of the ATCO2 quick set with a TLG graph, scores as .npy, the LM and
+    lexicon the graph was built from, and the CLI's hypotheses (text and CTM) for them."""
     e = tmp_path_factory.mktemp("export")
     cli("export", "--dataset", "atco2-sim-1h", "--quick", "--kind", "tlg-normal",
-        "--format", "npy", "--limit", "40", "--out", str(e))
+        "--format", "npy", "--limit", "40", "--with-lm", "--out", str(e))
     cli("decode", "--registry", str(e / "datasets.toml"), "--dataset", "atco2-sim-1h-files",
         "--methods", "none", "--hyp-dir", str(e / "hyp"))
     ids = [line.split()[0] for line in open(e / "data" / "text")]

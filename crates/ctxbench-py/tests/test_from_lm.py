@@ -153,3 +153,38 @@ def test_bad_contexts_raise_naming_the_element(lm):
 def test_a_missing_lm_names_it(tmp_path):
     with pytest.raises(ValueError, match="lm: .*nope.arpa"):
         ctxbench.CtcDecoder.from_lm(LABELS, tmp_path / "nope.arpa", cache_dir=None)
+
+
+def export_labels(e):
+    """The exported model's labels: tokens.txt's token k reads column k - 1."""
+    ids = {}
+    for line in open(e / "graph" / "tokens.txt", encoding="utf-8"):
+        tok, i = line.split()
+        ids[int(i)] = tok
+    width = max(i for i, t in ids.items() if not t.startswith("#"))
+    return [ids.get(c + 1, f"<unused{c}>") for c in range(width)]
+
+
+def test_from_lm_on_an_export_rebuilds_the_clis_graph_and_contexts_find_the_names(export, tmp_path):
+    e, ids, arrays = export
+    dec = ctxbench.CtcDecoder.from_lm(export_labels(e), e / "lm" / "G.arpa",
+                                      lexicon=e / "lm" / "lexicon.txt", acoustic_scale=2.0,
+                                      cache_dir=None)
+    assert dec.graph_info["unspellable"] == ""
+    # The same LM and lexicon as the CLI's TLG (plus the slot, unused without contexts): the
+    # same words as `ctxbench decode` on the exported graph.
+    want = dict(line.rstrip("\n").partition(" ")[::2] for line in open(e / "hyp" / "none.txt"))
+    plain = dec.decode_batch(arrays, ids)
+    assert [h.text for h in plain] == [want[u] for u in ids]
+    # Each utterance's list phrases (the export's bias_utt.tsv) as contexts: the names'
+    # error rate falls, the other words' does not rise by much.
+    lists = {}
+    for line in open(e / "bias_utt.tsv", encoding="utf-8"):
+        u, _, phrases = line.rstrip("\n").partition("\t")
+        lists[u] = phrases.split("|")
+    biased = dec.decode_batch(arrays, ids, contexts=[lists.get(u) for u in ids])
+    refs, ents = e / "data" / "text", e / "entities.txt"
+    r0 = ctxbench.score(refs, {u: h.text for u, h in zip(ids, plain)}, entities=ents)
+    r1 = ctxbench.score(refs, {u: h.text for u, h in zip(ids, biased)}, entities=ents)
+    assert r1["ne_wer"] < r0["ne_wer"] - 2.0, (r0["ne_wer"], r1["ne_wer"])
+    assert r1["u_wer"] < r0["u_wer"] + 2.0, (r0["u_wer"], r1["u_wer"])
