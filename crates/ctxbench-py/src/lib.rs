@@ -8,11 +8,13 @@
 //! - `arrays.rs`: numpy buffers lent to score matrices, the search's inputs.
 //! - `contexts.rs`: `contexts=` phrases compiled into open-vocabulary context graphs.
 //! - `settings.rs`: keyword settings typed by the CLI's setting specs.
+//! - `ngram.rs`: `NgramLM`, NGPU-LM's batched n-gram queries into numpy arrays.
 //! - `score.rs`: `ctxbench score` on files.
 
 mod arrays;
 mod contexts;
 mod decoder;
+mod ngram;
 mod score;
 mod settings;
 
@@ -31,6 +33,7 @@ fn _ctxbench(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<decoder::CtcDecoder>()?;
     m.add_class::<decoder::Hypothesis>()?;
     m.add_class::<decoder::Word>()?;
+    m.add_class::<ngram::NgramLM>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -19,9 +19,9 @@ import tempfile
 import warnings
 
 from . import _ctxbench
-from ._ctxbench import CtcDecoder as _CtcDecoder, Hypothesis, Word, __version__
+from ._ctxbench import CtcDecoder as _CtcDecoder, Hypothesis, NgramLM as _NgramLM, Word, __version__
 
-__all__ = ["CtcDecoder", "Hypothesis", "Word", "as_array", "score", "__version__"]
+__all__ = ["CtcDecoder", "Hypothesis", "NgramLM", "Word", "as_array", "score", "__version__"]
 
 
 def as_array(x, what="log_probs"):
@@ -67,6 +67,35 @@ class CtcDecoder(_CtcDecoder):
         """The best paths of a list of utterances, in order (the GIL is released);
         ``contexts`` one list of phrases for all, or one list (or ``None``) per utterance."""
         return super().decode_batch([as_array(x) for x in log_probs], ids, contexts)
+
+
+class NgramLM(_NgramLM):
+    """An ARPA LM as NGPU-LM's arrays (004 §2.2), queried in batches: ``advance(states)`` gives
+    every label's ln-probability and next state from each state (``[B, V]`` numpy arrays),
+    ``score(states, labels)`` chosen labels' (``labels`` ``[B, K]``), ``final(states)`` the
+    ``</s>`` scores. ``states`` are 1-D int arrays, lists or torch tensors (converted to numpy;
+    wrap results with ``torch.from_numpy``). Start from ``lm.bos``."""
+
+    def advance(self, states):
+        return super().advance(_ids(states))
+
+    def score(self, states, labels):
+        import numpy as np
+        return super().score(_ids(states), np.asarray(as_array(labels), dtype=np.int64))
+
+    def final(self, states):
+        return super().final(_ids(states))
+
+
+def _ids(x):
+    """State ids as a numpy array (torch tensors converted; lists kept)."""
+    x = as_array(x)
+    if hasattr(x, "dtype") and getattr(x, "ndim", 1) == 1 and x.dtype.kind in "iu" and x.dtype.itemsize == 8:
+        return x
+    if hasattr(x, "dtype") and x.dtype.kind in "iu":
+        import numpy as np
+        return np.asarray(x, dtype=np.int64)
+    return x
 
 
 def _text_file(x, folder, name):
