@@ -68,7 +68,10 @@ struct Loaded {
     csr: DecodingGraph,
     /// `csr` with the word insertion penalty (`None`: it is 0, `csr` is searched).
     penalised: Option<DecodingGraph>,
-    blank: u32,
+    /// The CTC blank's column; `None` for a hybrid model (HCLG over pdf scores).
+    blank: Option<u32>,
+    /// A hybrid model's score width (its pdf count), when known.
+    width: Option<usize>,
     silence: Vec<u32>,
     frame_s: f64,
     topology: CtcTopology,
@@ -85,7 +88,7 @@ impl Loaded {
             csr: &self.csr,
             words_len: self.graph.symbols.words.len() as u32,
             context_slot: self.graph.symbols.context_slot(),
-            ctc_blank: Some(self.blank),
+            ctc_blank: self.blank,
             silence: &self.silence,
             frame_s: self.frame_s,
             name: "python",
@@ -107,10 +110,10 @@ self_cell::self_cell!(
     }
 );
 
-/// A CTC decoder over a TLG, built once, then `decode` / `decode_batch` on `[T, V]` float32
-/// log-probability arrays.
+/// A WFST decoder built once — a CTC model's TLG (`CtcDecoder`) or a hybrid model's HCLG
+/// (`WfstDecoder`) — then `decode` / `decode_batch` on `[T, V]` float32 score arrays.
 #[pyclass(frozen, subclass, module = "ctxbench._ctxbench")]
-pub(crate) struct CtcDecoder {
+pub(crate) struct Decoder {
     engine: Engine,
     settings: DecodeSettings,
     open: OpenVocab,
@@ -121,6 +124,44 @@ pub(crate) struct CtcDecoder {
     /// The last call's seconds: audio, search, CTC input checks, arrays handed over and
     /// admitted (the CLI's RTFx split).
     last: Mutex<[f64; 4]>,
+}
+
+/// A hybrid model's HCLG: input labels pdf-ids + 1, or transition-ids mapped through the
+/// transition model (final.mdl), whose pdf count is the score width.
+fn load_hybrid(
+    graph: &Path,
+    words: &Path,
+    transition_model: Option<&Path>,
+    score_columns: Option<usize>,
+) -> PyResult<Loaded> {
+    let (map, width) = match transition_model {
+        Some(p) => {
+            if score_columns.is_some() {
+                return Err(PyTypeError::new_err(
+                    "score_columns: the transition model's pdf count is the width; give one of them",
+                ));
+            }
+            let tm = ctx_core::transition::TransitionModel::read(p)
+                .map_err(|e| PyValueError::new_err(format!("transition_model: {e}")))?;
+            (Some(tm.pdf_of_transition_ids()), Some(tm.num_pdfs()))
+        }
+        None => (None, score_columns),
+    };
+    let g = ctx_graph::external::load_graph(graph, words, map.as_deref(), GraphKind::Hclg)
+        .map_err(|e| PyValueError::new_err(format!("graph: {e}")))?;
+    let csr = pipeline::checked_csr(&g, graph).map_err(value_err)?;
+    Ok(Loaded {
+        graph: g,
+        csr,
+        penalised: None,
+        blank: None,
+        width,
+        silence: Vec::new(),
+        frame_s: 0.01,
+        topology: CtcTopology::Normal,
+        labels: None,
+        spellings: Default::default(),
+    })
 }
 
 /// A `topology` argument.
@@ -148,30 +189,48 @@ fn table_labels(tokens: &Path, blank: u32) -> PyResult<CtcLabels> {
 }
 
 #[pymethods]
-impl CtcDecoder {
-    /// Either loads `graph` (an OpenFst TLG, input labels = token ids + 1) and `words` (its
-    /// words table) — the blank is `blank`, else the `<blk>` of `tokens`, else column 0 — or,
-    /// with `labels` and `lm`, builds the TLG of an ARPA LM over a model's labels
-    /// (`CtcDecoder.from_lm`). Keyword settings are the CLI's, with the same defaults.
+impl Decoder {
+    /// `model="ctc"`: either loads `graph` (an OpenFst TLG, input labels = token ids + 1) and
+    /// `words` (its words table) — the blank is `blank`, else the `<blk>` of `tokens`, else
+    /// column 0 — or, with `labels` and `lm`, builds the TLG of an ARPA LM over a model's
+    /// labels (`CtcDecoder.from_lm`). `model="hybrid"`: loads an HCLG whose input labels are
+    /// pdf-ids + 1, or Kaldi transition-ids with `transition_model` (final.mdl), over
+    /// log-likelihood scores (`WfstDecoder`). Keyword settings are the CLI's, with the same
+    /// defaults (a hybrid model's acoustic scale 0.1, frame shift 10 ms; a CTC model's 1, 40 ms).
     #[new]
-    #[pyo3(signature = (graph=None, words=None, tokens=None, blank=None, frame_shift=0.04,
+    #[pyo3(signature = (graph=None, words=None, tokens=None, blank=None, frame_shift=None,
                         topology="normal", labels=None, lm=None, delimiter=None, cache_dir=None,
-                        lexicon=None, **settings))]
+                        lexicon=None, model="ctc", transition_model=None, silence_columns=None,
+                        score_columns=None, **settings))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         graph: Option<PathBuf>,
         words: Option<PathBuf>,
         tokens: Option<PathBuf>,
         blank: Option<u32>,
-        frame_shift: f64,
+        frame_shift: Option<f64>,
         topology: &str,
         labels: Option<Vec<String>>,
         lm: Option<PathBuf>,
         delimiter: Option<usize>,
         cache_dir: Option<PathBuf>,
         lexicon: Option<PathBuf>,
+        model: &str,
+        transition_model: Option<PathBuf>,
+        silence_columns: Option<Vec<u32>>,
+        score_columns: Option<usize>,
         settings: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
+        let hybrid = match model {
+            "ctc" => false,
+            "hybrid" => true,
+            m => {
+                return Err(PyValueError::new_err(format!(
+                    "model: '{m}' is not one of ctc, hybrid"
+                )))
+            }
+        };
+        let frame_shift = frame_shift.unwrap_or(if hybrid { 0.01 } else { 0.04 });
         if !(frame_shift.is_finite() && frame_shift > 0.0) {
             return Err(PyValueError::new_err(format!(
                 "frame_shift: {frame_shift} (seconds per row) must be a number above 0"
@@ -183,10 +242,29 @@ impl CtcDecoder {
         let penalties = CtcPenalties::read(&all).map_err(value_err)?;
         let open = OpenVocab::read(&all).map_err(value_err)?;
         open.check().map_err(value_err)?;
-        let mut decode = DecodeSettings::from_common(&common, 1.0);
+        let mut decode = DecodeSettings::from_common(&common, if hybrid { 0.1 } else { 1.0 });
         penalties.apply(&mut decode);
+        // The scale searched: the model kind's default unless set.
+        let mut resolved = resolved;
+        resolved.insert(
+            "acoustic_scale".into(),
+            ctxbench::settings::Value::Float(decode.config.acoustic_scale as f64),
+        );
         let mut info = Settings::new();
+        if !hybrid && (transition_model.is_some() || score_columns.is_some()) {
+            return Err(PyTypeError::new_err(
+                "transition_model, score_columns: settings of a hybrid model (WfstDecoder)",
+            ));
+        }
         let loaded = match (graph, words, labels, lm) {
+            (Some(graph), Some(words), None, None) if hybrid => {
+                if tokens.is_some() || blank.is_some() || lexicon.is_some() {
+                    return Err(PyTypeError::new_err(
+                        "tokens, blank, lexicon: settings of a CTC model (CtcDecoder)",
+                    ));
+                }
+                load_hybrid(&graph, &words, transition_model.as_deref(), score_columns)?
+            }
             (Some(graph), Some(words), None, None) => {
                 if lexicon.is_some() {
                     return Err(PyTypeError::new_err(
@@ -207,7 +285,8 @@ impl CtcDecoder {
                     graph: g,
                     csr,
                     penalised: None,
-                    blank,
+                    blank: Some(blank),
+                    width: None,
                     silence: vec![blank + 1],
                     frame_s: frame_shift,
                     topology: topo,
@@ -215,7 +294,7 @@ impl CtcDecoder {
                     spellings: Default::default(),
                 }
             }
-            (None, None, Some(labels), Some(lm)) => {
+            (None, None, Some(labels), Some(lm)) if !hybrid => {
                 if tokens.is_some() {
                     // (A token table is the labels of a loaded graph.)
                     return Err(PyTypeError::new_err(
@@ -251,7 +330,8 @@ impl CtcDecoder {
                     graph: built.graph,
                     csr,
                     penalised: None,
-                    blank,
+                    blank: Some(blank),
+                    width: None,
                     silence: vec![blank + 1],
                     frame_s: frame_shift,
                     topology: topo,
@@ -260,13 +340,19 @@ impl CtcDecoder {
                 }
             }
             _ => {
-                return Err(PyTypeError::new_err(
+                return Err(PyTypeError::new_err(if hybrid {
+                    "WfstDecoder(): give graph and words (an HCLG and its words table)"
+                } else {
                     "CtcDecoder(): give graph and words (a TLG and its words table), or labels \
-                     and lm (CtcDecoder.from_lm)",
-                ))
+                     and lm (CtcDecoder.from_lm)"
+                }))
             }
         };
         let mut loaded = loaded;
+        if let Some(cols) = silence_columns {
+            loaded.silence.extend(cols.iter().map(|c| c + 1));
+        }
+        loaded.frame_s = frame_shift;
         if let std::borrow::Cow::Owned(p) =
             pipeline::searched_graph(&loaded.search_graph(), &decode)
         {
@@ -320,9 +406,9 @@ impl CtcDecoder {
         Ok(d)
     }
 
-    /// The blank's score column.
+    /// The blank's score column (`None` for a hybrid model).
     #[getter]
-    fn blank(&self) -> u32 {
+    fn blank(&self) -> Option<u32> {
         self.engine.borrow_owner().blank
     }
 
@@ -391,7 +477,7 @@ impl CtcDecoder {
     }
 }
 
-impl CtcDecoder {
+impl Decoder {
     /// Compiles the contexts, searches the matrices (GIL released) and spells the best paths.
     fn run(
         &self,
@@ -452,8 +538,8 @@ impl CtcDecoder {
             mats: mats.into_iter().map(|m| Mutex::new(Some(m))).collect(),
             rules: ScoreRules {
                 need: o.graph.num_columns as usize,
-                width: None,
-                ctc: true,
+                width: o.width,
+                ctc: o.blank.is_some(),
                 silence: &o.silence,
                 acoustic_scale: self.settings.config.acoustic_scale,
             },

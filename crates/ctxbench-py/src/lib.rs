@@ -4,7 +4,8 @@
 //! decode and `ctxbench decode` give the same words. The Python half (`python/ctxbench/`)
 //! converts torch tensors and documents the API.
 //!
-//! - `decoder.rs`: `CtcDecoder` (a TLG loaded or built from labels and an LM), `Hypothesis`, `Word`.
+//! - `decoder.rs`: `Decoder` (a TLG loaded or built from labels and an LM, or an HCLG),
+//!   `Hypothesis`, `Word`.
 //! - `arrays.rs`: numpy buffers lent to score matrices, the search's inputs.
 //! - `contexts.rs`: `contexts=` phrases compiled into open-vocabulary context graphs.
 //! - `settings.rs`: keyword settings typed by the CLI's setting specs.
@@ -30,7 +31,7 @@ pub(crate) fn value_err(e: anyhow::Error) -> PyErr {
 #[pymodule]
 fn _ctxbench(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(score::score_files, m)?)?;
-    m.add_class::<decoder::CtcDecoder>()?;
+    m.add_class::<decoder::Decoder>()?;
     m.add_class::<decoder::Hypothesis>()?;
     m.add_class::<decoder::Word>()?;
     m.add_class::<ngram::NgramLM>()?;

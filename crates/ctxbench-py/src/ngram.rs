@@ -132,11 +132,7 @@ impl NgramLM {
 
     /// Every label's score from each state: `(scores, next)`, float32 `[B, V]` natural-log
     /// probabilities ln p(label | state) and uint32 `[B, V]` next states (the GIL released).
-    fn advance<'py>(
-        &self,
-        py: Python<'py>,
-        states: &Bound<'py, PyAny>,
-    ) -> PyResult<Scored<'py>> {
+    fn advance<'py>(&self, py: Python<'py>, states: &Bound<'py, PyAny>) -> PyResult<Scored<'py>> {
         let states = u32s(states, "states")?;
         let (b, v) = (states.len(), self.lm.vocab_size());
         let (scores, next) = py

@@ -19,9 +19,10 @@ import tempfile
 import warnings
 
 from . import _ctxbench
-from ._ctxbench import CtcDecoder as _CtcDecoder, Hypothesis, NgramLM as _NgramLM, Word, __version__
+from ._ctxbench import Decoder as _Decoder, Hypothesis, NgramLM as _NgramLM, Word, __version__
 
-__all__ = ["CtcDecoder", "Hypothesis", "NgramLM", "Word", "as_array", "score", "__version__"]
+__all__ = ["CtcDecoder", "WfstDecoder", "Hypothesis", "NgramLM", "Word", "as_array", "score",
+           "__version__"]
 
 
 def as_array(x, what="log_probs"):
@@ -33,7 +34,36 @@ def as_array(x, what="log_probs"):
     return x
 
 
-class CtcDecoder(_CtcDecoder):
+class _Decoding:
+    """``decode`` / ``decode_batch`` of both decoders: arrays converted by :func:`as_array`."""
+
+    def decode(self, log_probs, contexts=None):
+        """The best path of one utterance as a :class:`Hypothesis`; ``contexts`` its phrases
+        (strings, or ``(phrase, weight)`` pairs)."""
+        return super().decode(as_array(log_probs), contexts)
+
+    def decode_batch(self, log_probs, ids=None, contexts=None):
+        """The best paths of a list of utterances, in order (the GIL is released);
+        ``contexts`` one list of phrases for all, or one list (or ``None``) per utterance."""
+        return super().decode_batch([as_array(x) for x in log_probs], ids, contexts)
+
+
+class WfstDecoder(_Decoding, _Decoder):
+    """A hybrid model's decoder (Kaldi's HCLG), built once: ``graph`` an OpenFst HCLG whose
+    input labels are pdf-ids + 1, or transition-ids with ``transition_model`` (final.mdl);
+    ``words`` its words table; ``decode`` / ``decode_batch`` on ``[T, pdfs]`` float32
+    log-likelihoods (acoustic scale 0.1 and 10 ms frames unless set). ``silence_columns`` are
+    the silence pdfs (endpointing); ``score_columns`` the model's width without a final.mdl."""
+
+    def __new__(cls, graph, words, transition_model=None, silence_columns=None,
+                score_columns=None, frame_shift=None, **settings):
+        return super().__new__(cls, graph=str(graph), words=str(words), model="hybrid",
+                               transition_model=None if transition_model is None else str(transition_model),
+                               silence_columns=silence_columns, score_columns=score_columns,
+                               frame_shift=frame_shift, **settings)
+
+
+class CtcDecoder(_Decoding, _Decoder):
     """A CTC decoder over a TLG graph, built once; ``decode`` / ``decode_batch`` on
     ``[T, V]`` float32 log-probabilities (numpy arrays or torch tensors), with
     open-vocabulary ``contexts`` (hotword phrases, words outside the LM included)."""
@@ -58,15 +88,6 @@ class CtcDecoder(_CtcDecoder):
                    lexicon=None if lexicon is None else str(lexicon), cache_dir=cache_dir,
                    **settings)
 
-    def decode(self, log_probs, contexts=None):
-        """The best path of one utterance as a :class:`Hypothesis`; ``contexts`` its phrases
-        (strings, or ``(phrase, weight)`` pairs)."""
-        return super().decode(as_array(log_probs), contexts)
-
-    def decode_batch(self, log_probs, ids=None, contexts=None):
-        """The best paths of a list of utterances, in order (the GIL is released);
-        ``contexts`` one list of phrases for all, or one list (or ``None``) per utterance."""
-        return super().decode_batch([as_array(x) for x in log_probs], ids, contexts)
 
 
 class NgramLM(_NgramLM):

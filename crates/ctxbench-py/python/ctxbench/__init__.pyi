@@ -48,6 +48,38 @@ class NgramLM:
     def final(self, states: Any) -> Any: ...
     def sentence(self, words: List[str], eos: bool = ...) -> float: ...
 
+class WfstDecoder:
+    """A hybrid model's decoder over Kaldi's HCLG (pdf-ids + 1, or transition-ids with final.mdl)."""
+    def __init__(
+        self,
+        graph: str,
+        words: str,
+        transition_model: Optional[str] = ...,
+        silence_columns: Optional[List[int]] = ...,
+        score_columns: Optional[int] = ...,
+        frame_shift: Optional[float] = ...,
+        *,
+        beam: float = ...,
+        max_active: int = ...,
+        lattice_beam: float = ...,
+        acoustic_scale: Optional[float] = ...,
+        chunk_s: float = ...,
+        endpointing: bool = ...,
+        threads: int = ...,
+        backend: str = ...,
+        gpu_batch: int = ...,
+    ) -> None: ...
+    @property
+    def settings(self) -> Dict[str, Union[str, float, int, bool]]: ...
+    @property
+    def blank(self) -> None: ...
+    @property
+    def timing(self) -> Dict[str, float]: ...
+    def decode(self, log_probs: Any, contexts: None = ...) -> Hypothesis: ...
+    def decode_batch(
+        self, log_probs: Sequence[Any], ids: Optional[List[str]] = ..., contexts: None = ...
+    ) -> List[Hypothesis]: ...
+
 Phrase = Union[str, Tuple[str, float]]
 Contexts = Optional[Union[List[Phrase], List[Optional[List[Phrase]]]]]
 
@@ -59,7 +91,7 @@ class CtcDecoder:
         words: Optional[str] = ...,
         tokens: Optional[str] = ...,
         blank: Optional[int] = ...,
-        frame_shift: float = ...,
+        frame_shift: Optional[float] = ...,
         topology: str = ...,
         labels: Optional[List[str]] = ...,
         lm: Optional[str] = ...,
