@@ -52,6 +52,11 @@ pub(crate) struct Hypothesis {
     words: Vec<Word>,
     /// Graph cost plus acoustic cost of the best path (over all segments).
     cost: f64,
+    /// Up to `nbest` distinct word sequences and their costs, cheapest first (when asked).
+    nbest: Vec<(String, f64)>,
+    /// The word lattice as a Kaldi text `CompactLattice` with the words spelled (what
+    /// `lattice-copy ark:- ark,t:- | int2sym.pl -f 3 words.txt` prints; when asked).
+    lattice: Option<String>,
 }
 
 #[pymethods]
@@ -425,16 +430,18 @@ impl Decoder {
 
     /// Decodes one `[T, V]` float32 array of log-probabilities; `contexts` are its phrases
     /// (strings at the `open_vocab_weight` setting, or `(phrase, weight)` pairs).
-    #[pyo3(signature = (log_probs, contexts=None))]
+    #[pyo3(signature = (log_probs, contexts=None, nbest=0, lattice=false))]
     fn decode(
         &self,
         py: Python<'_>,
         log_probs: &Bound<'_, PyAny>,
         contexts: Option<&Bound<'_, PyAny>>,
+        nbest: usize,
+        lattice: bool,
     ) -> PyResult<Hypothesis> {
         let lent = lend(log_probs, "log_probs")?;
         let mats = vec![lent.matrix()?];
-        let mut out = self.run(py, mats, None, contexts)?;
+        let mut out = self.run(py, mats, None, contexts, Extras { nbest, lattice })?;
         drop(lent);
         Ok(out.remove(0))
     }
@@ -442,14 +449,18 @@ impl Decoder {
     /// Decodes a list of `[T, V]` float32 arrays (threads as the `threads` setting; the GIL
     /// is released while decoding). `ids` name the utterances in messages (default
     /// `log_probs[i]`); `contexts` is one list of phrases for all, or one list (or `None`)
-    /// per utterance.
-    #[pyo3(signature = (log_probs, ids=None, contexts=None))]
+    /// per utterance; `nbest` > 0 fills each hypothesis's n-best list and `lattices` its
+    /// lattice.
+    #[pyo3(signature = (log_probs, ids=None, contexts=None, nbest=0, lattices=false))]
+    #[allow(clippy::too_many_arguments)]
     fn decode_batch(
         &self,
         py: Python<'_>,
         log_probs: Vec<Bound<'_, PyAny>>,
         ids: Option<Vec<String>>,
         contexts: Option<&Bound<'_, PyAny>>,
+        nbest: usize,
+        lattices: bool,
     ) -> PyResult<Vec<Hypothesis>> {
         // The arrays stay borrowed (read-only) until the call returns: the search reads them
         // in place.
@@ -471,20 +482,40 @@ impl Decoder {
                 )));
             }
         }
-        let out = self.run(py, mats, ids, contexts);
+        let out = self.run(
+            py,
+            mats,
+            ids,
+            contexts,
+            Extras {
+                nbest,
+                lattice: lattices,
+            },
+        );
         drop(lent);
         out
     }
 }
 
+/// What a call asks beyond the best path.
+#[derive(Clone, Copy)]
+struct Extras {
+    /// Distinct word sequences per utterance (0: none).
+    nbest: usize,
+    /// The word lattice in Kaldi's text form.
+    lattice: bool,
+}
+
 impl Decoder {
-    /// Compiles the contexts, searches the matrices (GIL released) and spells the best paths.
+    /// Compiles the contexts, searches the matrices (GIL released) and spells the best paths
+    /// (and the n-best lists and lattices asked for).
     fn run(
         &self,
         py: Python<'_>,
         mats: Vec<ScoreMatrix>,
         ids: Option<Vec<String>>,
         contexts: Option<&Bound<'_, PyAny>>,
+        extras: Extras,
     ) -> PyResult<Vec<Hypothesis>> {
         let n = mats.len();
         let o = self.engine.borrow_owner();
@@ -562,10 +593,42 @@ impl Decoder {
             *t = [run.audio_s, run.decode_s, run.check_s, run.sim_s];
         }
         let spell = |w: u32| pipeline::spell_word(&o.graph.symbols.words, &run.open_words, w);
-        Ok(run
-            .results
+        let spell_all = |ws: &[u32]| ws.iter().map(|&w| spell(w)).collect::<Vec<_>>().join(" ");
+        let scale = self.settings.config.acoustic_scale;
+        run.results
             .iter()
-            .map(|r| {
+            .map(|r| -> PyResult<Hypothesis> {
+                let nbest = match (extras.nbest, r.segments.as_slice()) {
+                    (0, _) => Vec::new(),
+                    (n, [seg]) => {
+                        let lat = seg.lattice.as_ref().ok_or_else(|| {
+                            PyValueError::new_err(format!(
+                                "nbest: {}: no lattice recorded (lattice_beam is 0)",
+                                r.id
+                            ))
+                        })?;
+                        lat.n_best(n)
+                            .iter()
+                            .map(|p| (spell_all(&p.words), p.cost() as f64))
+                            .collect()
+                    }
+                    (_, segs) => {
+                        return Err(PyValueError::new_err(format!(
+                            "nbest: {} was split into {} segments at endpoints; decode with \
+                             endpointing=False for its n-best list",
+                            r.id,
+                            segs.len()
+                        )))
+                    }
+                };
+                let lattice = if extras.lattice {
+                    let mut text = String::new();
+                    ctxbench::kaldi_lattice::write_utterance(&mut text, r, scale)
+                        .map_err(|e| PyValueError::new_err(format!("lattices: {e:#}")))?;
+                    Some(spell_lattice(&text, &spell))
+                } else {
+                    None
+                };
                 let timed: Vec<TimedWord> = r
                     .segments
                     .iter()
@@ -579,7 +642,7 @@ impl Decoder {
                         end: t.start_s + t.dur_s,
                     })
                     .collect();
-                Hypothesis {
+                Ok(Hypothesis {
                     text: words
                         .iter()
                         .map(|w| w.word.as_str())
@@ -587,8 +650,32 @@ impl Decoder {
                         .join(" "),
                     words,
                     cost: r.segments.iter().map(|s| s.best.cost() as f64).sum(),
-                }
+                    nbest,
+                    lattice,
+                })
             })
-            .collect())
+            .collect()
     }
+}
+
+/// A Kaldi text lattice with the word ids of its arc lines (`src dst word weight`) spelled
+/// (`<eps>` for the ε arcs that join endpointed segments).
+fn spell_lattice(text: &str, spell: &dyn Fn(u32) -> String) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        match f.as_slice() {
+            [a, b, w, rest] => {
+                let word = match w.parse::<u32>() {
+                    Ok(0) => "<eps>".to_string(),
+                    Ok(id) => spell(id),
+                    Err(_) => w.to_string(),
+                };
+                out.push_str(&format!("{a}\t{b}\t{word}\t{rest}"));
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
 }

@@ -116,3 +116,37 @@ def test_a_missing_graph_names_the_file(tmp_path):
     with pytest.raises(ValueError) as info:
         ctxbench.CtcDecoder(str(tmp_path / "nothing.fst"), str(tmp_path / "words.txt"))
     assert "nothing.fst" in str(info.value)
+
+
+def test_lattices_are_the_clis_and_nbest_lists_start_with_the_best_path(export, tmp_path):
+    e, ids, arrays = export
+    out = tmp_path / "lat.txt"
+    from conftest import cli
+    cli("decode", "--registry", str(e / "datasets.toml"), "--dataset", "atco2-sim-1h-files",
+        "--methods", "none", "--lattice-out", str(out))
+    words = dict(line.split()[::-1] for line in open(e / "graph" / "words.txt"))
+    want, cur = {}, None
+    for line in open(out):
+        f = line.rstrip("\n").split("\t")
+        if cur is None:
+            cur = f[0]
+            want[cur] = [cur]
+        elif f == [""]:
+            cur = None
+            continue
+        else:
+            if len(f) == 4:
+                f[2] = "<eps>" if f[2] == "0" else words[f[2]]
+            want[cur].append("\t".join(f))
+    hyps = decoder(e, acoustic_scale=2.0).decode_batch(arrays[:8], ids[:8], lattices=True)
+    for u, h in zip(ids[:8], hyps):
+        assert h.lattice.rstrip("\n").split("\n") == want[u]
+        assert h.nbest == []
+    dec = decoder(e, acoustic_scale=2.0, endpointing=False)
+    for h in dec.decode_batch(arrays[:8], nbest=5):
+        assert h.lattice is None
+        texts = [t for t, _ in h.nbest]
+        costs = [c for _, c in h.nbest]
+        assert texts[0] == h.text and costs[0] == pytest.approx(h.cost, abs=1e-3)
+        assert len(set(texts)) == len(texts) and costs == sorted(costs)
+    assert max(len(h.nbest) for h in dec.decode_batch(arrays[:8], nbest=5)) == 5

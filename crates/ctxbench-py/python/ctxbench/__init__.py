@@ -37,15 +37,18 @@ def as_array(x, what="log_probs"):
 class _Decoding:
     """``decode`` / ``decode_batch`` of both decoders: arrays converted by :func:`as_array`."""
 
-    def decode(self, log_probs, contexts=None):
+    def decode(self, log_probs, contexts=None, nbest=0, lattice=False):
         """The best path of one utterance as a :class:`Hypothesis`; ``contexts`` its phrases
-        (strings, or ``(phrase, weight)`` pairs)."""
-        return super().decode(as_array(log_probs), contexts)
+        (strings, or ``(phrase, weight)`` pairs); ``nbest`` > 0 fills ``hyp.nbest`` with that
+        many distinct word sequences and costs, ``lattice`` ``hyp.lattice`` (Kaldi text)."""
+        return super().decode(as_array(log_probs), contexts, nbest, lattice)
 
-    def decode_batch(self, log_probs, ids=None, contexts=None):
+    def decode_batch(self, log_probs, ids=None, contexts=None, nbest=0, lattices=False):
         """The best paths of a list of utterances, in order (the GIL is released);
-        ``contexts`` one list of phrases for all, or one list (or ``None``) per utterance."""
-        return super().decode_batch([as_array(x) for x in log_probs], ids, contexts)
+        ``contexts`` one list of phrases for all, or one list (or ``None``) per utterance;
+        ``nbest`` and ``lattices`` as in :meth:`decode`."""
+        return super().decode_batch([as_array(x) for x in log_probs], ids, contexts, nbest,
+                                    lattices)
 
 
 class WfstDecoder(_Decoding, _Decoder):

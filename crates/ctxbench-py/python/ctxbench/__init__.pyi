@@ -9,10 +9,12 @@ class Word:
     end: float
 
 class Hypothesis:
-    """One utterance's best path."""
+    """One utterance's best path (and, when asked, its n-best list and lattice)."""
     text: str
     words: List[Word]
     cost: float
+    nbest: List[Tuple[str, float]]
+    lattice: Optional[str]
 
 def as_array(x: Any, what: str = ...) -> Any: ...
 
@@ -75,9 +77,12 @@ class WfstDecoder:
     def blank(self) -> None: ...
     @property
     def timing(self) -> Dict[str, float]: ...
-    def decode(self, log_probs: Any, contexts: None = ...) -> Hypothesis: ...
+    def decode(
+        self, log_probs: Any, contexts: None = ..., nbest: int = ..., lattice: bool = ...
+    ) -> Hypothesis: ...
     def decode_batch(
-        self, log_probs: Sequence[Any], ids: Optional[List[str]] = ..., contexts: None = ...
+        self, log_probs: Sequence[Any], ids: Optional[List[str]] = ..., contexts: None = ...,
+        nbest: int = ..., lattices: bool = ...,
     ) -> List[Hypothesis]: ...
 
 Phrase = Union[str, Tuple[str, float]]
@@ -135,10 +140,15 @@ class CtcDecoder:
     def has_slot(self) -> bool: ...
     @property
     def timing(self) -> Dict[str, float]: ...
-    def decode(self, log_probs: Any, contexts: Optional[List[Phrase]] = ...) -> Hypothesis: ...
+    def decode(
+        self, log_probs: Any, contexts: Optional[List[Phrase]] = ..., nbest: int = ...,
+        lattice: bool = ...,
+    ) -> Hypothesis: ...
     def decode_batch(
         self,
         log_probs: Sequence[Any],
         ids: Optional[List[str]] = ...,
         contexts: Contexts = ...,
+        nbest: int = ...,
+        lattices: bool = ...,
     ) -> List[Hypothesis]: ...
