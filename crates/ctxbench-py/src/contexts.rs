@@ -135,13 +135,21 @@ pub(crate) struct Compiled {
     pub unspellable: Vec<String>,
 }
 
+/// Compiled lists by their phrases (words and weight bits): a decoder's cache across calls.
+pub(crate) type Cache = BTreeMap<Vec<(Vec<String>, u32)>, (Option<Arc<ContextGraph>>, Booster)>;
+
+/// Lists a decoder keeps compiled; past this the cache starts over.
+const CACHE_LISTS: usize = 1024;
+
 impl Compiler<'_> {
-    /// Compiles each distinct list once: phrases of positive weight into a context graph over
-    /// the labels (mapped onto the model's columns), negative ones into a penalty automaton on
-    /// the graph's own words.
-    pub(crate) fn compile(&self, lists: Vec<Option<Phrases>>) -> anyhow::Result<Compiled> {
-        type Built = (Option<Arc<ContextGraph>>, Booster);
-        let mut built: BTreeMap<Vec<(Vec<String>, u32)>, Built> = BTreeMap::new();
+    /// Compiles each distinct list once (kept in `cache` across calls): phrases of positive
+    /// weight into a context graph over the labels (mapped onto the model's columns), negative
+    /// ones into a penalty automaton on the graph's own words.
+    pub(crate) fn compile(
+        &self,
+        lists: Vec<Option<Phrases>>,
+        cache: &mut Cache,
+    ) -> anyhow::Result<Compiled> {
         let map = self.labels.label_map();
         let mut out = Compiled {
             contexts: Vec::with_capacity(lists.len()),
@@ -156,52 +164,62 @@ impl Compiler<'_> {
             };
             let key: Vec<(Vec<String>, u32)> =
                 p.iter().map(|(w, x)| (w.clone(), x.to_bits())).collect();
-            if let Some((c, b)) = built.get(&key) {
-                out.contexts.push(c.clone());
-                out.boosters.push(b.clone());
-                continue;
+            if !cache.contains_key(&key) {
+                if cache.len() >= CACHE_LISTS {
+                    cache.clear();
+                }
+                let built = self.compile_one(p, &map)?;
+                cache.insert(key.clone(), built);
             }
-            let list = ContextList {
-                phrases: p
-                    .into_iter()
-                    .map(|(words, weight)| ContextPhrase { words, weight })
-                    .collect(),
-            };
-            let booster =
-                PhraseAutomaton::penalties(&list, |w| self.words.id(w).filter(|&i| i != 0))?
-                    .map_or(Booster::None, |(a, _)| Booster::Phrases(a));
-            let offered = ContextList {
-                phrases: list
-                    .phrases
-                    .into_iter()
-                    .filter(|p| p.weight >= 0.0)
-                    .collect(),
-            };
-            let context = if offered.phrases.is_empty() {
-                None
-            } else {
-                let mut g = ContextGraph::compile(
-                    &offered,
-                    |w| {
-                        self.spellings
-                            .get(w)
-                            .cloned()
-                            .or_else(|| self.labels.spell(w))
-                    },
-                    self.topology,
-                    self.max_blanks,
-                )?;
-                g.graph.map_input_labels(&map)?;
-                ctc_wfst::add_word_penalty(&mut g, self.word_insertion_penalty);
+            let (context, booster) = &cache[&key];
+            if let Some(g) = context {
                 out.unspellable.extend(g.unspellable.iter().cloned());
-                Some(Arc::new(g))
-            };
-            built.insert(key, (context.clone(), booster.clone()));
-            out.contexts.push(context);
-            out.boosters.push(booster);
+            }
+            out.contexts.push(context.clone());
+            out.boosters.push(booster.clone());
         }
         out.unspellable.sort();
         out.unspellable.dedup();
         Ok(out)
+    }
+
+    /// One list's context graph and penalty booster.
+    fn compile_one(
+        &self,
+        p: Phrases,
+        map: &[u32],
+    ) -> anyhow::Result<(Option<Arc<ContextGraph>>, Booster)> {
+        let list = ContextList {
+            phrases: p
+                .into_iter()
+                .map(|(words, weight)| ContextPhrase { words, weight })
+                .collect(),
+        };
+        let booster = PhraseAutomaton::penalties(&list, |w| self.words.id(w).filter(|&i| i != 0))?
+            .map_or(Booster::None, |(a, _)| Booster::Phrases(a));
+        let offered = ContextList {
+            phrases: list
+                .phrases
+                .into_iter()
+                .filter(|p| p.weight >= 0.0)
+                .collect(),
+        };
+        if offered.phrases.is_empty() {
+            return Ok((None, booster));
+        }
+        let mut g = ContextGraph::compile(
+            &offered,
+            |w| {
+                self.spellings
+                    .get(w)
+                    .cloned()
+                    .or_else(|| self.labels.spell(w))
+            },
+            self.topology,
+            self.max_blanks,
+        )?;
+        g.graph.map_input_labels(map)?;
+        ctc_wfst::add_word_penalty(&mut g, self.word_insertion_penalty);
+        Ok((Some(Arc::new(g)), booster))
     }
 }

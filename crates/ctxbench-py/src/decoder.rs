@@ -129,6 +129,8 @@ pub(crate) struct Decoder {
     /// The last call's seconds: audio, search, CTC input checks, arrays handed over and
     /// admitted (the CLI's RTFx split).
     last: Mutex<[f64; 4]>,
+    /// Context lists compiled by earlier calls.
+    contexts: Mutex<contexts::Cache>,
 }
 
 /// A hybrid model's HCLG: input labels pdf-ids + 1, or transition-ids mapped through the
@@ -375,6 +377,7 @@ impl Decoder {
             resolved,
             info,
             last: Mutex::new([0.0; 4]),
+            contexts: Mutex::new(Default::default()),
         })
     }
 
@@ -542,7 +545,16 @@ impl Decoder {
                 max_blanks: (pause > 0.0).then(|| ((pause / o.frame_s).round() as u32).max(1)),
                 word_insertion_penalty: self.settings.word_insertion_penalty,
             };
-            let c = compiler.compile(lists).map_err(value_err)?;
+            // Compiled with the GIL released (the cache locked there, as the search is).
+            let c = py
+                .detach(|| {
+                    let mut cache = self
+                        .contexts
+                        .lock()
+                        .map_err(|_| anyhow::anyhow!("contexts: a previous call panicked"))?;
+                    compiler.compile(lists, &mut cache)
+                })
+                .map_err(value_err)?;
             if !c.unspellable.is_empty() {
                 let msg = format!(
                     "contexts: {} phrase(s) left out, a word the labels cannot spell: {}",

@@ -188,3 +188,11 @@ def test_from_lm_on_an_export_rebuilds_the_clis_graph_and_contexts_find_the_name
     r1 = ctxbench.score(refs, {u: h.text for u, h in zip(ids, biased)}, entities=ents)
     assert r1["ne_wer"] < r0["ne_wer"] - 2.0, (r0["ne_wer"], r1["ne_wer"])
     assert r1["u_wer"] < r0["u_wer"] + 2.0, (r0["u_wer"], r1["u_wer"])
+
+
+def test_compiled_contexts_are_kept_across_calls_and_still_warn(lm):
+    dec = ctxbench.CtcDecoder.from_lm(LABELS, lm, cache_dir=None)
+    for _ in range(2):
+        with pytest.warns(UserWarning, match="cannot spell: xyz"):
+            hyps = dec.decode_batch([say("tac"), say("cat")], contexts=[["tac", "xyz"], ["tac", "xyz"]])
+        assert [h.text for h in hyps] == ["tac", "cat"]
