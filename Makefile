@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv python-venv python python-test peers-python gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
+.PHONY: nvrtc-venv python-venv python python-test peers-python sphinx-lm gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
 
 all: build
 
@@ -150,6 +150,16 @@ lm-en-us: build
 		--methods none --threads 1 --hyp-dir cache/lm-en-us/hyp
 	.venv-peers/bin/python scripts/peer_pocketsphinx.py datasets/pocketsphinx-test/data/text \
 		datasets/pocketsphinx-test/data/wav.scp cache/lm-en-us/lm.arpa cache/lm-en-us/lexicon.txt
+
+## pocketsphinx's general English LM read by ctxbench itself (issue 55: `ctxbench lm from-sphinx`,
+## every order) and checked against pocketsphinx's own scores: cache/lm-en-us/en-us-3gram.arpa.
+sphinx-lm: build
+	test -x .venv-peers/bin/python || python3 -m venv .venv-peers
+	.venv-peers/bin/pip install -q pocketsphinx==5.1.1
+	mkdir -p cache/lm-en-us
+	$(BIN) lm from-sphinx --bin "$$(.venv-peers/bin/python -c 'import pocketsphinx, os; print(os.path.join(pocketsphinx.get_model_path(), "en-us", "en-us.lm.bin"))')" \
+		--out cache/lm-en-us/en-us-3gram.arpa
+	.venv-peers/bin/python scripts/sphinx_lm_check.py cache/lm-en-us/en-us-3gram.arpa datasets/pocketsphinx-test/data/text
 
 ## 002 Table 2: decoder speed against concurrent streams (CPU rows measured here, GPU rows from
 ## results/gpu/); results/chen18-table2/.

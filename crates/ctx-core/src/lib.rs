@@ -25,6 +25,7 @@ pub mod lexicon;
 pub mod metrics;
 pub mod score_table;
 pub mod scores;
+pub mod sphinx_lm;
 pub mod symbols;
 pub mod timing;
 pub mod transition;

@@ -1,5 +1,7 @@
-//! `ctxbench lm train` (text → ARPA by interpolated modified Kneser-Ney) and `ctxbench lm ppl`
-//! (log10 probability and perplexity of a text under an ARPA model).
+//! `ctxbench lm train` (text → ARPA by interpolated modified Kneser-Ney), `ctxbench lm ppl`
+//! (log10 probability and perplexity of a text under an ARPA model), `ctxbench lm arrays`
+//! (NGPU-LM's arrays and their query speed) and `ctxbench lm from-sphinx` (pocketsphinx's binary
+//! trie LM as ARPA).
 
 use anyhow::{bail, Context, Result};
 use ctx_core::arpa::ArpaLm;
@@ -26,6 +28,19 @@ pub enum LmCommand {
     /// Build NGPU-LM arrays from an ARPA (004) and time batched full-vocabulary queries against
     /// per-token back-off queries: states, arcs, bytes per n-gram, queries per second.
     Arrays(ArraysArgs),
+    /// Convert pocketsphinx's binary trie LM (`en-us.lm.bin`; plain or gzip) to ARPA, every
+    /// order (pocketsphinx's own converters crash in its trigrams).
+    FromSphinx {
+        /// The binary LM.
+        #[arg(long)]
+        bin: PathBuf,
+        /// The ARPA file to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// The logmath base its values were written in (pocketsphinx's default).
+        #[arg(long, default_value_t = 1.0001)]
+        log_base: f64,
+    },
 }
 
 /// Settings of `ctxbench lm arrays`.
@@ -171,6 +186,21 @@ pub fn run_lm(cmd: &LmCommand) -> Result<()> {
                 println!("peak resident memory {mb:.0} MB");
             }
             println!("wrote {}", a.out.display());
+        }
+        LmCommand::FromSphinx { bin, out, log_base } => {
+            let t = Instant::now();
+            let lm = ctx_core::sphinx_lm::read_sphinx_bin(bin, *log_base)?;
+            lm.write(out)?;
+            let counts: Vec<String> = (1..=lm.order())
+                .map(|n| format!("{} {n}-grams", lm.count(n)))
+                .collect();
+            println!(
+                "{}: {} in {:.1} s; wrote {}",
+                bin.display(),
+                counts.join(", "),
+                t.elapsed().as_secs_f64(),
+                out.display()
+            );
         }
         LmCommand::Ppl { lm, text } => {
             let model = ArpaLm::read(lm)?;
