@@ -49,7 +49,7 @@ def test_hybrid_errors_name_the_argument(hclg):
     g = e / "graph"
     with pytest.raises(ValueError, match="the scores have 7 columns"):
         decoder(e).decode(arrays[0][:, :7].copy())
-    with pytest.raises(ValueError, match="blank and word insertion penalties are CTC settings"):
+    with pytest.raises(ValueError, match="the blank penalty is a CTC setting"):
         decoder(e, blank_penalty=1.0)
     with pytest.raises(ValueError, match="transition_model: .*nope.mdl"):
         ctxbench.WfstDecoder(g / "HCLG.fst", g / "words.txt", transition_model=g / "nope.mdl")
@@ -58,3 +58,16 @@ def test_hybrid_errors_name_the_argument(hclg):
     with pytest.raises(TypeError, match="score_columns: the transition model's pdf count"):
         ctxbench.WfstDecoder(g / "HCLG.fst", g / "words.txt", transition_model=g / "final.mdl",
                              score_columns=10)
+
+
+def test_a_word_insertion_penalty_charges_every_word_of_a_hybrid_graph(hclg):
+    e, ids, arrays = hclg
+    plain = decoder(e).decode_batch(arrays, ids)
+    charged = decoder(e, word_insertion_penalty=3.0).decode_batch(arrays, ids)
+    # The best path costs at least as much (every path pays 3 per word), and exactly its
+    # own 3 per word more when the words stay the same.
+    for p, c in zip(plain, charged):
+        assert c.cost >= p.cost - 1e-3
+        if c.text == p.text:
+            assert c.cost == pytest.approx(p.cost + 3.0 * len(p.words), abs=1e-2)
+    assert sum(len(h.words) for h in charged) < sum(len(h.words) for h in plain)

@@ -284,20 +284,18 @@ pub fn search(
     searcher.run(utts, with_contexts)
 }
 
-/// The graph a search reads: a CTC graph with the word insertion penalty on every arc that
-/// writes a word (a copy), or the graph itself.
+/// The graph a search reads: the graph with the word insertion penalty on every arc that
+/// writes a word (a copy; CTC and hybrid graphs alike, as pocketsphinx's `-wip`), or the graph
+/// itself.
 pub fn searched_graph<'a>(
     graph: &SearchGraph<'a>,
     settings: &DecodeSettings,
 ) -> std::borrow::Cow<'a, ctx_graph::csr::DecodingGraph> {
-    match graph.ctc_blank {
-        Some(_) => ctc_wfst::with_word_penalty(
-            graph.csr,
-            settings.word_insertion_penalty,
-            graph.context_slot,
-        ),
-        None => std::borrow::Cow::Borrowed(graph.csr),
-    }
+    ctc_wfst::with_word_penalty(
+        graph.csr,
+        settings.word_insertion_penalty,
+        graph.context_slot,
+    )
 }
 
 /// A search made once — the graph checked, the thread pool, the CTC input checks, the backend
@@ -320,10 +318,7 @@ impl<'g> Searcher<'g> {
         settings: &DecodeSettings,
     ) -> Result<Self> {
         let slot = graph.context_slot;
-        if graph.ctc_blank.is_some()
-            && settings.word_insertion_penalty != 0.0
-            && std::ptr::eq(searched, graph.csr)
-        {
+        if settings.word_insertion_penalty != 0.0 && std::ptr::eq(searched, graph.csr) {
             bail!(
                 "dataset {}: the searched graph lacks the word insertion penalty (searched_graph)",
                 graph.name
@@ -347,9 +342,9 @@ impl<'g> Searcher<'g> {
                 },
             )?),
             None => {
-                if settings.blank_penalty != 0.0 || settings.word_insertion_penalty != 0.0 {
+                if settings.blank_penalty != 0.0 {
                     bail!(
-                        "dataset {}: blank and word insertion penalties are CTC settings; this is a {} graph",
+                        "dataset {}: the blank penalty is a CTC setting; this is a {} graph",
                         graph.name,
                         graph.kind
                     );

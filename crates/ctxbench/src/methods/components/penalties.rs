@@ -1,5 +1,5 @@
-//! A CTC model's decoding penalties (001; `ctc-wfst`): the blank's log-probability lowered
-//! and every emitted word charged, on any family that decodes CTC log-probabilities.
+//! Decoding penalties (001; `ctc-wfst`): a CTC model's blank log-probability lowered, and every
+//! emitted word charged — on CTC and hybrid graphs alike (pocketsphinx's `-wip`, issue 55).
 
 use crate::pipeline::DecodeSettings;
 
@@ -10,7 +10,8 @@ crate::settings_block! {
         /// subtracted from the blank's log-probability on every frame (nats; positive = fewer
         /// blanks, a cure for deletions)
         blank_penalty: f64 = 0.0,
-        /// added to the cost of every emitted word (graph units; negative = an insertion bonus)
+        /// added to the cost of every emitted word, CTC or hybrid graph (graph units; negative =
+        /// an insertion bonus; pocketsphinx's -wip 0.65 at -lw 6.5 is ln(1/0.65)/6.5 = 0.066)
         word_insertion_penalty: f64 = 0.0,
     }
 }
