@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv python-venv python python-test peers-python sphinx-lm gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
+.PHONY: nvrtc-venv python-venv python python-test peers-python sphinx-lm lm-en-us-3gram gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
 
 all: build
 
@@ -160,6 +160,16 @@ sphinx-lm: build
 	$(BIN) lm from-sphinx --bin "$$(.venv-peers/bin/python -c 'import pocketsphinx, os; print(os.path.join(pocketsphinx.get_model_path(), "en-us", "en-us.lm.bin"))')" \
 		--out cache/lm-en-us/en-us-3gram.arpa
 	.venv-peers/bin/python scripts/sphinx_lm_check.py cache/lm-en-us/en-us-3gram.arpa datasets/pocketsphinx-test/data/text
+
+## The same ten recordings on pocketsphinx's LM as a pruned trigram (issue 55: every order read by
+## `ctxbench lm from-sphinx`, trigrams and bigrams at log10 p >= -2.5, back-offs recomputed), decoded
+## by ctxbench and by pocketsphinx on the same LM and lexicon: cache/lm-en-us-3gram/.
+lm-en-us-3gram: sphinx-lm
+	.venv-peers/bin/python scripts/en_us_lm.py . cache/lm-en-us-3gram --from-arpa cache/lm-en-us/en-us-3gram.arpa --trigrams
+	$(BIN) decode --registry cache/lm-en-us-3gram/datasets.toml --dataset pocketsphinx-test-en-us \
+		--methods none --threads 1 --hyp-dir cache/lm-en-us-3gram/hyp
+	.venv-peers/bin/python scripts/peer_pocketsphinx.py datasets/pocketsphinx-test/data/text \
+		datasets/pocketsphinx-test/data/wav.scp cache/lm-en-us-3gram/lm.arpa cache/lm-en-us-3gram/lexicon.txt
 
 ## 002 Table 2: decoder speed against concurrent streams (CPU rows measured here, GPU rows from
 ## results/gpu/); results/chen18-table2/.

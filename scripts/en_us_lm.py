@@ -77,18 +77,51 @@ def read(raw):
     return uni, bi
 
 
+def read_full(path):
+    """Every order of an ARPA written by `ctxbench lm from-sphinx` (the whole binary trie)."""
+    uni, bi, tri, sec = {}, [], [], 0
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("\\") and line.endswith("-grams:"):
+                sec = int(line[1:line.index("-")])
+                continue
+            if not line or line.startswith("\\") or sec == 0:
+                continue
+            parts = line.split("\t")
+            ws = parts[1].split()
+            if sec == 1:
+                uni[ws[0]] = (float(parts[0]), float(parts[2]) if len(parts) > 2 else 0.0)
+            elif sec == 2:
+                bi.append((ws[0], ws[1], float(parts[0])))
+            elif sec == 3:
+                tri.append((ws[0], ws[1], ws[2], float(parts[0])))
+    print(f"en_us_lm: {path}: {len(uni)} unigrams, {len(bi)} bigrams, {len(tri)} trigrams")
+    return uni, bi, tri
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("root")
     ap.add_argument("out")
     ap.add_argument("--vocab", type=int, default=100000)
     ap.add_argument("--min-logp", type=float, default=-2.5)
+    ap.add_argument("--from-arpa", help="the whole LM as ctxbench lm from-sphinx wrote it "
+                    "(every order; default: pocketsphinx's own writer, bigrams only)")
+    ap.add_argument("--trigrams", action="store_true",
+                    help="keep trigrams too (log10 p >= --min-logp, history bigram kept; needs --from-arpa)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    raw = os.path.join(a.out, "en-us.raw.arpa")
-    convert(raw)
-    uni, bi = read(raw)
-    os.unlink(raw)
+    tri = []
+    if a.from_arpa:
+        uni, bi, tri = read_full(a.from_arpa)
+    else:
+        if a.trigrams:
+            sys.exit("en_us_lm: --trigrams needs --from-arpa (pocketsphinx's writer crashes in them)")
+        raw = os.path.join(a.out, "en-us.raw.arpa")
+        convert(raw)
+        uni, bi = read(raw)
+        os.unlink(raw)
     words = sorted((w for w in uni if w not in ("<s>", "</s>")), key=lambda w: (-uni[w][0], w))
     vocab = set(words[: a.vocab]) | {"<s>", "</s>"}
     p1 = {w: 10 ** uni[w][0] for w in vocab if w != "<s>"}
@@ -104,16 +137,40 @@ def main():
         den = 1.0 - sum(p1.get(w, 0.0) for w, _ in ws)
         bow[h] = math.log10(max(num, 1e-9) / max(den, 1e-9))
     n2 = sum(len(v) for v in kept.values())
+    # Trigrams whose history bigram is kept, and each such history's back-off recomputed so
+    # that P(. | h1 h2) sums to one over the vocabulary: the mass of the kept trigrams against
+    # what the pruned bigram model gives the same words.
+    p2 = {(h, w): 10 ** lp for h, ws in kept.items() for w, lp in ws}
+    kept3 = {}
+    if a.trigrams:
+        for h1, h2, w, lp in tri:
+            if lp >= a.min_logp and (h1, h2) in p2 and w in vocab:
+                kept3.setdefault((h1, h2), []).append((w, lp))
+    bow2 = {}
+    for (h1, h2), ws in kept3.items():
+        num = 1.0 - sum(10 ** lp for _, lp in ws)
+        den = 1.0 - sum(p2.get((h2, w), 10 ** bow.get(h2, 0.0) * p1.get(w, 0.0)) for w, _ in ws)
+        bow2[(h1, h2)] = math.log10(max(num, 1e-9) / max(den, 1e-9))
+    n3 = sum(len(v) for v in kept3.values())
     lm = os.path.join(a.out, "lm.arpa")
     with open(lm, "w") as f:
-        f.write(f"\\data\\\nngram 1={len(vocab)}\nngram 2={n2}\n\n\\1-grams:\n")
+        f.write(f"\\data\\\nngram 1={len(vocab)}\nngram 2={n2}\n")
+        if n3:
+            f.write(f"ngram 3={n3}\n")
+        f.write("\n\\1-grams:\n")
         for w in sorted(vocab):
             lp = -99.0 if w == "<s>" else math.log10(p1[w])
             f.write(f"{lp:.6f}\t{w}\t{bow.get(w, 0.0):.6f}\n")
         f.write("\n\\2-grams:\n")
         for h in sorted(kept):
             for w, lp in sorted(kept[h]):
-                f.write(f"{lp:.6f}\t{h} {w}\n")
+                b = f"\t{bow2[(h, w)]:.6f}" if (h, w) in bow2 else ""
+                f.write(f"{lp:.6f}\t{h} {w}{b}\n")
+        if n3:
+            f.write("\n\\3-grams:\n")
+            for h in sorted(kept3):
+                for w, lp in sorted(kept3[h]):
+                    f.write(f"{lp:.6f}\t{h[0]} {h[1]} {w}\n")
         f.write("\n\\end\\\n")
     dic = os.path.join(get_model_path(), "en-us", "cmudict-en-us.dict")
     n_pron = 0
@@ -135,9 +192,9 @@ def main():
             f"model = \"{root}/datasets/sphinx-en-us\"\ndata = \"{root}/datasets/pocketsphinx-test/data\"\n"
             f"lexicon = \"{out}/lexicon.txt\"\nlm = \"{out}/lm.arpa\"\n"
             "licence = \"BSD-2-Clause (pocketsphinx model, LM and dictionary)\"\n"
-            f"description = \"10 real recordings, CMU Sphinx en-us, pocketsphinx's en-us LM as a {len(vocab) - 2}-word bigram (log10 p >= {a.min_logp})\"\n"
+            f"description = \"10 real recordings, CMU Sphinx en-us, pocketsphinx's en-us LM as a {len(vocab) - 2}-word {'trigram' if n3 else 'bigram'} (log10 p >= {a.min_logp})\"\n"
         )
-    print(f"en_us_lm: {lm}: {len(vocab)} words, {n2} bigrams (of {len(bi)}), {n_pron} pronunciations")
+    print(f"en_us_lm: {lm}: {len(vocab)} words, {n2} bigrams (of {len(bi)}), {n3} trigrams (of {len(tri)}), {n_pron} pronunciations")
 
 
 if __name__ == "__main__":
