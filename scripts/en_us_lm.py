@@ -77,9 +77,9 @@ def read(raw):
     return uni, bi
 
 
-def read_full(path):
-    """Every order of an ARPA written by `ctxbench lm from-sphinx` (the whole binary trie)."""
-    uni, bi, tri, sec = {}, [], [], 0
+def arpa_ngrams(path):
+    """Every n-gram of an ARPA file, in file order: (order, words, log10 p, log10 back-off)."""
+    sec = 0
     with open(path, encoding="utf-8") as f:
         for line in f:
             line = line.rstrip("\n")
@@ -89,13 +89,19 @@ def read_full(path):
             if not line or line.startswith("\\") or sec == 0:
                 continue
             parts = line.split("\t")
-            ws = parts[1].split()
-            if sec == 1:
-                uni[ws[0]] = (float(parts[0]), float(parts[2]) if len(parts) > 2 else 0.0)
-            elif sec == 2:
-                bi.append((ws[0], ws[1], float(parts[0])))
-            elif sec == 3:
-                tri.append((ws[0], ws[1], ws[2], float(parts[0])))
+            yield sec, parts[1].split(), float(parts[0]), float(parts[2]) if len(parts) > 2 else 0.0
+
+
+def read_full(path):
+    """Every order of an ARPA written by `ctxbench lm from-sphinx` (the whole binary trie)."""
+    uni, bi, tri = {}, [], []
+    for n, ws, lp, bo in arpa_ngrams(path):
+        if n == 1:
+            uni[ws[0]] = (lp, bo)
+        elif n == 2:
+            bi.append((ws[0], ws[1], lp))
+        elif n == 3:
+            tri.append((ws[0], ws[1], ws[2], lp))
     print(f"en_us_lm: {path}: {len(uni)} unigrams, {len(bi)} bigrams, {len(tri)} trigrams")
     return uni, bi, tri
 
@@ -153,7 +159,7 @@ def main():
         bow2[(h1, h2)] = math.log10(max(num, 1e-9) / max(den, 1e-9))
     n3 = sum(len(v) for v in kept3.values())
     lm = os.path.join(a.out, "lm.arpa")
-    with open(lm, "w") as f:
+    with open(lm + ".tmp", "w") as f:
         f.write(f"\\data\\\nngram 1={len(vocab)}\nngram 2={n2}\n")
         if n3:
             f.write(f"ngram 3={n3}\n")
@@ -172,9 +178,11 @@ def main():
                 for w, lp in sorted(kept3[h]):
                     f.write(f"{lp:.6f}\t{h[0]} {h[1]} {w}\n")
         f.write("\n\\end\\\n")
+    os.replace(lm + ".tmp", lm)  # never a half-written LM
     dic = os.path.join(get_model_path(), "en-us", "cmudict-en-us.dict")
     n_pron = 0
-    with open(dic) as f, open(os.path.join(a.out, "lexicon.txt"), "w") as o:
+    lexicon = os.path.join(a.out, "lexicon.txt")
+    with open(dic) as f, open(lexicon + ".tmp", "w") as o:
         for line in f:
             parts = line.split()
             if len(parts) < 2:
@@ -183,9 +191,11 @@ def main():
             if word in vocab:
                 o.write(f"{word}\t{' '.join(parts[1:])}\n")
                 n_pron += 1
+    os.replace(lexicon + ".tmp", lexicon)
     root = os.path.abspath(a.root)
     out = os.path.abspath(a.out)
-    with open(os.path.join(a.out, "datasets.toml"), "w") as f:
+    reg = os.path.join(a.out, "datasets.toml")
+    with open(reg + ".tmp", "w") as f:
         f.write(
             "# Written by scripts/en_us_lm.py: pocketsphinx's test recordings with its general English LM, pruned.\n"
             "[pocketsphinx-test-en-us]\nkind = \"audio\"\n"
@@ -194,6 +204,7 @@ def main():
             "licence = \"BSD-2-Clause (pocketsphinx model, LM and dictionary)\"\n"
             f"description = \"10 real recordings, CMU Sphinx en-us, pocketsphinx's en-us LM as a {len(vocab) - 2}-word {'trigram' if n3 else 'bigram'} (log10 p >= {a.min_logp})\"\n"
         )
+    os.replace(reg + ".tmp", reg)
     print(f"en_us_lm: {lm}: {len(vocab)} words, {n2} bigrams (of {len(bi)}), {n3} trigrams (of {len(tri)}), {n_pron} pronunciations")
 
 

@@ -13,6 +13,9 @@ import sys
 
 import pocketsphinx as p
 
+sys.path.insert(0, os.path.dirname(__file__))
+import en_us_lm  # noqa: E402  (its ARPA reader)
+
 
 def pocketsphinx_scores(sents):
     m = os.path.join(p.get_model_path(), "en-us", "en-us.lm.bin")
@@ -26,20 +29,8 @@ def pocketsphinx_scores(sents):
 
 def arpa_ngrams(path, need):
     """The ARPA's n-grams over the words in `need`: {words: (log10 p, log10 back-off)}."""
-    grams, sec = {}, 0
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if line.startswith("\\") and line.endswith("-grams:"):
-                sec = int(line[1:line.index("-")])
-                continue
-            if not line or line.startswith("\\") or sec == 0:
-                continue
-            fields = line.split("\t")
-            ws = tuple(fields[1].split())
-            if all(w in need for w in ws):
-                grams[ws] = (float(fields[0]), float(fields[2]) if len(fields) > 2 else 0.0)
-    return grams
+    return {tuple(ws): (lp, bo) for _, ws, lp, bo in en_us_lm.arpa_ngrams(path)
+            if all(w in need for w in ws)}
 
 
 def score(grams, w, hist):

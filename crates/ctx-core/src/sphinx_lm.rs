@@ -143,8 +143,8 @@ pub fn read_sphinx_bin(path: &Path, log_base: f64) -> Result<ArpaLm> {
     };
     if !bytes.starts_with(MAGIC) {
         return Err(c.bad(
-            "not a pocketsphinx binary trie LM (no \"Trie Language Model\" header; an older DMP \
-             file or an ARPA file is read otherwise)",
+            "not a pocketsphinx binary trie LM (no \"Trie Language Model\" header; the older DMP \
+             format is not read, and an ARPA file needs no conversion)",
         ));
     }
     c.take(MAGIC.len(), "the header")?;

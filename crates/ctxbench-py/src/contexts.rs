@@ -9,12 +9,13 @@ use ctx_core::symbols::SymbolTable;
 use ctx_graph::context::ContextGraph;
 use ctx_graph::ctc::CtcTopology;
 use ctx_graph::labels::CtcLabels;
+use ctxbench::methods::components::open_vocab::context_of;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use wfst_search::{Booster, PhraseAutomaton};
+use wfst_search::Booster;
 
 /// One utterance's phrases as Python gave them: (words, weight).
 type Phrases = Vec<(Vec<String>, f32)>;
@@ -183,7 +184,8 @@ impl Compiler<'_> {
         Ok(out)
     }
 
-    /// One list's context graph and penalty booster.
+    /// One list's context graph and penalty booster (the CLI's rule, `context_of`), the graph
+    /// spelled in the labels and mapped onto the model's columns.
     fn compile_one(
         &self,
         p: Phrases,
@@ -195,31 +197,22 @@ impl Compiler<'_> {
                 .map(|(words, weight)| ContextPhrase { words, weight })
                 .collect(),
         };
-        let booster = PhraseAutomaton::penalties(&list, |w| self.words.id(w).filter(|&i| i != 0))?
-            .map_or(Booster::None, |(a, _)| Booster::Phrases(a));
-        let offered = ContextList {
-            phrases: list
-                .phrases
-                .into_iter()
-                .filter(|p| p.weight >= 0.0)
-                .collect(),
-        };
-        if offered.phrases.is_empty() {
-            return Ok((None, booster));
-        }
-        let mut g = ContextGraph::compile(
-            &offered,
-            |w| {
-                self.spellings
-                    .get(w)
-                    .cloned()
-                    .or_else(|| self.labels.spell(w))
-            },
-            self.topology,
-            self.max_blanks,
-        )?;
-        g.graph.map_input_labels(map)?;
-        ctc_wfst::add_word_penalty(&mut g, self.word_insertion_penalty);
-        Ok((Some(Arc::new(g)), booster))
+        let (context, pen) =
+            context_of(&list, self.words, self.word_insertion_penalty, |offered| {
+                let mut g = ContextGraph::compile(
+                    offered,
+                    |w| {
+                        self.spellings
+                            .get(w)
+                            .cloned()
+                            .or_else(|| self.labels.spell(w))
+                    },
+                    self.topology,
+                    self.max_blanks,
+                )?;
+                g.graph.map_input_labels(map)?;
+                Ok(g)
+            })?;
+        Ok((context, pen.map_or(Booster::None, |(b, _)| b)))
     }
 }

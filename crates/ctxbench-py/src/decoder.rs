@@ -87,6 +87,30 @@ struct Loaded {
 }
 
 impl Loaded {
+    /// A CTC model's TLG: the blank its silence label (endpointing); the frame shift is set
+    /// by the constructor.
+    fn ctc(
+        graph: Graph,
+        csr: DecodingGraph,
+        blank: u32,
+        topology: CtcTopology,
+        labels: Option<CtcLabels>,
+        spellings: std::collections::HashMap<String, Vec<u32>>,
+    ) -> Self {
+        Self {
+            graph,
+            csr,
+            penalised: None,
+            blank: Some(blank),
+            width: None,
+            silence: vec![blank + 1],
+            frame_s: 0.04,
+            topology,
+            labels,
+            spellings,
+        }
+    }
+
     /// The search's view of the graph.
     fn search_graph(&self) -> SearchGraph<'_> {
         SearchGraph {
@@ -288,18 +312,7 @@ impl Decoder {
                     .as_deref()
                     .map(|t| table_labels(t, blank))
                     .transpose()?;
-                Loaded {
-                    graph: g,
-                    csr,
-                    penalised: None,
-                    blank: Some(blank),
-                    width: None,
-                    silence: vec![blank + 1],
-                    frame_s: frame_shift,
-                    topology: topo,
-                    labels,
-                    spellings: Default::default(),
-                }
+                Loaded::ctc(g, csr, blank, topo, labels, Default::default())
             }
             (None, None, Some(labels), Some(lm)) if !hybrid => {
                 if tokens.is_some() {
@@ -333,18 +346,7 @@ impl Decoder {
                     info.insert("cache_entry".into(), Value::Str(e.display().to_string()));
                 }
                 let blank = labels.blank() as u32;
-                Loaded {
-                    graph: built.graph,
-                    csr,
-                    penalised: None,
-                    blank: Some(blank),
-                    width: None,
-                    silence: vec![blank + 1],
-                    frame_s: frame_shift,
-                    topology: topo,
-                    labels: Some(labels),
-                    spellings: built.spellings,
-                }
+                Loaded::ctc(built.graph, csr, blank, topo, Some(labels), built.spellings)
             }
             _ => {
                 return Err(PyTypeError::new_err(if hybrid {

@@ -1234,6 +1234,34 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "lm from-sphinx: an ARPA file given as pocketsphinx's binary LM",
+            Box::new(|b| {
+                let d = b.case_dir("sphinx-arpa");
+                std::fs::write(d.join("lm.bin"), "\\data\\\nngram 1=1\n").unwrap();
+                (
+                    sphinx_args(&d.join("lm.bin"), &d.join("out.arpa")),
+                    Expect::Fails(strs(&[
+                        "sphinx-arpa/lm.bin",
+                        "not a pocketsphinx binary trie LM",
+                    ])),
+                )
+            }),
+        ),
+        (
+            "lm from-sphinx: a binary LM cut short",
+            Box::new(|b| {
+                let d = b.case_dir("sphinx-cut");
+                let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../ctx-core/tests/data/sphinx_lm/small.lm.bin.gz");
+                let bytes = ctx_core::io::read_bytes(&fixture).unwrap();
+                std::fs::write(d.join("lm.bin"), &bytes[..bytes.len() / 2]).unwrap();
+                (
+                    sphinx_args(&d.join("lm.bin"), &d.join("out.arpa")),
+                    Expect::Fails(strs(&["sphinx-cut/lm.bin", "truncated", "the 2-gram back-off table"])),
+                )
+            }),
+        ),
+        (
             "score: no hypothesis id in the reference",
             Box::new(|b| {
                 let d = b.case_dir("disjoint");
@@ -1245,6 +1273,18 @@ fn cases() -> Vec<Case> {
                 )
             }),
         ),
+    ]
+}
+
+/// `lm from-sphinx --bin B --out O`.
+fn sphinx_args(bin: &Path, out: &Path) -> Vec<String> {
+    vec![
+        "lm".into(),
+        "from-sphinx".into(),
+        "--bin".into(),
+        bin.display().to_string(),
+        "--out".into(),
+        out.display().to_string(),
     ]
 }
 

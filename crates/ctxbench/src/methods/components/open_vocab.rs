@@ -99,30 +99,14 @@ pub fn open_contexts(
     let words = &setup.graph.symbols.words;
     type Built = (Option<Arc<ContextGraph>>, Option<(Booster, usize)>);
     let compile = |cl: &ContextList| -> Result<Built> {
-        // A negative weight only penalises: the phrase stays out of the context graph (whose
-        // copy skips the LM costs of its words, so even at a negative weight it can be cheaper
-        // than the main path's), and its in-vocabulary form costs −weight on the main path.
-        let pen = PhraseAutomaton::penalties(cl, |w| words.id(w).filter(|&i| i != 0))?
-            .map(|(a, n)| (Booster::Phrases(a), n));
-        let offered = ContextList {
-            phrases: cl
-                .phrases
-                .iter()
-                .filter(|p| p.weight >= 0.0)
-                .cloned()
-                .collect(),
-        };
-        if offered.phrases.is_empty() {
-            return Ok((None, pen));
-        }
-        let mut g = match &spell {
-            Spell::Pieces(bpe, topo) => {
-                ContextGraph::compile(&offered, |w| Some(bpe.encode(w)), *topo, max_blanks)?
-            }
-            Spell::Phones(_, hmms) => ContextGraph::compile_hybrid(&offered, pronounce, hmms)?,
-        };
-        ctc_wfst::add_word_penalty(&mut g, wip);
-        Ok((Some(Arc::new(g)), pen))
+        context_of(cl, words, wip, |offered| {
+            Ok(match &spell {
+                Spell::Pieces(bpe, topo) => {
+                    ContextGraph::compile(offered, |w| Some(bpe.encode(w)), *topo, max_blanks)?
+                }
+                Spell::Phones(_, hmms) => ContextGraph::compile_hybrid(offered, pronounce, hmms)?,
+            })
+        })
     };
     let shared = file.as_ref().map(&compile).transpose()?;
     let mut built: BTreeMap<Vec<Vec<String>>, Built> = BTreeMap::new();
@@ -165,6 +149,37 @@ pub fn open_contexts(
     }
     out.build_s = t.elapsed().as_secs_f64();
     Ok(out)
+}
+
+/// One list's open-vocabulary context, the CLI's rule and the Python package's: phrases of
+/// non-negative weight go to the context graph `compile` makes (then charged the word insertion
+/// penalty `wip` on every word, as the graph's own word arcs are); a negative weight only
+/// penalises — the phrase stays out of the context graph (whose copy skips the LM costs of its
+/// words, so even at a negative weight it can be cheaper than the main path's) and its
+/// in-vocabulary form (`words`) costs −weight on the main path: a booster, and how many
+/// phrases it penalises.
+pub fn context_of(
+    cl: &ContextList,
+    words: &ctx_core::symbols::SymbolTable,
+    wip: f32,
+    compile: impl FnOnce(&ContextList) -> Result<ContextGraph>,
+) -> Result<(Option<Arc<ContextGraph>>, Option<(Booster, usize)>)> {
+    let pen = PhraseAutomaton::penalties(cl, |w| words.id(w).filter(|&i| i != 0))?
+        .map(|(a, n)| (Booster::Phrases(a), n));
+    let offered = ContextList {
+        phrases: cl
+            .phrases
+            .iter()
+            .filter(|p| p.weight >= 0.0)
+            .cloned()
+            .collect(),
+    };
+    if offered.phrases.is_empty() {
+        return Ok((None, pen));
+    }
+    let mut g = compile(&offered)?;
+    ctc_wfst::add_word_penalty(&mut g, wip);
+    Ok((Some(Arc::new(g)), pen))
 }
 
 crate::settings_block! {
