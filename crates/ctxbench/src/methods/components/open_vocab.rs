@@ -97,7 +97,6 @@ pub fn open_contexts(
     };
     let wip = settings.word_insertion_penalty;
     let words = &setup.graph.symbols.words;
-    type Built = (Option<Arc<ContextGraph>>, Option<(Booster, usize)>);
     let compile = |cl: &ContextList| -> Result<Built> {
         context_of(cl, words, wip, |offered| {
             Ok(match &spell {
@@ -151,6 +150,9 @@ pub fn open_contexts(
     Ok(out)
 }
 
+/// A list's context graph, and its penalty booster with the phrases it penalises.
+pub type Built = (Option<Arc<ContextGraph>>, Option<(Booster, usize)>);
+
 /// One list's open-vocabulary context, the CLI's rule and the Python package's: phrases of
 /// non-negative weight go to the context graph `compile` makes (then charged the word insertion
 /// penalty `wip` on every word, as the graph's own word arcs are); a negative weight only
@@ -163,7 +165,7 @@ pub fn context_of(
     words: &ctx_core::symbols::SymbolTable,
     wip: f32,
     compile: impl FnOnce(&ContextList) -> Result<ContextGraph>,
-) -> Result<(Option<Arc<ContextGraph>>, Option<(Booster, usize)>)> {
+) -> Result<Built> {
     let pen = PhraseAutomaton::penalties(cl, |w| words.id(w).filter(|&i| i != 0))?
         .map(|(a, n)| (Booster::Phrases(a), n));
     let offered = ContextList {
