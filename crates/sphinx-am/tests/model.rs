@@ -156,6 +156,60 @@ fn missing_triphones_back_off_as_pocketsphinx_does() {
     assert_eq!(m.nearest_phone(noise, ae, t, WordPos::Internal), noise);
 }
 
+/// Every (base, left, right, position) of the model's base phones resolves to the phone
+/// pocketsphinx 5.1.1's `bin_mdef_phone_id_nearest` gives (its dict2pid's choice for
+/// word-internal phones and, with the neighbouring words' phones as context, for the first,
+/// last and only phones of words), from `scripts/sphinx_triphone_fixture.py`'s dump.
+#[test]
+fn every_context_resolves_to_pocketsphinx_s_phone() {
+    let m = Mdef::read(&model_dir().join("mdef")).unwrap();
+    let f = std::fs::File::open(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reference/nearest_phone.u32.gz"),
+    )
+    .unwrap();
+    let mut bytes = Vec::new();
+    flate2_read(f, &mut bytes);
+    let n = m.n_ci();
+    assert_eq!(bytes.len(), 4 * 4 * n * n * n, "one u32 per lookup");
+    let want = bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()) as usize);
+    let mut it = want.into_iter();
+    let (mut differ, mut cross_word_triphones) = (Vec::new(), 0usize);
+    for pos in POSITIONS {
+        for b in 0..n {
+            for l in 0..n {
+                for r in 0..n {
+                    let want = it.next().unwrap();
+                    let got = m.nearest_phone(b, l, r, pos);
+                    if got != want {
+                        differ.push((
+                            pos,
+                            [&m.ci_names[b], &m.ci_names[l], &m.ci_names[r]],
+                            got,
+                            want,
+                        ));
+                    }
+                    if pos != WordPos::Internal && got >= n {
+                        cross_word_triphones += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} lookups differ, first {:?}",
+        differ.len(),
+        &differ[..differ.len().min(5)]
+    );
+    // The table is not trivial: most word-edge contexts have a trained triphone.
+    assert!(
+        cross_word_triphones > 3 * n * n * n / 2,
+        "{cross_word_triphones}"
+    );
+}
+
 #[test]
 fn damaged_files_are_named_errors() {
     let mdef = raw("mdef");
