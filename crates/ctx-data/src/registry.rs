@@ -578,6 +578,14 @@ pub struct AudioSpec {
     /// decoder's acoustic scale is its inverse.
     #[serde(default = "default_language_weight")]
     pub language_weight: f64,
+    /// Phone context of the graph: `cross-word` (triphones across word boundaries, as
+    /// pocketsphinx decodes; the default) or `word-internal` (word-edge phones see silence).
+    #[serde(default = "default_phone_context")]
+    pub phone_context: String,
+    /// Probability of an optional silence between words (its loop costs −ln p in the graph,
+    /// against acoustic log-likelihoods scaled by 1 / `language_weight`); default 0.2.
+    #[serde(default = "default_silence_prob")]
+    pub silence_prob: f64,
     /// Per-utterance entities (`utt<TAB>[CLASS] words|...`).
     #[serde(default)]
     pub entities: Option<String>,
@@ -666,6 +674,14 @@ impl AudioSpec {
             lists: &self.lists,
         }
     }
+}
+
+fn default_phone_context() -> String {
+    "cross-word".into()
+}
+
+fn default_silence_prob() -> f64 {
+    0.2
 }
 
 fn default_language_weight() -> f64 {

@@ -4,7 +4,9 @@
 //!   over Gallic weights) terminates; minimization encodes labels and weights and minimizes the
 //!   resulting acceptor (Kaldi's `fstminimizeencoded`: no weight pushing).
 //! - HCLG: Ha ∘ LG, determinized and minimized again, disambiguation inputs replaced by ε, then
-//!   HMM self-loops added ([`crate::hmm::add_self_loops`]). C is the identity (monophones).
+//!   HMM self-loops added ([`crate::hmm::add_self_loops`]). C is the identity (monophones and
+//!   word-internal triphones) or, for cross-word triphones, [`crate::phone_context`]'s C
+//!   ([`compile_hclg_context`]).
 //! - TLG: T ∘ LG, disambiguation inputs replaced by ε (001 writes T ∘ det(min(L ∘ G)); minimizing
 //!   needs a deterministic input, so det comes first here).
 //!
@@ -12,6 +14,7 @@
 //! makes a word certain), which is what arc-index boosting searches for.
 
 use crate::ctc::{self, CtcTopology};
+use crate::determinize::determinize_functional_eps_free;
 use crate::error::{GraphError, Result};
 use crate::gboost::{gboost_edit, GBoost};
 use crate::grammar::{
@@ -19,6 +22,7 @@ use crate::grammar::{
 };
 use crate::hmm::{self, HmmTopology, UnitHmms};
 use crate::lexicon_fst::{build_lexicon_fst_with, LangSymbols, LexiconFst, SilenceOptions};
+use crate::phone_context::{add_end_marker, ContextFst};
 use crate::StdFst;
 use ctx_core::arpa::ArpaLm;
 use ctx_core::lexicon::Lexicon;
@@ -140,6 +144,59 @@ pub fn minimize_encoded(fst: &mut StdFst, step: &str) -> Result<()> {
     Ok(())
 }
 
+/// The grid of weights in graphs with C: det's own comparison quantum, 2⁻¹⁰.
+pub const WEIGHT_QUANTUM: f32 = 1.0 / 1024.0;
+
+/// Every arc and final weight rounded to a multiple of `quantum` (a power of two, so sums of
+/// rounded weights stay on the grid and exact in `f32` below 2¹³).
+pub fn quantize_weights(fst: &StdFst, quantum: f32) -> Result<StdFst> {
+    let err = |e| GraphError::fst("quantize weights", e);
+    let q = |w: f32| {
+        if w.is_finite() {
+            (w / quantum).round() * quantum
+        } else {
+            w
+        }
+    };
+    let mut out = fst.clone();
+    for s in 0..out.num_states() as StateId {
+        let mut it = out.tr_iter_mut(s).map_err(err)?;
+        for i in 0..it.len() {
+            let w = q(*it[i].weight.value());
+            it.set_weight(i, TropicalWeight::new(w)).map_err(err)?;
+        }
+        if let Some(w) = out.final_weight(s).map_err(err)? {
+            out.set_final(s, q(*w.value())).map_err(err)?;
+        }
+    }
+    Ok(out)
+}
+
+/// Replaces every input label `x > 0` with `map[x − 1] + 1` (e.g. transition-ids with the
+/// pdfs they read).
+pub fn relabel_inputs(fst: &StdFst, map: &[u32]) -> Result<StdFst> {
+    let mut out = fst.clone();
+    for s in 0..out.num_states() as StateId {
+        let mut it = out
+            .tr_iter_mut(s)
+            .map_err(|e| GraphError::fst("relabel inputs", e))?;
+        for i in 0..it.len() {
+            let x = it[i].ilabel;
+            if x > 0 {
+                let to = *map.get(x as usize - 1).ok_or_else(|| {
+                    GraphError::Invalid(format!(
+                        "input label {x} has no pdf ({} mapped)",
+                        map.len()
+                    ))
+                })?;
+                it.set_ilabel(i, to + 1)
+                    .map_err(|e| GraphError::fst("relabel inputs", e))?;
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Replaces every input label ≥ `first` (disambiguation symbols) with ε.
 pub fn remove_input_labels_from(fst: &StdFst, first: u32) -> Result<StdFst> {
     let mut out = fst.clone();
@@ -177,7 +234,7 @@ fn build_lg(l: &LexiconFst, g: &StdFst, steps: &mut Steps) -> Result<StdFst> {
 pub fn compile_hclg(l: &LexiconFst, g: &StdFst, topo: &HmmTopology) -> Result<Graph> {
     topo.check()?;
     let units = UnitHmms::uniform(topo, l.symbols.num_units);
-    compile_hclg_with(l, g, &units, topo.states_per_phone > 1)
+    compile_hclg_with(l, g, &units, None, topo.states_per_phone > 1)
 }
 
 /// HCLG over per-unit HMMs ([`UnitHmms`]: e.g. a real model's triphones as senone
@@ -191,34 +248,89 @@ pub fn compile_hclg_units(l: &LexiconFst, g: &StdFst, units: &UnitHmms) -> Resul
         )));
     }
     let multi = units.pdfs.iter().any(|p| p.len() > 1);
-    compile_hclg_with(l, g, units, multi)
+    compile_hclg_with(l, g, units, None, multi)
+}
+
+/// HCLG with cross-word phone context: H over `c`'s context-dependent labels (`units`, unit
+/// `i + 1` the HMM of `c.keys[i]`), C from [`crate::phone_context::build_context_fst`] over
+/// `l`'s units. CLG = C ∘ LG (LG made subsequential for C's last unit); H ∘ CLG is then
+/// determinized and minimized as Kaldi does.
+pub fn compile_hclg_context(
+    l: &LexiconFst,
+    g: &StdFst,
+    c: &ContextFst,
+    units: &UnitHmms,
+) -> Result<Graph> {
+    if c.num_units != l.symbols.num_units || c.num_disambig != l.symbols.num_disambig {
+        return Err(GraphError::Invalid(format!(
+            "C over {} units and {} disambiguation symbols, L over {} and {}",
+            c.num_units, c.num_disambig, l.symbols.num_units, l.symbols.num_disambig
+        )));
+    }
+    if units.pdfs.len() != c.keys.len() {
+        return Err(GraphError::Invalid(format!(
+            "{} unit HMMs for {} context-dependent labels of C",
+            units.pdfs.len(),
+            c.keys.len()
+        )));
+    }
+    compile_hclg_with(l, g, units, Some(c), true)
 }
 
 fn compile_hclg_with(
     l: &LexiconFst,
     g: &StdFst,
     units: &UnitHmms,
+    context: Option<&ContextFst>,
     multi_state: bool,
 ) -> Result<Graph> {
     let mut steps = Steps(Vec::new());
     let syms = &l.symbols;
-    let lg = build_lg(l, g, &mut steps)?;
-    let h = hmm::build_h_units(units, syms.num_disambig)?;
+    let mut lg = build_lg(l, g, &mut steps)?;
+    let mut num_disambig = syms.num_disambig;
+    if let Some(c) = context {
+        // C delays each unit by one, so det(H ∘ CLG) carries residual weights around cycles
+        // (the silence loop); weights on a grid of 2⁻¹⁰ make every sum exact, so the
+        // residuals repeat instead of drifting into ever new subsets (det's own quantum).
+        lg = quantize_weights(&lg, WEIGHT_QUANTUM)?;
+        let lg_end = add_end_marker(&lg, c.end_label())?;
+        lg = steps.run("C ∘ LG", || compose_sorted(&c.fst, &lg_end, "C ∘ LG"))?;
+        num_disambig = c.num_disambig_in();
+    }
+    // With C, H reads one label per (context-dependent unit, state) — Kaldi's transition-ids
+    // — while determinizing: a pdf shared by two units (a triphone at two word positions) would
+    // keep their paths apart for long and blow det(HCLG) up. They become pdfs afterwards.
+    let distinct = context.map(|_| units.with_distinct_labels());
+    let h_units = distinct.as_ref().map_or(units, |(u, _)| u);
+    let h = hmm::build_h_units(h_units, num_disambig)?;
+    let num_labels = h_units.num_pdfs();
     let num_pdfs = units.num_pdfs();
-    let mut hclg = steps.run("H ∘ LG", || compose_sorted(&h, &lg, "H ∘ LG"))?;
+    let name = if context.is_some() {
+        "H ∘ CLG"
+    } else {
+        "H ∘ LG"
+    };
+    let mut hclg = steps.run(name, || compose_sorted(&h, &lg, name))?;
     if multi_state {
         // With one state per phone H only relabels phones as pdfs, so H ∘ LG is as
         // deterministic and minimal as LG already is; with more states, det and min run again.
-        hclg = steps.run("det(HCLG)", || determinize_functional(&hclg, "det(HCLG)"))?;
+        hclg = steps.run("det(HCLG)", || match context {
+            // rustfst's det splits subsets that C's delay makes merge (crate::determinize).
+            Some(_) => determinize_functional_eps_free(&hclg),
+            None => determinize_functional(&hclg, "det(HCLG)"),
+        })?;
         hclg = steps.run("min(HCLG)", || {
             let mut f = hclg;
             minimize_encoded(&mut f, "min(HCLG)")?;
             Ok(f)
         })?;
     }
-    let hclg = steps.run("remove disambiguation", || {
-        remove_input_labels_from(&hclg, num_pdfs + 1)
+    let mut hclg = steps.run("remove disambiguation", || {
+        remove_input_labels_from(&hclg, num_labels + 1)
     })?;
+    if let Some((_, pdf_of)) = &distinct {
+        hclg = steps.run("labels to pdfs", || relabel_inputs(&hclg, pdf_of))?;
+    }
     let hclg = steps.run("add self-loops", || {
         hmm::add_self_loops_with(&hclg, num_pdfs, &units.loop_cost, &units.enter_cost)
     })?;

@@ -109,6 +109,37 @@ impl UnitHmms {
         self.loop_cost.len() as u32
     }
 
+    /// The same HMMs with a label of their own for every (unit, state) — Kaldi's
+    /// transition-ids — and the pdf each label reads (label `x` reads `pdf_of[x − 1]`).
+    pub fn with_distinct_labels(&self) -> (UnitHmms, Vec<u32>) {
+        let mut pdf_of = Vec::new();
+        let pdfs = self
+            .pdfs
+            .iter()
+            .map(|p| {
+                p.iter()
+                    .map(|&x| {
+                        pdf_of.push(x);
+                        pdf_of.len() as u32 - 1
+                    })
+                    .collect()
+            })
+            .collect();
+        let loop_cost = pdf_of.iter().map(|&x| self.loop_cost[x as usize]).collect();
+        let enter_cost = pdf_of
+            .iter()
+            .map(|&x| self.enter_cost[x as usize])
+            .collect();
+        (
+            UnitHmms {
+                pdfs,
+                loop_cost,
+                enter_cost,
+            },
+            pdf_of,
+        )
+    }
+
     fn check(&self) -> Result<()> {
         if self.loop_cost.len() != self.enter_cost.len() {
             return Err(GraphError::Invalid(format!(

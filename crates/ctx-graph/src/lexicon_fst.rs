@@ -114,6 +114,36 @@ pub fn build_lexicon_fst_with(
     silence: Option<&SilenceOptions>,
     slot: bool,
 ) -> Result<LexiconFst> {
+    build_lexicon_fst_impl(lexicon, units, silence, slot, None)
+}
+
+/// [`build_lexicon_fst`] where units of one class sound the same to the acoustic model
+/// (`class_of_unit[u − 1]`; e.g. a base phone's word-position variants, which can share a
+/// triphone): homophones and prefixes are found among the pronunciations' class sequences,
+/// so L ∘ G stays determinizable once the units are replaced by what the model hears.
+pub fn build_lexicon_fst_by_class(
+    lexicon: &Lexicon,
+    units: &[String],
+    silence: Option<&SilenceOptions>,
+    class_of_unit: &[u32],
+) -> Result<LexiconFst> {
+    if class_of_unit.len() != units.len() {
+        return Err(GraphError::Invalid(format!(
+            "{} unit classes for {} units",
+            class_of_unit.len(),
+            units.len()
+        )));
+    }
+    build_lexicon_fst_impl(lexicon, units, silence, false, Some(class_of_unit))
+}
+
+fn build_lexicon_fst_impl(
+    lexicon: &Lexicon,
+    units: &[String],
+    silence: Option<&SilenceOptions>,
+    slot: bool,
+    class_of_unit: Option<&[u32]>,
+) -> Result<LexiconFst> {
     let mut unit_ids: HashMap<&str, u32> = HashMap::new();
     for (i, u) in units.iter().enumerate() {
         if u == "<eps>" || u.starts_with('#') {
@@ -168,10 +198,18 @@ pub fn build_lexicon_fst_with(
         prons.push((e.word.clone(), ids, e.prob));
     }
 
-    // Disambiguation (add_lex_disambig.pl): homophones and prefixes get #1, #2, ...
+    // Disambiguation (add_lex_disambig.pl): homophones and prefixes get #1, #2, ... — among
+    // the class sequences when units have classes.
+    let heard: Vec<Vec<u32>> = prons
+        .iter()
+        .map(|(_, p, _)| match class_of_unit {
+            Some(c) => p.iter().map(|&u| c[u as usize - 1]).collect(),
+            None => p.clone(),
+        })
+        .collect();
     let mut count: HashMap<&[u32], u32> = HashMap::new();
     let mut prefixes: HashSet<&[u32]> = HashSet::new();
-    for (_, p, _) in &prons {
+    for p in &heard {
         *count.entry(p.as_slice()).or_default() += 1;
         for k in 1..p.len() {
             prefixes.insert(&p[..k]);
@@ -180,7 +218,7 @@ pub fn build_lexicon_fst_with(
     let mut last_used: HashMap<&[u32], u32> = HashMap::new();
     let mut disambig_of: Vec<Option<u32>> = Vec::with_capacity(prons.len());
     let mut max_disambig = 0;
-    for (_, p, _) in &prons {
+    for p in &heard {
         if count[p.as_slice()] > 1 || prefixes.contains(p.as_slice()) {
             let k = last_used.entry(p.as_slice()).or_default();
             *k += 1;

@@ -4,6 +4,8 @@
 //! - [`grammar`]: G from an ARPA LM (back-off arcs on `#0`).
 //! - [`hmm`]: the monophone HMM topology H and Kaldi-style self-loop insertion.
 //! - [`ctc`]: the CTC T topologies "normal" and "compact" (Galvez et al., Fig. 2 and 3).
+//! - [`phone_context`]: C, triphone context across word boundaries (H ∘ C ∘ L ∘ G).
+//! - [`determinize`]: functional determinization of ε-free transducers (det(H ∘ CLG)).
 //! - [`compile`]: HCLG = H ∘ det(L ∘ G) and TLG = T ∘ min(det(L ∘ G)), disambiguation removal.
 //! - [`gboost`]: G-boosting (003 §3.1.3): phrase n-grams discounted, missing ones added.
 //! - [`biasing`]: the biasing FST of a phrase list (loop state + discounted phrase trie).
@@ -25,6 +27,7 @@ pub mod compile;
 pub mod context;
 pub mod csr;
 pub mod ctc;
+pub mod determinize;
 pub mod error;
 pub mod external;
 pub mod gboost;
@@ -33,6 +36,7 @@ pub mod hmm;
 pub mod labels;
 pub mod lexicon_fst;
 pub mod paths;
+pub mod phone_context;
 pub mod phrase_arcs;
 
 pub use error::{GraphError, Result};

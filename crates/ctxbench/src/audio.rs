@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 /// Where the G-boosting report of a boosted audio graph is kept beside it.
 const GBOOST_REPORT: &str = "gboost.json";
 /// Bumped when the audio graph recipe (sphinx-am's triphones, silence, G) changes.
-const AUDIO_GRAPH_VERSION: &str = "sphinx-am-hclg/1";
+const AUDIO_GRAPH_VERSION: &str = "sphinx-am-hclg/2";
 
 /// The acoustic model of an audio dataset and where each utterance's recording is.
 pub struct AudioModel {
@@ -129,6 +129,26 @@ pub fn audio_lm(reg: &Registry, name: &str, spec: &AudioSpec) -> Result<(ArpaLm,
     }
 }
 
+/// The entry's graph settings (`phone_context`, `silence_prob`), checked.
+fn graph_options(name: &str, spec: &AudioSpec) -> Result<sphinx_am::graph::GraphOptions> {
+    let context = sphinx_am::graph::PhoneContext::parse(&spec.phone_context).ok_or_else(|| {
+        anyhow!(
+            "dataset {name}: phone_context '{}' is neither cross-word nor word-internal",
+            spec.phone_context
+        )
+    })?;
+    if !(spec.silence_prob > 0.0 && spec.silence_prob < 1.0) {
+        bail!(
+            "dataset {name}: silence_prob {} must be in (0, 1)",
+            spec.silence_prob
+        );
+    }
+    Ok(sphinx_am::graph::GraphOptions {
+        context,
+        silence_prob: spec.silence_prob as f32,
+    })
+}
+
 /// An entry gives either `text_of` or both `lexicon` and `lm` (checked before any cache is
 /// consulted, so a cached graph never hides a contradictory entry).
 fn check_sources(name: &str, spec: &AudioSpec) -> Result<()> {
@@ -183,6 +203,9 @@ pub fn audio_graph(
         }
         _ => unreachable!("checked by check_sources"),
     }
+    let opts = graph_options(name, spec)?;
+    key.add("phone-context", opts.context.name().as_bytes());
+    key.add("silence-prob", &opts.silence_prob.to_le_bytes());
     if let Some(b) = gboost {
         key.add("gboost-discount", &b.discount.to_le_bytes());
         for p in &b.phrases {
@@ -205,7 +228,7 @@ pub fn audio_graph(
     }
     let model = load_model(reg, spec)?;
     let (lm, words) = audio_lm(reg, name, spec)?;
-    let (graph, report) = sphinx_am::graph::build_hclg(&model, &words, &lm, gboost)
+    let (graph, report) = sphinx_am::graph::build_hclg(&model, &words, &lm, gboost, &opts)
         .with_context(|| format!("building the HCLG of {name}"))?;
     let dir = cache.store(&key, &graph)?;
     if let Some(r) = &report.gboost {

@@ -3,15 +3,19 @@
 //! pause; each resolved through the mdef tree with pocketsphinx's back-offs,
 //! [`Mdef::nearest_phone`]), each triphone an HMM over its senone sequence with the self-loop
 //! probabilities of its transition matrix, ready for ctx-graph's HCLG compilation
-//! ([`ctx_graph::compile::compile_hclg_units`]). Cross-word context is not modelled: the
-//! triphones at word edges see silence, pocketsphinx's own back-off at a pause.
+//! ([`ctx_graph::compile::compile_hclg_units`]): [`TriphoneLexicon`], where the triphones at
+//! word edges see silence (pocketsphinx's context at a pause). [`CrossWordLexicon`] models
+//! the neighbouring words' phones as context instead, through C
+//! ([`ctx_graph::compile::compile_hclg_context`]), as pocketsphinx's search does.
 
 use crate::error::{Result, SphinxError};
-use crate::mdef::WordPos;
+use crate::mdef::{Mdef, WordPos};
 use crate::Model;
 use ctx_core::lexicon::{Lexicon, LexiconEntry};
 use ctx_core::scores::ScoreMatrix;
 use ctx_graph::hmm::UnitHmms;
+use ctx_graph::lexicon_fst::{build_lexicon_fst_by_class, LexiconFst, SilenceOptions};
+use ctx_graph::phone_context::{build_context_fst, ContextFst, ContextSpec};
 use std::collections::HashMap;
 
 /// Natural-log value of one unit of a senone score (log base 1.0001, 10 bits dropped).
@@ -30,95 +34,259 @@ pub struct TriphoneLexicon {
     pub hmms: UnitHmms,
 }
 
+/// The HMMs of the model's phones as units, added as they are first used: each phone's
+/// senone sequence with its transition matrix's self-loop and exit costs.
+struct PhoneHmms<'m> {
+    model: &'m Model,
+    unit_of_pid: HashMap<usize, u32>,
+    units: Vec<String>,
+    pdfs: Vec<Vec<u32>>,
+    loop_cost: Vec<Option<f32>>,
+    enter_cost: Vec<f32>,
+}
+
+impl<'m> PhoneHmms<'m> {
+    fn new(model: &'m Model) -> Self {
+        let n = model.mdef.n_senone;
+        Self {
+            model,
+            unit_of_pid: HashMap::new(),
+            units: Vec::new(),
+            pdfs: Vec::new(),
+            loop_cost: vec![None; n],
+            enter_cost: vec![0.0; n],
+        }
+    }
+
+    fn mismatch(&self, what: String) -> SphinxError {
+        SphinxError::Mismatch {
+            dir: self.model.dir.clone(),
+            what,
+        }
+    }
+
+    /// The unit (1-based) of phone `pid`, added on first use.
+    fn add(&mut self, pid: usize) -> Result<u32> {
+        if let Some(&u) = self.unit_of_pid.get(&pid) {
+            return Ok(u);
+        }
+        let u = self.push(pid)?;
+        self.unit_of_pid.insert(pid, u);
+        Ok(u)
+    }
+
+    /// A new unit (1-based) for phone `pid`, even if one exists.
+    fn push(&mut self, pid: usize) -> Result<u32> {
+        let mdef = &self.model.mdef;
+        let ph = mdef.phones[pid];
+        let name = phone_name(mdef, pid);
+        let sen: Vec<u32> = mdef.senones(pid).iter().map(|&s| s as u32).collect();
+        for (k, &s) in sen.iter().enumerate() {
+            let a = self.model.tmat.prob(ph.tmat as usize, k, k) as f64;
+            let (lc, ec) = (-(a.ln()) as f32, -((1.0 - a).ln()) as f32);
+            match self.loop_cost[s as usize] {
+                None => {
+                    self.loop_cost[s as usize] = Some(lc);
+                    self.enter_cost[s as usize] = ec;
+                }
+                Some(prev) if (prev - lc).abs() > 1e-5 => {
+                    return Err(self.mismatch(format!(
+                        "senone {s} loops with two probabilities ({prev} and {lc} in {name})"
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        self.units.push(name);
+        self.pdfs.push(sen);
+        Ok(self.units.len() as u32)
+    }
+
+    fn finish(self) -> (Vec<String>, UnitHmms) {
+        // Senones no unit uses keep zero costs: they never label an arc.
+        let loop_cost = self
+            .loop_cost
+            .into_iter()
+            .map(|c| c.unwrap_or(0.0))
+            .collect();
+        (
+            self.units,
+            UnitHmms {
+                pdfs: self.pdfs,
+                loop_cost,
+                enter_cost: self.enter_cost,
+            },
+        )
+    }
+}
+
+/// A phone's name: the base phone's, or `base(left,right)p` with p the word position
+/// (`i`, `b`, `e`, `s`).
+fn phone_name(mdef: &Mdef, pid: usize) -> String {
+    if pid < mdef.n_ci() {
+        return mdef.ci_names[pid].clone();
+    }
+    let ph = mdef.phones[pid];
+    let [b, l, r] = ph.ctx.map(|x| mdef.ci_names[x as usize].as_str());
+    format!("{b}({l},{r}){}", ["i", "b", "e", "s"][ph.info0 as usize])
+}
+
+/// Each pronunciation's phones as base-phone ids with their word positions; a phone the model
+/// lacks is an error naming the word.
+fn positioned(
+    model: &Model,
+    words: &Lexicon,
+) -> Result<Vec<(LexiconEntry, Vec<(usize, WordPos)>)>> {
+    let mdef = &model.mdef;
+    words
+        .entries()
+        .iter()
+        .map(|e| {
+            let k = e.phones.len();
+            let ids = e
+                .phones
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let ci = mdef.ci(p).ok_or_else(|| SphinxError::Mismatch {
+                        dir: model.dir.clone(),
+                        what: format!("word '{}': phone {p} is not in the model", e.word),
+                    })?;
+                    let pos = match (i == 0, i + 1 == k) {
+                        (true, true) => WordPos::Single,
+                        (true, false) => WordPos::Begin,
+                        (false, true) => WordPos::End,
+                        (false, false) => WordPos::Internal,
+                    };
+                    Ok((ci, pos))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok((e.clone(), ids))
+        })
+        .collect()
+}
+
 impl TriphoneLexicon {
     /// Spells `words` (pronunciations in the model's base phones, e.g. CMUdict's) in the
     /// model's triphones. A phone the model lacks is an error naming the word.
     pub fn build(model: &Model, words: &Lexicon) -> Result<Self> {
         let mdef = &model.mdef;
-        let bad = |what: String| SphinxError::Mismatch {
-            dir: model.dir.clone(),
-            what,
-        };
-        let mut unit_of_pid: HashMap<usize, u32> = HashMap::new();
-        let mut units: Vec<String> = Vec::new();
-        let mut pdfs: Vec<Vec<u32>> = Vec::new();
-        let n = mdef.n_senone;
-        let mut loop_cost: Vec<Option<f32>> = vec![None; n];
-        let mut enter_cost: Vec<f32> = vec![0.0; n];
-        let mut unit = |pid: usize| -> Result<String> {
-            if let Some(&u) = unit_of_pid.get(&pid) {
-                return Ok(units[u as usize - 1].clone());
-            }
-            let ph = mdef.phones[pid];
-            let name = if pid < mdef.n_ci() {
-                mdef.ci_names[pid].clone()
-            } else {
-                let [b, l, r] = ph.ctx.map(|x| mdef.ci_names[x as usize].as_str());
-                format!("{b}({l},{r}){}", ["i", "b", "e", "s"][ph.info0 as usize])
-            };
-            let sen: Vec<u32> = mdef.senones(pid).iter().map(|&s| s as u32).collect();
-            for (k, &s) in sen.iter().enumerate() {
-                let a = model.tmat.prob(ph.tmat as usize, k, k) as f64;
-                let (lc, ec) = (-(a.ln()) as f32, -((1.0 - a).ln()) as f32);
-                match loop_cost[s as usize] {
-                    None => {
-                        loop_cost[s as usize] = Some(lc);
-                        enter_cost[s as usize] = ec;
-                    }
-                    Some(prev) if (prev - lc).abs() > 1e-5 => {
-                        return Err(bad(format!(
-                            "senone {s} loops with two probabilities ({prev} and {lc} in {name})"
-                        )))
-                    }
-                    Some(_) => {}
-                }
-            }
-            units.push(name.clone());
-            pdfs.push(sen);
-            unit_of_pid.insert(pid, units.len() as u32);
-            Ok(name)
-        };
-        unit(mdef.sil)?;
+        let mut hmms = PhoneHmms::new(model);
+        hmms.add(mdef.sil)?;
         let mut lexicon = Lexicon::new();
-        for e in words.entries() {
-            let ids = e
-                .phones
-                .iter()
-                .map(|p| {
-                    mdef.ci(p).ok_or_else(|| {
-                        bad(format!("word '{}': phone {p} is not in the model", e.word))
-                    })
-                })
-                .collect::<Result<Vec<usize>>>()?;
+        for (e, ids) in positioned(model, words)? {
             let k = ids.len();
             let mut phones = Vec::with_capacity(k);
-            for i in 0..k {
-                let left = if i == 0 { mdef.sil } else { ids[i - 1] };
-                let right = if i + 1 == k { mdef.sil } else { ids[i + 1] };
-                let pos = match (i == 0, i + 1 == k) {
-                    (true, true) => WordPos::Single,
-                    (true, false) => WordPos::Begin,
-                    (false, true) => WordPos::End,
-                    (false, false) => WordPos::Internal,
-                };
-                phones.push(unit(mdef.nearest_phone(ids[i], left, right, pos))?);
+            for (i, &(base, pos)) in ids.iter().enumerate() {
+                let left = if i == 0 { mdef.sil } else { ids[i - 1].0 };
+                let right = if i + 1 == k { mdef.sil } else { ids[i + 1].0 };
+                let u = hmms.add(mdef.nearest_phone(base, left, right, pos))?;
+                phones.push(hmms.units[u as usize - 1].clone());
             }
-            lexicon.push(LexiconEntry {
-                word: e.word.clone(),
-                prob: e.prob,
-                phones,
-            });
+            lexicon.push(LexiconEntry { phones, ..e });
         }
-        // Senones no unit uses keep zero costs: they never label an arc.
-        let loop_cost = loop_cost.into_iter().map(|c| c.unwrap_or(0.0)).collect();
+        let (units, hmms) = hmms.finish();
         Ok(Self {
             lexicon,
             units,
-            hmms: UnitHmms {
-                pdfs,
-                loop_cost,
-                enter_cost,
-            },
+            hmms,
+        })
+    }
+}
+
+/// A lexicon over position-dependent base phones (`AH_B`, `AH_I`, `AH_E`, `AH_S`; fillers
+/// as themselves) with C, the context transducer that turns them into the model's triphones
+/// across word boundaries, and the triphones' HMMs. A phone's context is its neighbours' base
+/// phones, in the next or previous word at a word's edges, silence at the utterance's;
+/// fillers (silence, noise) break context. Each (base, left, right, position) is resolved as
+/// pocketsphinx's dict2pid does ([`Mdef::nearest_phone`]).
+#[derive(Debug, Clone)]
+pub struct CrossWordLexicon {
+    /// Every pronunciation spelled in position-dependent phones.
+    pub lexicon: Lexicon,
+    /// L's unit inventory (ids 1.. in this order); `SIL` first.
+    pub units: Vec<String>,
+    /// L over `units` (homophones and prefixes found among base-phone sequences, since a
+    /// word-position variant can share its triphone with another position's).
+    pub l: LexiconFst,
+    /// C over `units`.
+    pub context: ContextFst,
+    /// The HMM of each of C's context-dependent labels, and their names.
+    pub hmms: UnitHmms,
+    /// The triphone names of C's labels (label `i + 1` is `cd_names[i]`).
+    pub cd_names: Vec<String>,
+}
+
+impl CrossWordLexicon {
+    /// Spells `words` in position-dependent phones and builds L (with `silence` between
+    /// words) and C over them.
+    pub fn build(model: &Model, words: &Lexicon, silence: Option<&SilenceOptions>) -> Result<Self> {
+        let mdef = &model.mdef;
+        let suffix = |pos: WordPos| match pos {
+            WordPos::Internal => "I",
+            WordPos::Begin => "B",
+            WordPos::End => "E",
+            WordPos::Single => "S",
+        };
+        // Units: SIL first, then in order of first use; each with its base and position.
+        let mut unit_of: HashMap<(usize, Option<WordPos>), u32> = HashMap::new();
+        let mut units: Vec<String> = Vec::new();
+        let mut unit_phone: Vec<(usize, Option<WordPos>)> = Vec::new();
+        let mut unit = |base: usize, pos: WordPos| -> String {
+            // Fillers are context-independent: one unit whatever the position.
+            let key = (base, (!mdef.is_filler(base)).then_some(pos));
+            let u = *unit_of.entry(key).or_insert_with(|| {
+                units.push(match key.1 {
+                    Some(p) => format!("{}_{}", mdef.ci_names[base], suffix(p)),
+                    None => mdef.ci_names[base].clone(),
+                });
+                unit_phone.push(key);
+                units.len() as u32
+            });
+            units[u as usize - 1].clone()
+        };
+        unit(mdef.sil, WordPos::Single);
+        let mut lexicon = Lexicon::new();
+        for (e, ids) in positioned(model, words)? {
+            let phones = ids.iter().map(|&(b, p)| unit(b, p)).collect();
+            lexicon.push(LexiconEntry { phones, ..e });
+        }
+        let class_of_unit: Vec<u32> = unit_phone.iter().map(|&(b, _)| b as u32).collect();
+        let l = build_lexicon_fst_by_class(&lexicon, &units, silence, &class_of_unit)?;
+        let spec = ContextSpec {
+            class_of_unit,
+            independent: unit_phone.iter().map(|&(_, p)| p.is_none()).collect(),
+            edge_class: mdef.sil as u32,
+            num_disambig: l.symbols.num_disambig,
+        };
+        // A key per (unit, phone): the same triphone at two word positions (a back-off) keeps
+        // two labels, as Kaldi's transition-ids keep position-dependent phones apart.
+        let mut key_of: HashMap<(u32, usize), u32> = HashMap::new();
+        let mut key_phone: Vec<usize> = Vec::new();
+        let context = build_context_fst(&spec, |l, u, r| {
+            let (base, pos) = unit_phone[u as usize - 1];
+            let pid = match pos {
+                None => base,
+                Some(pos) => mdef.nearest_phone(base, l as usize, r as usize, pos),
+            };
+            Ok(*key_of.entry((u, pid)).or_insert_with(|| {
+                key_phone.push(pid);
+                key_phone.len() as u32 - 1
+            }))
+        })
+        .map_err(|e| SphinxError::Invalid(format!("context transducer: {e}")))?;
+        let mut hmms = PhoneHmms::new(model);
+        for &key in &context.keys {
+            hmms.push(key_phone[key as usize])?;
+        }
+        let (cd_names, hmms) = hmms.finish();
+        Ok(Self {
+            lexicon,
+            units,
+            l,
+            context,
+            hmms,
+            cd_names,
         })
     }
 }

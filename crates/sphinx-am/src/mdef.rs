@@ -10,7 +10,7 @@ use std::path::Path;
 const MAGIC: u32 = 0x4644_4d42;
 
 /// Where a phone sits in its word (pocketsphinx's `word_posn_t`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WordPos {
     /// Inside a word.
     Internal = 0,

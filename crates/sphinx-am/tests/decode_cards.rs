@@ -12,6 +12,7 @@ use ctx_graph::grammar::{build_grammar_fst, MissingWords};
 use ctx_graph::lexicon_fst::{build_lexicon_fst, SilenceOptions};
 use sphinx_am::features::utterance_features;
 use sphinx_am::frontend::{Frontend, FrontendConfig};
+use sphinx_am::graph::{build_hclg, GraphOptions, PhoneContext};
 use sphinx_am::hclg::{log_likelihoods, TriphoneLexicon};
 use sphinx_am::ptm::PtmScorer;
 use sphinx_am::Model;
@@ -23,7 +24,17 @@ fn root() -> PathBuf {
 }
 
 #[test]
-fn the_cards_recordings_are_recognised() {
+fn the_cards_recordings_are_recognised_with_word_internal_triphones() {
+    cards_recognised(None);
+}
+
+/// The same through `graph::build_hclg` with cross-word triphones (H ∘ C ∘ L ∘ G).
+#[test]
+fn the_cards_recordings_are_recognised_with_cross_word_triphones() {
+    cards_recognised(Some(PhoneContext::CrossWord));
+}
+
+fn cards_recognised(context: Option<PhoneContext>) {
     let cards = root().join("datasets/pocketsphinx-test/cards");
     let text = std::fs::read_to_string(cards.join("cards.transcription")).unwrap();
     // "<s> ten of clubs  </s> (001)"
@@ -43,7 +54,6 @@ fn the_cards_recordings_are_recognised() {
     let pron = Pronouncer::from_cmudict(&root().join("datasets/cmudict/cmudict.dict.gz")).unwrap();
     let vocab: Vec<&String> = refs.iter().flat_map(|(_, w)| w).collect();
     let (words, _) = pron.lexicon_for(&vocab).unwrap();
-    let tri = TriphoneLexicon::build(&model, &words).unwrap();
     let sentences: Vec<Vec<String>> = refs.iter().map(|(_, w)| w.clone()).collect();
     let (lm, _) = estimate(
         &sentences,
@@ -53,23 +63,40 @@ fn the_cards_recordings_are_recognised() {
         },
     )
     .unwrap();
-    let l = build_lexicon_fst(
-        &tri.lexicon,
-        &tri.units,
-        Some(&SilenceOptions {
-            unit: "SIL".into(),
-            prob: 0.2,
-        }),
-    )
-    .unwrap();
-    let (g, _) = build_grammar_fst(
-        &lm,
-        &l.symbols.words,
-        l.symbols.word_disambig,
-        MissingWords::Skip,
-    )
-    .unwrap();
-    let graph = compile_hclg_units(&l, &g, &tri.hmms).unwrap();
+    let (graph, words_table) = match context {
+        Some(context) => {
+            let opts = GraphOptions {
+                context,
+                ..GraphOptions::default()
+            };
+            let (graph, _) = build_hclg(&model, &words, &lm, None, &opts).unwrap();
+            let w = graph.symbols.words.clone();
+            (graph, w)
+        }
+        None => {
+            let tri = TriphoneLexicon::build(&model, &words).unwrap();
+            let l = build_lexicon_fst(
+                &tri.lexicon,
+                &tri.units,
+                Some(&SilenceOptions {
+                    unit: "SIL".into(),
+                    prob: 0.2,
+                }),
+            )
+            .unwrap();
+            let (g, _) = build_grammar_fst(
+                &lm,
+                &l.symbols.words,
+                l.symbols.word_disambig,
+                MissingWords::Skip,
+            )
+            .unwrap();
+            (
+                compile_hclg_units(&l, &g, &tri.hmms).unwrap(),
+                l.symbols.words.clone(),
+            )
+        }
+    };
     assert_eq!(graph.num_columns as usize, model.mdef.n_senone);
     let csr = DecodingGraph::from_fst(&graph.fst, None).unwrap();
     let dec = Decoder::new(
@@ -94,7 +121,7 @@ fn the_cards_recordings_are_recognised() {
             .segments
             .iter()
             .flat_map(|seg| seg.best.words.iter())
-            .map(|&w| l.symbols.words.symbol(w).unwrap().to_string())
+            .map(|&w| words_table.symbol(w).unwrap().to_string())
             .collect();
         eprintln!("{id}: {} | {}", truth.join(" "), hyp.join(" "));
         total += truth.len();

@@ -286,3 +286,67 @@ fn damaged_files_are_named_errors() {
     let e = message(TransitionMatrices::read(&t.path().join("transition_matrices")).unwrap_err());
     assert!(e.contains("transition_matrices.gz"), "{e}");
 }
+
+/// C of a cross-word lexicon reads "ten of" as pocketsphinx's triphones: N sees the next
+/// word's AH, AH the previous word's N, the utterance edges silence.
+#[test]
+fn cross_word_triphones_take_the_neighbouring_words_phones() {
+    use ctx_core::lexicon::{Lexicon, LexiconEntry};
+    use ctx_graph::rustfst::prelude::*;
+    use sphinx_am::hclg::CrossWordLexicon;
+    let model = Model::load(&model_dir()).unwrap();
+    let m = &model.mdef;
+    let mut words = Lexicon::new();
+    for (w, p) in [("ten", "T EH N"), ("of", "AH V")] {
+        words.push(LexiconEntry {
+            word: w.into(),
+            prob: 1.0,
+            phones: p.split(' ').map(String::from).collect(),
+        });
+    }
+    let cw = CrossWordLexicon::build(&model, &words, None).unwrap();
+    let c = &cw.context;
+    let unit = |name: &str| cw.units.iter().position(|u| u == name).unwrap() as u32 + 1;
+    // Walk C by its outputs (L's units, then the end marker); C's inputs are the triphones.
+    let mut read = vec![];
+    let mut s = c.fst.start().unwrap();
+    for o in ["T_B", "EH_I", "N_E", "AH_B", "V_E"]
+        .map(unit)
+        .into_iter()
+        .chain([c.end_label()])
+    {
+        let tr = c
+            .fst
+            .get_trs(s)
+            .unwrap()
+            .trs()
+            .iter()
+            .find(|t| t.olabel == o)
+            .cloned()
+            .unwrap();
+        if tr.ilabel <= c.num_cd() {
+            read.push(cw.cd_names[tr.ilabel as usize - 1].clone());
+        } else {
+            assert_eq!(tr.ilabel, c.start_label(), "only the first unit is read unlabelled");
+        }
+        s = tr.nextstate;
+    }
+    assert!(c.fst.final_weight(s).unwrap().is_some());
+    let ci = |p: &str| m.ci(p).unwrap();
+    let name = |b, l, r, pos| {
+        let p = m.nearest_phone(ci(b), ci(l), ci(r), pos);
+        let [b, l, r] = m.phones[p].ctx.map(|x| m.ci_names[x as usize].clone());
+        format!("{b}({l},{r}){}", ["i", "b", "e", "s"][m.phones[p].info0 as usize])
+    };
+    let want = vec![
+        name("T", "SIL", "EH", WordPos::Begin),
+        name("EH", "T", "N", WordPos::Internal),
+        name("N", "EH", "AH", WordPos::End),
+        name("AH", "N", "V", WordPos::Begin),
+        name("V", "AH", "SIL", WordPos::End),
+    ];
+    assert_eq!(read, want);
+    // The word-edge triphones are the cross-word ones the model trained.
+    assert_eq!(read[2], "N(EH,AH)e");
+    assert_eq!(read[3], "AH(N,V)b");
+}
