@@ -582,10 +582,19 @@ pub struct AudioSpec {
     /// pocketsphinx decodes; the default) or `word-internal` (word-edge phones see silence).
     #[serde(default = "default_phone_context")]
     pub phone_context: String,
-    /// Probability of an optional silence between words (its loop costs −ln p in the graph,
-    /// against acoustic log-likelihoods scaled by 1 / `language_weight`); default 0.2.
+    /// Probability of a silence between words, as pocketsphinx's `-silprob` (default 0.005):
+    /// like pocketsphinx, it is not scaled by the language weight, so the graph charges
+    /// −ln p / `language_weight`.
     #[serde(default = "default_silence_prob")]
     pub silence_prob: f64,
+    /// Probability of a filler (the model's noise phones) between words, as pocketsphinx's
+    /// `-fillprob` (default 1e-8); 0 leaves fillers out of the graph.
+    #[serde(default = "default_filler_prob")]
+    pub filler_prob: f64,
+    /// Word insertion probability, as pocketsphinx's `-wip` (default 0.65): every word costs
+    /// −ln p / `language_weight` in the graph.
+    #[serde(default = "default_word_insertion_prob")]
+    pub word_insertion_prob: f64,
     /// Per-utterance entities (`utt<TAB>[CLASS] words|...`).
     #[serde(default)]
     pub entities: Option<String>,
@@ -681,7 +690,15 @@ fn default_phone_context() -> String {
 }
 
 fn default_silence_prob() -> f64 {
-    0.2
+    0.005
+}
+
+fn default_filler_prob() -> f64 {
+    1e-8
+}
+
+fn default_word_insertion_prob() -> f64 {
+    0.65
 }
 
 fn default_language_weight() -> f64 {

@@ -84,6 +84,29 @@ impl LangSymbols {
     }
 }
 
+/// Adds an optional `unit` between words (a filler such as a noise phone): a self-loop of L's
+/// loop state writing nothing, costing `cost`.
+pub fn add_unit_loop(l: &mut LexiconFst, unit: &str, cost: f32) -> Result<()> {
+    let id = l
+        .symbols
+        .units
+        .id(unit)
+        .filter(|&id| id >= 1 && id <= l.symbols.num_units)
+        .ok_or_else(|| GraphError::Invalid(format!("unit '{unit}' is not in L's inventory")))?;
+    if !(cost.is_finite() && cost >= 0.0) {
+        return Err(GraphError::Invalid(format!(
+            "cost {cost} of optional unit '{unit}' must be finite and non-negative"
+        )));
+    }
+    let s = l
+        .fst
+        .start()
+        .ok_or_else(|| GraphError::Invalid("L has no loop state".into()))?;
+    l.fst
+        .add_tr(s, Tr::new(id, 0, cost, s))
+        .map_err(|e| GraphError::fst("L", e))
+}
+
 /// L with its symbol tables.
 #[derive(Debug, Clone)]
 pub struct LexiconFst {

@@ -76,12 +76,7 @@ impl AudioModel {
                 );
             }
         }
-        if !(spec.language_weight.is_finite() && spec.language_weight > 0.0) {
-            bail!(
-                "dataset {name}: language_weight {} must be a positive number",
-                spec.language_weight
-            );
-        }
+        graph_options(name, spec)?;
         Ok(Self {
             scorer: AudioScorer::new(&model)?,
             wavs,
@@ -129,7 +124,8 @@ pub fn audio_lm(reg: &Registry, name: &str, spec: &AudioSpec) -> Result<(ArpaLm,
     }
 }
 
-/// The entry's graph settings (`phone_context`, `silence_prob`), checked.
+/// The entry's graph settings (`phone_context`, `silence_prob`, `filler_prob`,
+/// `word_insertion_prob` at its `language_weight`, as pocketsphinx reads them), checked.
 fn graph_options(name: &str, spec: &AudioSpec) -> Result<sphinx_am::graph::GraphOptions> {
     let context = sphinx_am::graph::PhoneContext::parse(&spec.phone_context).ok_or_else(|| {
         anyhow!(
@@ -137,16 +133,36 @@ fn graph_options(name: &str, spec: &AudioSpec) -> Result<sphinx_am::graph::Graph
             spec.phone_context
         )
     })?;
-    if !(spec.silence_prob > 0.0 && spec.silence_prob < 1.0) {
-        bail!(
-            "dataset {name}: silence_prob {} must be in (0, 1)",
-            spec.silence_prob
-        );
+    for (key, p, zero_ok) in [
+        ("silence_prob", spec.silence_prob, false),
+        ("filler_prob", spec.filler_prob, true),
+        ("word_insertion_prob", spec.word_insertion_prob, false),
+    ] {
+        if !((p > 0.0 || (zero_ok && p == 0.0)) && p <= 1.0) {
+            bail!("dataset {name}: {key} {p} must be a probability in (0, 1]");
+        }
     }
+    let lw = check_language_weight(name, spec)?;
+    let filler = (spec.filler_prob > 0.0).then_some(spec.filler_prob as f32);
     Ok(sphinx_am::graph::GraphOptions {
         context,
-        silence_prob: spec.silence_prob as f32,
+        ..sphinx_am::graph::GraphOptions::from_probs(
+            lw,
+            spec.silence_prob as f32,
+            filler,
+            spec.word_insertion_prob as f32,
+        )
     })
+}
+
+fn check_language_weight(name: &str, spec: &AudioSpec) -> Result<f32> {
+    if !(spec.language_weight.is_finite() && spec.language_weight > 0.0) {
+        bail!(
+            "dataset {name}: language_weight {} must be a positive number",
+            spec.language_weight
+        );
+    }
+    Ok(spec.language_weight as f32)
 }
 
 /// An entry gives either `text_of` or both `lexicon` and `lm` (checked before any cache is
@@ -205,7 +221,12 @@ pub fn audio_graph(
     }
     let opts = graph_options(name, spec)?;
     key.add("phone-context", opts.context.name().as_bytes());
-    key.add("silence-prob", &opts.silence_prob.to_le_bytes());
+    key.add("silence-cost", &opts.silence_cost.to_le_bytes());
+    key.add(
+        "filler-cost",
+        &opts.filler_cost.unwrap_or(-1.0).to_le_bytes(),
+    );
+    key.add("word-cost", &opts.word_cost.to_le_bytes());
     if let Some(b) = gboost {
         key.add("gboost-discount", &b.discount.to_le_bytes());
         for p in &b.phrases {

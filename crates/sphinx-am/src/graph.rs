@@ -6,7 +6,7 @@
 //! senones with each senone's self-loop cost from the transition matrices. Input label k reads
 //! senone k − 1.
 
-use crate::error::Result;
+use crate::error::{Result, SphinxError};
 use crate::hclg::{CrossWordLexicon, TriphoneLexicon};
 use crate::Model;
 use ctx_core::arpa::ArpaLm;
@@ -14,10 +14,14 @@ use ctx_core::lexicon::Lexicon;
 use ctx_graph::compile::{compile_hclg_context, compile_hclg_units, Graph};
 use ctx_graph::gboost::{gboost_edit, GBoost};
 use ctx_graph::grammar::{build_grammar_fst_with, GrammarEdit, GrammarReport, MissingWords};
-use ctx_graph::lexicon_fst::{build_lexicon_fst, SilenceOptions};
+use ctx_graph::lexicon_fst::{add_unit_loop, build_lexicon_fst, SilenceOptions};
 
-/// Probability of an optional silence between words (ctx-graph's default for hybrid graphs).
-pub const SILENCE_PROB: f32 = 0.2;
+/// pocketsphinx's `-silprob`: the probability of a silence between words.
+pub const PS_SILPROB: f32 = 0.005;
+/// pocketsphinx's `-fillprob`: the probability of a filler (noise) between words.
+pub const PS_FILLPROB: f32 = 1e-8;
+/// pocketsphinx's `-wip`: the word insertion probability.
+pub const PS_WIP: f32 = 0.65;
 
 /// Which phone context the graph models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -50,21 +54,45 @@ impl PhoneContext {
     }
 }
 
-/// How a hybrid graph over the model is built.
+/// How a hybrid graph over the model is built. Costs are graph costs, against acoustic
+/// log-likelihoods scaled by 1 / language weight.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GraphOptions {
     /// Phone context.
     pub context: PhoneContext,
-    /// Probability of an optional silence between words (its loop costs −ln p).
-    pub silence_prob: f32,
+    /// Cost of an optional silence between words.
+    pub silence_cost: f32,
+    /// Cost of an optional filler (the model's noise phones, e.g. `+NSN+`, `+SPN+`) between
+    /// words; `None`: no fillers.
+    pub filler_cost: Option<f32>,
+    /// Cost charged on every word (a word insertion penalty).
+    pub word_cost: f32,
+}
+
+impl GraphOptions {
+    /// pocketsphinx's defaults (`-silprob 0.005 -fillprob 1e-8 -wip 0.65`) at language weight
+    /// `lw`: pocketsphinx adds these log-probabilities unscaled beside `lw` × the LM's, so
+    /// in graph units each costs −ln p / `lw`.
+    pub fn pocketsphinx(lw: f32) -> Self {
+        Self::from_probs(lw, PS_SILPROB, Some(PS_FILLPROB), PS_WIP)
+    }
+
+    /// Options from pocketsphinx-style probabilities at language weight `lw`.
+    pub fn from_probs(lw: f32, silprob: f32, fillprob: Option<f32>, wip: f32) -> Self {
+        let cost = |p: f32| -p.ln() / lw;
+        Self {
+            context: PhoneContext::CrossWord,
+            silence_cost: cost(silprob),
+            filler_cost: fillprob.map(cost),
+            word_cost: cost(wip),
+        }
+    }
 }
 
 impl Default for GraphOptions {
+    /// [`GraphOptions::pocketsphinx`] at its language weight 6.5.
     fn default() -> Self {
-        Self {
-            context: PhoneContext::CrossWord,
-            silence_prob: SILENCE_PROB,
-        }
+        Self::pocketsphinx(6.5)
     }
 }
 
@@ -94,22 +122,53 @@ pub fn build_hclg(
     gboost: Option<&GBoost>,
     opts: &GraphOptions,
 ) -> Result<(Graph, GrammarReport)> {
+    let check = |what: &str, c: f32| {
+        if c.is_finite() && c >= 0.0 {
+            Ok(())
+        } else {
+            Err(SphinxError::Invalid(format!(
+                "{what} cost {c} must be finite and non-negative"
+            )))
+        }
+    };
+    check("silence", opts.silence_cost)?;
+    check("word", opts.word_cost)?;
+    if let Some(c) = opts.filler_cost {
+        check("filler", c)?;
+    }
     let sil = SilenceOptions {
         unit: model.mdef.ci_names[model.mdef.sil].clone(),
-        prob: opts.silence_prob,
+        prob: (-opts.silence_cost).exp().min(1.0 - f32::EPSILON),
     };
-    let (cross, tri, l) = match opts.context {
+    // The word cost rides on every pronunciation's probability.
+    let mut charged = Lexicon::new();
+    for e in words.entries() {
+        let mut e = e.clone();
+        e.prob *= (-opts.word_cost).exp();
+        charged.push(e);
+    }
+    let words = &charged;
+    let fillers: Vec<usize> = match opts.filler_cost {
+        Some(_) => filler_phones(model),
+        None => Vec::new(),
+    };
+    let (cross, tri, mut l) = match opts.context {
         PhoneContext::CrossWord => {
-            let c = CrossWordLexicon::build(model, words, Some(&sil))?;
+            let c = CrossWordLexicon::build(model, words, Some(&sil), &fillers)?;
             let l = c.l.clone();
             (Some(c), None, l)
         }
         PhoneContext::WordInternal => {
-            let t = TriphoneLexicon::build(model, words)?;
+            let t = TriphoneLexicon::build(model, words, &fillers)?;
             let l = build_lexicon_fst(&t.lexicon, &t.units, Some(&sil))?;
             (None, Some(t), l)
         }
     };
+    if let Some(cost) = opts.filler_cost {
+        for &f in &fillers {
+            add_unit_loop(&mut l, &model.mdef.ci_names[f], cost)?;
+        }
+    }
     let (edit, boosted) = match gboost {
         Some(b) => {
             let (edit, r) = gboost_edit(lm, &l.symbols.words, b)?;
@@ -131,6 +190,19 @@ pub fn build_hclg(
         _ => unreachable!("one of the two is built"),
     };
     Ok((graph, report))
+}
+
+/// The model's filler phones other than silence (its noise dictionary's, e.g. `+NSN+`).
+pub fn filler_phones(model: &Model) -> Vec<usize> {
+    let mut out: Vec<usize> = model
+        .fillers
+        .iter()
+        .filter_map(|(_, phone)| model.mdef.ci(phone))
+        .filter(|&p| p != model.mdef.sil)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// The senones of the model's silence phone (for endpointing and silence-aware scoring).

@@ -168,11 +168,16 @@ fn positioned(
 
 impl TriphoneLexicon {
     /// Spells `words` (pronunciations in the model's base phones, e.g. CMUdict's) in the
-    /// model's triphones. A phone the model lacks is an error naming the word.
-    pub fn build(model: &Model, words: &Lexicon) -> Result<Self> {
+    /// model's triphones; the units are silence, the base phones `fillers` (for optional
+    /// noise between words) and the triphones used. A phone the model lacks is an error naming
+    /// the word.
+    pub fn build(model: &Model, words: &Lexicon, fillers: &[usize]) -> Result<Self> {
         let mdef = &model.mdef;
         let mut hmms = PhoneHmms::new(model);
         hmms.add(mdef.sil)?;
+        for &f in fillers {
+            hmms.add(f)?;
+        }
         let mut lexicon = Lexicon::new();
         for (e, ids) in positioned(model, words)? {
             let k = ids.len();
@@ -219,8 +224,14 @@ pub struct CrossWordLexicon {
 
 impl CrossWordLexicon {
     /// Spells `words` in position-dependent phones and builds L (with `silence` between
-    /// words) and C over them.
-    pub fn build(model: &Model, words: &Lexicon, silence: Option<&SilenceOptions>) -> Result<Self> {
+    /// words) and C over them; the base phones `fillers` are units too (context-independent,
+    /// for optional noise between words).
+    pub fn build(
+        model: &Model,
+        words: &Lexicon,
+        silence: Option<&SilenceOptions>,
+        fillers: &[usize],
+    ) -> Result<Self> {
         let mdef = &model.mdef;
         let suffix = |pos: WordPos| match pos {
             WordPos::Internal => "I",
@@ -246,6 +257,15 @@ impl CrossWordLexicon {
             units[u as usize - 1].clone()
         };
         unit(mdef.sil, WordPos::Single);
+        for &f in fillers {
+            if !mdef.is_filler(f) {
+                return Err(SphinxError::Invalid(format!(
+                    "{} is not a filler phone of the model",
+                    mdef.ci_names[f]
+                )));
+            }
+            unit(f, WordPos::Single);
+        }
         let mut lexicon = Lexicon::new();
         for (e, ids) in positioned(model, words)? {
             let phones = ids.iter().map(|&(b, p)| unit(b, p)).collect();

@@ -74,7 +74,7 @@ fn cards_recognised(context: Option<PhoneContext>) {
             (graph, w)
         }
         None => {
-            let tri = TriphoneLexicon::build(&model, &words).unwrap();
+            let tri = TriphoneLexicon::build(&model, &words, &[]).unwrap();
             let l = build_lexicon_fst(
                 &tri.lexicon,
                 &tri.units,

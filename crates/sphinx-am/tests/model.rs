@@ -304,7 +304,7 @@ fn cross_word_triphones_take_the_neighbouring_words_phones() {
             phones: p.split(' ').map(String::from).collect(),
         });
     }
-    let cw = CrossWordLexicon::build(&model, &words, None).unwrap();
+    let cw = CrossWordLexicon::build(&model, &words, None, &[]).unwrap();
     let c = &cw.context;
     let unit = |name: &str| cw.units.iter().position(|u| u == name).unwrap() as u32 + 1;
     // Walk C by its outputs (L's units, then the end marker); C's inputs are the triphones.
@@ -327,7 +327,11 @@ fn cross_word_triphones_take_the_neighbouring_words_phones() {
         if tr.ilabel <= c.num_cd() {
             read.push(cw.cd_names[tr.ilabel as usize - 1].clone());
         } else {
-            assert_eq!(tr.ilabel, c.start_label(), "only the first unit is read unlabelled");
+            assert_eq!(
+                tr.ilabel,
+                c.start_label(),
+                "only the first unit is read unlabelled"
+            );
         }
         s = tr.nextstate;
     }
@@ -336,7 +340,10 @@ fn cross_word_triphones_take_the_neighbouring_words_phones() {
     let name = |b, l, r, pos| {
         let p = m.nearest_phone(ci(b), ci(l), ci(r), pos);
         let [b, l, r] = m.phones[p].ctx.map(|x| m.ci_names[x as usize].clone());
-        format!("{b}({l},{r}){}", ["i", "b", "e", "s"][m.phones[p].info0 as usize])
+        format!(
+            "{b}({l},{r}){}",
+            ["i", "b", "e", "s"][m.phones[p].info0 as usize]
+        )
     };
     let want = vec![
         name("T", "SIL", "EH", WordPos::Begin),
