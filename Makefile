@@ -126,17 +126,20 @@ earnings21-tts: build tts-install
 
 ## pocketsphinx itself (PyPI, in .venv-peers) on the audio of make sphinx-test and atco2-tts-1h:
 ## its default LM, and the set's LM and lexicon (what our graph is built from); WER and RTFx.
+## Hypotheses and timings go to results/peers/pocketsphinx/ (committed): the `peer` rows of
+## experiments/real-*.toml read them.
 peer-sphinx: sphinx-test
 	test -x .venv-peers/bin/python || python3 -m venv .venv-peers
 	.venv-peers/bin/pip install -q pocketsphinx==5.1.1
 	.venv-peers/bin/python scripts/peer_pocketsphinx.py datasets/pocketsphinx-test/data/text \
 		datasets/pocketsphinx-test/data/wav.scp datasets/pocketsphinx-test/lm.arpa \
-		datasets/pocketsphinx-test/lexicon.txt
+		datasets/pocketsphinx-test/lexicon.txt results/peers/pocketsphinx/pocketsphinx-test
 	$(BIN) export --dataset atco2-sim-1h --quick --with-lm --format npy --out cache/sphinx-atco2/export
 	.venv-peers/bin/python scripts/peer_pocketsphinx.py cache/sphinx-atco2/export/data/text \
 		datasets/atco2-tts/data/wav.scp cache/sphinx-atco2/export/lm/G.arpa \
-		cache/sphinx-atco2/export/lm/lexicon.txt cache/sphinx-atco2/peer
-	$(BIN) score --ref cache/sphinx-atco2/export/data/text --hyp cache/sphinx-atco2/peer/same-lm.txt \
+		cache/sphinx-atco2/export/lm/lexicon.txt results/peers/pocketsphinx/atco2-tts-1h
+	$(BIN) score --ref cache/sphinx-atco2/export/data/text \
+		--hyp results/peers/pocketsphinx/atco2-tts-1h/same-lm.txt \
 		--entities cache/sphinx-atco2/export/entities.txt
 
 ## pocketsphinx's general English LM (en-us.lm.bin, PyPI wheel) as a pruned bigram with its

@@ -10,8 +10,11 @@ Reference words with `_` (a spelled code, `k_l_m`) count as their letters for th
     .venv-peers/bin/python scripts/peer_pocketsphinx.py <text> <wav.scp> <lm.arpa> <lexicon.txt> [hyp dir]
 
 With a hyp dir, each run's hypotheses are written there as Kaldi `text` files (`default.txt`,
-`same-lm.txt`) for `ctxbench score` (NE-WER with the set's entities: `make peer-sphinx`).
+`same-lm.txt`) for `ctxbench score` and the runner's `peer` method, each with its timing
+(`default.json`, `same-lm.json`: audio seconds and pocketsphinx's wall seconds), so the peer is a
+row of the experiment tables (`make peer-sphinx` writes results/peers/pocketsphinx/).
 """
+import json
 import os
 import sys
 import tempfile
@@ -57,6 +60,11 @@ def run(refs, wavs, out=None, **kw):
             out.write(f"{utt} {' '.join(hyp)}\n")
         errors += edit_distance(ref, hyp)
         words += len(ref)
+    if out is not None:
+        out.close()
+        with open(out.name[: -len(".txt")] + ".json", "w") as t:
+            json.dump({"audio_s": round(audio, 3), "wall_s": round(secs, 3)}, t)
+            t.write("\n")
     return 100.0 * errors / words, audio / secs, words
 
 
@@ -82,8 +90,6 @@ def main():
     spelled = [(u, [x for w in ws for x in (w.split("_") if "_" in w else [w])]) for u, ws in refs]
     out = hyp_file("default.txt")
     wer, rtfx, n = run(spelled, wavs, out)
-    if out:
-        out.close()
     print(f"pocketsphinx, its default LM and dictionary: WER {wer:.1f} ({n} words), RTFx {rtfx:.0f}")
     with tempfile.NamedTemporaryFile("w", suffix=".dict", delete=False) as f:
         seen = {}
@@ -97,8 +103,6 @@ def main():
         dic = f.name
     out = hyp_file("same-lm.txt")
     wer, rtfx, n = run(refs, wavs, out, lm=arpa, dict=dic)
-    if out:
-        out.close()
     print(f"pocketsphinx, the set's LM and lexicon: WER {wer:.1f} ({n} words), RTFx {rtfx:.0f}")
     os.unlink(dic)
 

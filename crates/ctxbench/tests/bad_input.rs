@@ -1017,6 +1017,42 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "an audio entry's phone context that does not exist",
+            Box::new(|b| {
+                (
+                    audio_registry(b, "audio-context", "phone_context = \"cross-words\""),
+                    Expect::Fails(strs(&[
+                        "dataset ps",
+                        "phone_context 'cross-words' is neither cross-word nor word-internal",
+                    ])),
+                )
+            }),
+        ),
+        (
+            "an audio entry's silence probability above 1",
+            Box::new(|b| {
+                (
+                    audio_registry(b, "audio-silprob", "silence_prob = 1.5"),
+                    Expect::Fails(strs(&[
+                        "dataset ps",
+                        "silence_prob 1.5 must be a probability in (0, 1]",
+                    ])),
+                )
+            }),
+        ),
+        (
+            "an audio entry's word insertion probability of 0",
+            Box::new(|b| {
+                (
+                    audio_registry(b, "audio-wip", "word_insertion_prob = 0"),
+                    Expect::Fails(strs(&[
+                        "dataset ps",
+                        "word_insertion_prob 0 must be a probability in (0, 1]",
+                    ])),
+                )
+            }),
+        ),
+        (
             "a registry's silence column below 0",
             Box::new(|b| {
                 (
@@ -1277,6 +1313,34 @@ fn cases() -> Vec<Case> {
 }
 
 /// `lm from-sphinx --bin B --out O`.
+/// `decode` of pocketsphinx-test through a registry of one audio entry `ps` with `line` added.
+fn audio_registry(b: &Base, case: &str, line: &str) -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = root.canonicalize().unwrap();
+    let r = b.case_dir(case).join("datasets.toml");
+    let d = |p: &str| root.join(p).to_str().unwrap().to_string();
+    std::fs::write(
+        &r,
+        format!(
+            "[ps]\nkind = \"audio\"\nmodel = \"{}\"\ndata = \"{}\"\nlexicon = \"{}\"\nlm = \"{}\"\n{line}\n",
+            d("datasets/sphinx-en-us"),
+            d("datasets/pocketsphinx-test/data"),
+            d("datasets/pocketsphinx-test/lexicon.txt"),
+            d("datasets/pocketsphinx-test/lm.arpa"),
+        ),
+    )
+    .unwrap();
+    strs(&[
+        "decode",
+        "--registry",
+        r.to_str().unwrap(),
+        "--dataset",
+        "ps",
+        "--methods",
+        "none",
+    ])
+}
+
 fn sphinx_args(bin: &Path, out: &Path) -> Vec<String> {
     vec![
         "lm".into(),

@@ -177,3 +177,88 @@ fn e2e_family() {
         ],
     );
 }
+
+/// The peer family scores another decoder's hypotheses exactly as ours: our own baseline's
+/// hypotheses, read back as a peer's, give the baseline's figures (run and decode alike); an
+/// utterance without a hypothesis is named.
+#[test]
+fn peer_family_scores_a_peers_hypotheses_as_ours() {
+    let d = tempfile::tempdir().unwrap();
+    let hyp_dir = d.path().join("hyp");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let base = [
+        "decode",
+        "--dataset",
+        "atco2-sim-1h",
+        "--quick",
+        "--limit",
+        "6",
+    ];
+    let csv = d.path().join("baseline.csv");
+    let mut a = base.to_vec();
+    let (hd, cs) = (s(&hyp_dir), s(&csv));
+    a.extend(["--methods", "none", "--hyp-dir", &hd, "--points-out", &cs]);
+    let o = ctxbench(&a);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let hyp = s(&hyp_dir.join("none.txt"));
+    let timing = d.path().join("t.json");
+    std::fs::write(&timing, r#"{"audio_s": 30.0, "wall_s": 2.0}"#).unwrap();
+    let t = s(&timing);
+    let row = format!("method = \"peer\"\npeer_hyp = \"{hyp}\"\npeer_timing = \"{t}\"");
+    let (sh, st) = (format!("peer_hyp={hyp}"), format!("peer_timing={t}"));
+    same_figures(
+        "peer",
+        "",
+        &row,
+        &["--method", "peer", "--set", &sh, "--set", &st],
+    );
+    // The peer's figures are the baseline's, and its RTFx with AM is the timing's.
+    let peer_csv = d.path().join("peer.csv");
+    let pc = s(&peer_csv);
+    let mut a = base.to_vec();
+    a.extend([
+        "--method",
+        "peer",
+        "--set",
+        &sh,
+        "--set",
+        &st,
+        "--points-out",
+        &pc,
+    ]);
+    let o = ctxbench(&a);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (_, b) = read_points(&csv);
+    let (_, p) = read_points(&peer_csv);
+    for k in ["wer", "ne_wer", "u_wer", "ne_acc"] {
+        assert_eq!(b[0][k], p[0][k], "{k}");
+    }
+    assert_eq!(p[0]["rtfx_am"].parse::<f64>().unwrap(), 15.0);
+    // One utterance dropped from the file: named, exit 1.
+    let text = std::fs::read_to_string(&hyp).unwrap();
+    let missing = text
+        .lines()
+        .nth(2)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    let cut: String = text
+        .lines()
+        .filter(|l| !l.starts_with(&format!("{missing} ")) && *l != missing)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&hyp, cut).unwrap();
+    let mut a = base.to_vec();
+    a.extend(["--method", "peer", "--set", &sh]);
+    let o = ctxbench(&a);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "none.txt: utterance {missing} of dataset atco2-sim-1h"
+        )) && err.contains("has no hypothesis"),
+        "{err}"
+    );
+}

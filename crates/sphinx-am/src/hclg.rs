@@ -131,12 +131,12 @@ fn phone_name(mdef: &Mdef, pid: usize) -> String {
     format!("{b}({l},{r}){}", ["i", "b", "e", "s"][ph.info0 as usize])
 }
 
+/// A pronunciation with its phones as (base phone, word position).
+type Positioned = (LexiconEntry, Vec<(usize, WordPos)>);
+
 /// Each pronunciation's phones as base-phone ids with their word positions; a phone the model
 /// lacks is an error naming the word.
-fn positioned(
-    model: &Model,
-    words: &Lexicon,
-) -> Result<Vec<(LexiconEntry, Vec<(usize, WordPos)>)>> {
+fn positioned(model: &Model, words: &Lexicon) -> Result<Vec<Positioned>> {
     let mdef = &model.mdef;
     words
         .entries()

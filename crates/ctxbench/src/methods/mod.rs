@@ -12,6 +12,7 @@
 //! - [`ctc`]: the CTC WFST decoder with word and phrase boosting (001).
 //! - [`ngpu`]: simulated end-to-end models (CTC, RNN-T, TDT, AED) decoded greedily or by beam
 //!   search, with NGPU-LM shallow fusion (004).
+//! - [`peer`]: another decoder's hypotheses and timing (e.g. pocketsphinx's), scored as ours.
 
 pub mod components;
 pub mod ctc;
@@ -19,6 +20,7 @@ pub mod family;
 pub mod hclg;
 pub mod load;
 pub mod ngpu;
+pub mod peer;
 pub mod wfst;
 
 use crate::experiment::{Catalog, Method};
@@ -27,7 +29,13 @@ pub use family::{Component, Family, FamilySpec, GroupContext, OutputSink, SetupC
 /// Every family, the default (`baseline`) first. Adding a family: its module above and one
 /// entry here.
 pub fn families() -> &'static [&'static dyn Family] {
-    &[&wfst::WFST, &hclg::HclgBoost, &ctc::CtcWfst, &ngpu::E2e]
+    &[
+        &wfst::WFST,
+        &hclg::HclgBoost,
+        &ctc::CtcWfst,
+        &ngpu::E2e,
+        &peer::Peer,
+    ]
 }
 
 /// The families as the experiment parser sees them (in the order of [`families`]).
