@@ -71,26 +71,13 @@ impl FamilySpec for Peer {
     }
 }
 
-/// Reads a Kaldi text file of hypotheses: utterance id → words. Each id once.
+/// Reads a Kaldi text file of hypotheses (the project's table reader: a repeated id is an
+/// error naming the line): utterance id → words.
 fn read_hyps(path: &Path) -> Result<HashMap<String, Vec<String>>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the peer's hypotheses {}", path.display()))?;
-    let mut out = HashMap::new();
-    for (n, line) in text.lines().enumerate() {
-        let mut words = line.split_whitespace();
-        let Some(id) = words.next() else { continue };
-        if out
-            .insert(id.to_string(), words.map(String::from).collect())
-            .is_some()
-        {
-            bail!(
-                "{}:{}: utterance {id} has a second hypothesis",
-                path.display(),
-                n + 1
-            );
-        }
-    }
-    Ok(out)
+    Ok(ctx_core::corpus::read_text_table(path)
+        .with_context(|| format!("reading the peer's hypotheses {}", path.display()))?
+        .into_iter()
+        .collect())
 }
 
 fn read_timing(path: &Path) -> Result<Timing> {
@@ -114,8 +101,8 @@ fn read_timing(path: &Path) -> Result<Timing> {
 }
 
 impl Family for Peer {
-    fn check_lists(&self, _ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
-        check_targets(_ds, p)
+    fn check_lists(&self, ds: &Dataset, _full: &Dataset, p: &Point) -> Result<()> {
+        check_targets(ds, p)
     }
 
     fn setup_key(&self, p: &Point) -> String {
@@ -201,9 +188,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("hyp.txt");
         std::fs::write(&p, "u1 a b\n\nu2\nu1 c\n").unwrap();
-        let e = read_hyps(&p).unwrap_err().to_string();
+        let e = format!("{:#}", read_hyps(&p).unwrap_err());
         assert!(
-            e.ends_with("hyp.txt:4: utterance u1 has a second hypothesis"),
+            e.contains("hyp.txt:4") && e.contains("utterance u1 appears twice"),
             "{e}"
         );
         std::fs::write(&p, "u1 a b\nu2\n").unwrap();
