@@ -62,9 +62,13 @@ def run(refs, wavs, out=None, **kw):
         words += len(ref)
     if out is not None:
         out.close()
-        with open(out.name[: -len(".txt")] + ".json", "w") as t:
+        hyps = out.name[: -len(".tmp")]
+        os.replace(out.name, hyps)
+        timing = hyps[: -len(".txt")] + ".json"
+        with open(timing + ".tmp", "w") as t:
             json.dump({"audio_s": round(audio, 3), "wall_s": round(secs, 3)}, t)
             t.write("\n")
+        os.replace(timing + ".tmp", timing)
     return 100.0 * errors / words, audio / secs, words
 
 
@@ -75,7 +79,8 @@ def main():
         os.makedirs(hyp_dir, exist_ok=True)
 
     def hyp_file(name):
-        return open(os.path.join(hyp_dir, name), "w") if hyp_dir else None
+        # Written under .tmp and renamed when complete (run() does), never half-written.
+        return open(os.path.join(hyp_dir, name + ".tmp"), "w") if hyp_dir else None
 
     wavs = {}
     for line in open(scp):
