@@ -574,6 +574,11 @@ pub struct AudioSpec {
     /// The ARPA LM G is built from.
     #[serde(default)]
     pub lm: Option<String>,
+    /// More pronunciations (`word phone phone ...`, the model's base phones) for the words of
+    /// open-vocabulary contexts that the lexicon lacks (e.g. a list's rare words, by a G2P);
+    /// they come first where both have a word.
+    #[serde(default)]
+    pub context_lexicon: Option<String>,
     /// LM weight against the acoustic log-likelihoods (pocketsphinx's `-lw`, default 6.5): the
     /// decoder's acoustic scale is its inverse.
     #[serde(default = "default_language_weight")]

@@ -17,9 +17,7 @@ use crate::ctc::{self, CtcTopology};
 use crate::determinize::determinize_functional_eps_free;
 use crate::error::{GraphError, Result};
 use crate::gboost::{gboost_edit, GBoost};
-use crate::grammar::{
-    build_grammar_fst_with, GrammarEdit, GrammarReport, MissingWords, NULL_HISTORY,
-};
+use crate::grammar::{build_grammar_fst_with, GrammarEdit, GrammarReport, MissingWords};
 use crate::hmm::{self, HmmTopology, UnitHmms};
 use crate::lexicon_fst::{build_lexicon_fst_with, LangSymbols, LexiconFst, SilenceOptions};
 use crate::phone_context::{add_end_marker, ContextFst};
@@ -442,13 +440,7 @@ pub fn build_graph(kind: GraphKind, inputs: &GraphInputs<'_>) -> Result<(Graph, 
         &edit,
     )?;
     if let (Some(cost), Some(w)) = (inputs.context_slot, l.symbols.context_slot()) {
-        if !cost.is_finite() {
-            return Err(GraphError::Invalid(format!(
-                "context slot entry cost {cost} is not finite"
-            )));
-        }
-        g.add_tr(NULL_HISTORY, Tr::new(w, w, cost, NULL_HISTORY))
-            .map_err(|e| GraphError::fst("G", e))?;
+        crate::grammar::add_context_slot(&mut g, w, cost)?;
     }
     report.gboost = boosted;
     let g_secs = t.elapsed().as_secs_f64();

@@ -268,3 +268,16 @@ pub fn build_grammar_fst_with(
         .sum();
     Ok((fst, report))
 }
+
+/// Adds the context slot (issue 42) to G: word `slot` as a self-loop of the empty-history
+/// state costing `cost`, so a context can be entered wherever a word may start after backing
+/// off. A non-finite cost is refused.
+pub fn add_context_slot(g: &mut StdFst, slot: Label, cost: f32) -> Result<()> {
+    if !cost.is_finite() {
+        return Err(GraphError::Invalid(format!(
+            "context slot entry cost {cost} is not finite"
+        )));
+    }
+    g.add_tr(NULL_HISTORY, Tr::new(slot, slot, cost, NULL_HISTORY))
+        .map_err(|e| GraphError::fst("G", e))
+}

@@ -143,12 +143,14 @@ pub fn build_lexicon_fst_with(
 /// [`build_lexicon_fst`] where units of one class sound the same to the acoustic model
 /// (`class_of_unit[u − 1]`; e.g. a base phone's word-position variants, which can share a
 /// triphone): homophones and prefixes are found among the pronunciations' class sequences,
-/// so L ∘ G stays determinizable once the units are replaced by what the model hears.
+/// so L ∘ G stays determinizable once the units are replaced by what the model hears. With
+/// `slot`, the context slot as in [`build_lexicon_fst_with`].
 pub fn build_lexicon_fst_by_class(
     lexicon: &Lexicon,
     units: &[String],
     silence: Option<&SilenceOptions>,
     class_of_unit: &[u32],
+    slot: bool,
 ) -> Result<LexiconFst> {
     if class_of_unit.len() != units.len() {
         return Err(GraphError::Invalid(format!(
@@ -157,7 +159,7 @@ pub fn build_lexicon_fst_by_class(
             units.len()
         )));
     }
-    build_lexicon_fst_impl(lexicon, units, silence, false, Some(class_of_unit))
+    build_lexicon_fst_impl(lexicon, units, silence, slot, Some(class_of_unit))
 }
 
 fn build_lexicon_fst_impl(

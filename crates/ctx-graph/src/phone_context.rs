@@ -10,7 +10,11 @@
 //! last is flushed by an end marker that [`add_end_marker`] puts on LG's final states, in the
 //! utterance-edge context. Units marked context-independent (silence, fillers) break context:
 //! their own label ignores the neighbours, and they are the neighbours' context as their class.
-//! Unit disambiguation symbols pass through as self-loops.
+//! Unit disambiguation symbols pass through as self-loops, except the one that spells the
+//! context slot (issue 42's class word, [`ContextSpec::flush_disambig`]): C reads it as a word
+//! edge — the pending unit is emitted in the utterance-edge context, then the symbol, and the
+//! next unit starts afresh — so the search enters a context graph only where the previous
+//! word's phones are all heard.
 
 use crate::error::{GraphError, Result};
 use crate::StdFst;
@@ -29,6 +33,9 @@ pub struct ContextSpec {
     pub edge_class: u32,
     /// Unit disambiguation symbols of L (`#0` included), passed through.
     pub num_disambig: u32,
+    /// The disambiguation symbol `#k` read as a word edge instead (L's spelling of the context
+    /// slot): `None` passes every one through.
+    pub flush_disambig: Option<u32>,
 }
 
 /// C with the key of each of its context-dependent labels.
@@ -85,6 +92,7 @@ impl ContextFst {
 ///     independent: vec![true, false, false],
 ///     edge_class: 0,
 ///     num_disambig: 1,
+///     flush_disambig: None,
 /// };
 /// // Key: unit * 100 + left * 10 + right.
 /// let c = build_context_fst(&spec, |l, u, r| Ok(u * 100 + l * 10 + r)).unwrap();
@@ -142,10 +150,25 @@ pub fn build_context_fst(
             s
         })
     };
+    if let Some(k) = spec.flush_disambig {
+        if k >= spec.num_disambig {
+            return Err(GraphError::Invalid(format!(
+                "C flushes at #{k} but L has {} disambiguation symbols",
+                spec.num_disambig
+            )));
+        }
+    }
     for u in 1..=num_units {
         let s = state(&mut fst, &mut queue, spec.edge_class, u);
         arcs.push((start, In::Start, u, s));
     }
+    // The flush: a pending unit emitted in the edge context (writing nothing), then the flush
+    // symbol back to the start, where the next unit is read afresh.
+    let flushed = spec.flush_disambig.map(|k| {
+        let x = fst.add_state();
+        arcs.push((x, In::Disambig(k), num_units + 1 + k, start));
+        x
+    });
     while let Some((l, u, s)) = queue.pop() {
         let class = spec.class_of_unit[u as usize - 1];
         let key = |r: u32, lookup: &mut dyn FnMut(u32, u32, u32) -> Result<u32>| {
@@ -163,7 +186,13 @@ pub fn build_context_fst(
         let k = key(spec.edge_class, &mut lookup)?;
         arcs.push((s, In::Cd(label(k)), num_units + 1 + spec.num_disambig, end));
         for d in 0..spec.num_disambig {
-            arcs.push((s, In::Disambig(d), num_units + 1 + d, s));
+            match flushed {
+                Some(x) if spec.flush_disambig == Some(d) => {
+                    let k = key(spec.edge_class, &mut lookup)?;
+                    arcs.push((s, In::Cd(label(k)), 0, x));
+                }
+                _ => arcs.push((s, In::Disambig(d), num_units + 1 + d, s)),
+            }
         }
     }
     for d in 0..spec.num_disambig {

@@ -43,12 +43,13 @@ fn toy() -> (LexiconFst, ContextFst) {
         unit: "SIL".into(),
         prob: 0.5,
     };
-    let l = build_lexicon_fst_by_class(&lexicon(), &units(), Some(&sil), &CLASS).unwrap();
+    let l = build_lexicon_fst_by_class(&lexicon(), &units(), Some(&sil), &CLASS, false).unwrap();
     let spec = ContextSpec {
         class_of_unit: CLASS.to_vec(),
         independent: vec![true, false, false, false],
         edge_class: 0,
         num_disambig: l.symbols.num_disambig,
+        flush_disambig: None,
     };
     let c = build_context_fst(&spec, |l, u, r| Ok(key(l, u, r))).unwrap();
     (l, c)
@@ -257,4 +258,84 @@ fn a_non_functional_transducer_is_refused() {
     f.add_tr(s, Tr::new(0, 10, 0.0, a)).unwrap();
     let e = determinize_functional_eps_free(&f).unwrap_err().to_string();
     assert!(e.contains("input-ε"), "{e}");
+}
+
+/// With the context slot (issue 42's class word, spelled by L's last disambiguation symbol), C
+/// reads the slot as a word edge: the previous word's last phone is emitted in the edge
+/// context *before* the slot's word, and the next word starts afresh from the edge — so a
+/// context graph entered there sits between two complete words.
+#[test]
+fn the_context_slot_is_a_word_edge() {
+    let sil = SilenceOptions {
+        unit: "SIL".into(),
+        prob: 0.5,
+    };
+    let l = build_lexicon_fst_by_class(&lexicon(), &units(), Some(&sil), &CLASS, true).unwrap();
+    let slot = l.symbols.context_slot().unwrap();
+    let spec = ContextSpec {
+        class_of_unit: CLASS.to_vec(),
+        independent: vec![true, false, false, false],
+        edge_class: 0,
+        num_disambig: l.symbols.num_disambig,
+        flush_disambig: Some(l.symbols.num_disambig - 1),
+    };
+    let c = build_context_fst(&spec, |l, u, r| Ok(key(l, u, r))).unwrap();
+    let g = linear_g(&l, &["x", ctx_graph::lexicon_fst::CONTEXT_SLOT, "y"]);
+    let lg = compose_sorted(&l.fst, &g, "L ∘ G").unwrap();
+    let f = compose_sorted(
+        &c.fst,
+        &add_end_marker(&lg, c.end_label()).unwrap(),
+        "C ∘ LG",
+    )
+    .unwrap();
+    // Every path as one sequence: keys (as themselves) and words (as 1000 + id), in order.
+    let mut seqs = BTreeSet::new();
+    let mut stack = vec![(f.start().unwrap(), Vec::new())];
+    while let Some((s, seq)) = stack.pop() {
+        if f.final_weight(s).unwrap().is_some() {
+            seqs.insert(seq.clone());
+        }
+        if seq.len() > 10 {
+            continue;
+        }
+        for tr in f.get_trs(s).unwrap().trs() {
+            let mut q: Vec<u32> = seq.clone();
+            if tr.ilabel >= 1 && tr.ilabel <= c.num_cd() {
+                q.push(c.keys[tr.ilabel as usize - 1]);
+            }
+            if tr.olabel != 0 {
+                q.push(1000 + tr.olabel);
+            }
+            stack.push((tr.nextstate, q));
+        }
+    }
+    let w = |s: &str| 1000 + l.symbols.words.id(s).unwrap();
+    // x's A sees the edge on both sides, then the slot, then y's B from the edge.
+    let direct = vec![
+        w("x"),
+        key(0, 2, 0),
+        1000 + slot,
+        w("y"),
+        key(0, 3, 1),
+        key(2, 4, 0),
+    ];
+    assert!(seqs.contains(&direct), "{seqs:?}");
+    for q in &seqs {
+        let at = q.iter().position(|&k| k == 1000 + slot).unwrap();
+        // Before the slot: x's A, complete and in the edge's context, then maybe a pause.
+        let last = q[..at].iter().rev().find(|&&k| k < 1000);
+        assert!(
+            matches!(last, Some(&k) if k == key(0, 2, 0) || k == key(0, 1, 0)),
+            "{q:?}"
+        );
+        assert!(q[..at].contains(&key(0, 2, 0)), "{q:?}");
+        // y's B sees the edge on its left.
+        assert!(q[at..].contains(&key(0, 3, 1)), "{q:?}");
+    }
+    // A flush past L's symbols is refused.
+    let bad = ContextSpec {
+        flush_disambig: Some(l.symbols.num_disambig),
+        ..spec
+    };
+    assert!(build_context_fst(&bad, |l, u, r| Ok(key(l, u, r))).is_err());
 }

@@ -30,6 +30,63 @@ pub struct AudioModel {
     pub silence_columns: Vec<u32>,
     /// The decoder's acoustic scale (the inverse of the entry's language weight).
     pub acoustic_scale: f32,
+    /// How open-vocabulary contexts' words become the model's triphones (built when the
+    /// graph has the class slot).
+    pub speller: Option<ContextSpeller>,
+}
+
+/// Spells a context's words in the model's phones (issue 42 on the real model): each word's
+/// pronunciation from the entry's `context_lexicon`, else its lexicon, as word-internal
+/// triphones with silence beyond the word's edges.
+pub struct ContextSpeller {
+    model: Model,
+    /// Every phone of the model as a unit, with its HMM.
+    pub units: sphinx_am::hclg::PhoneUnits,
+    prons: HashMap<String, Vec<String>>,
+    /// Words pronounced by `context_lexicon`.
+    pub from_context_lexicon: usize,
+}
+
+impl ContextSpeller {
+    /// The speller of entry `name`: its model, lexicon and `context_lexicon`.
+    pub fn load(reg: &Registry, name: &str, spec: &AudioSpec) -> Result<Self> {
+        let model = load_model(reg, spec)?;
+        let (_, words) = audio_lm(reg, name, spec)?;
+        let mut prons: HashMap<String, Vec<String>> = HashMap::new();
+        let mut from_context_lexicon = 0;
+        if let Some(p) = &spec.context_lexicon {
+            let lex = Lexicon::read(&reg.resolve(p), LexiconFormat::Kaldi)
+                .with_context(|| format!("dataset {name}: context_lexicon"))?;
+            for e in lex.entries() {
+                if let Some(ph) = e.phones.iter().find(|ph| model.mdef.ci(ph).is_none()) {
+                    bail!(
+                        "dataset {name}: context_lexicon {p}: word '{}': phone {ph} is not in the model",
+                        e.word
+                    );
+                }
+                if !prons.contains_key(&e.word) {
+                    prons.insert(e.word.clone(), e.phones.clone());
+                    from_context_lexicon += 1;
+                }
+            }
+        }
+        for e in words.entries() {
+            prons
+                .entry(e.word.clone())
+                .or_insert_with(|| e.phones.clone());
+        }
+        Ok(Self {
+            units: sphinx_am::hclg::PhoneUnits::new(&model)?,
+            model,
+            prons,
+            from_context_lexicon,
+        })
+    }
+
+    /// `word` in the model's phone units (`None`: no pronunciation, or a phone the model lacks).
+    pub fn spell(&self, word: &str) -> Option<Vec<u32>> {
+        self.units.spell(&self.model, self.prons.get(word)?)
+    }
 }
 
 impl AudioModel {
@@ -83,6 +140,7 @@ impl AudioModel {
             width: model.mdef.n_senone,
             silence_columns: sphinx_am::graph::silence_senones(&model),
             acoustic_scale: (1.0 / spec.language_weight) as f32,
+            speller: None,
         })
     }
 
@@ -178,12 +236,13 @@ fn check_sources(name: &str, spec: &AudioSpec) -> Result<()> {
 
 /// The entry's HCLG (optionally G-boosted), from the cache under `cache` or built and stored
 /// there. Keyed by the model's files, the lexicon and LM (or the LM text of `text_of`), and
-/// the boost.
+/// the boost and the context slot (its entry cost).
 pub fn audio_graph(
     reg: &Registry,
     name: &str,
     spec: &AudioSpec,
     gboost: Option<&GBoost>,
+    context_slot: Option<f32>,
     cache: &Path,
 ) -> Result<(Graph, Option<GBoostReport>)> {
     check_sources(name, spec)?;
@@ -219,7 +278,13 @@ pub fn audio_graph(
         }
         _ => unreachable!("checked by check_sources"),
     }
-    let opts = graph_options(name, spec)?;
+    let opts = sphinx_am::graph::GraphOptions {
+        context_slot,
+        ..graph_options(name, spec)?
+    };
+    if let Some(c) = context_slot {
+        key.add("context-slot", &c.to_le_bytes());
+    }
     key.add("phone-context", opts.context.name().as_bytes());
     key.add("silence-cost", &opts.silence_cost.to_le_bytes());
     key.add(

@@ -255,3 +255,96 @@ fn spoken_entries_name_what_is_missing_or_wrong() {
         "gives either text_of (the dataset its recordings speak) or both lexicon and lm",
     );
 }
+
+/// Open-vocabulary contexts on the real model (issue 55): four words the LM and lexicon lack,
+/// offered as a context with pronunciations from `context_lexicon` only, are recognised through
+/// the graph's class slot as word-internal triphones; without their pronunciations the phrases
+/// are dropped by name count and the words stay out.
+#[test]
+fn open_vocabulary_words_are_recognised_on_real_audio() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = root().canonicalize().unwrap();
+    let f = r.join("crates/ctxbench/tests/data/audio-open-vocab");
+    let entry = |ctx: bool| {
+        format!(
+            "[ov]\nkind = \"audio\"\nmodel = \"{}\"\ndata = \"{}\"\nlexicon = \"{}\"\nlm = \"{}\"\n{}",
+            r.join("datasets/sphinx-en-us").display(),
+            r.join("datasets/pocketsphinx-test/data").display(),
+            f.join("lexicon.txt").display(),
+            f.join("lm.arpa").display(),
+            if ctx {
+                format!(
+                    "context_lexicon = \"{}\"\n",
+                    f.join("context_lexicon.txt").display()
+                )
+            } else {
+                String::new()
+            }
+        )
+    };
+    let run = |ctx: bool, open: bool| {
+        let reg = dir.path().join(format!("reg-{ctx}.toml"));
+        std::fs::write(&reg, entry(ctx)).unwrap();
+        let hyp = dir.path().join(format!("hyp-{ctx}-{open}"));
+        let phrases = format!("file:{}", f.join("phrases.txt").display());
+        let mut args = vec![
+            "decode",
+            "--registry",
+            s(&reg),
+            "--dataset",
+            "ov",
+            "--methods",
+            "none",
+            "--hyp-dir",
+            s(&hyp),
+        ];
+        if open {
+            args.extend(["--open-vocab", phrases.as_str()]);
+        }
+        let out = ctxbench(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        // The output is named by --methods (none): the context rides on it.
+        let hyps = table(&std::fs::read_to_string(hyp.join("none.txt")).unwrap());
+        (stdout, hyps)
+    };
+    let refs = table(
+        &std::fs::read_to_string(root().join("datasets/pocketsphinx-test/data/text")).unwrap(),
+    );
+    let total = |hyps: &std::collections::BTreeMap<String, String>| -> usize {
+        refs.iter()
+            .map(|(id, r)| {
+                errors(
+                    &r.split_whitespace().collect::<Vec<_>>(),
+                    &hyps[id].split_whitespace().collect::<Vec<_>>(),
+                )
+            })
+            .sum()
+    };
+    let words = ["dashwood", "amiable", "respectable", "prudently"];
+    let has = |hyps: &std::collections::BTreeMap<String, String>, w: &str| {
+        hyps.values().any(|h| h.split_whitespace().any(|x| x == w))
+    };
+    let (_, base) = run(true, false);
+    assert!(words.iter().all(|w| !has(&base, w)), "{base:?}");
+    let (stdout, open) = run(true, true);
+    assert!(stdout.contains("| 4/0 |"), "{stdout}");
+    for w in words {
+        assert!(has(&open, w), "{w} not recognised: {open:?}");
+    }
+    // 92 words: the out-of-vocabulary words cost 20 errors unbiased; with the context, as many
+    // as the full LM's graph makes (three, `real_recordings_decode_from_wav_to_wer`).
+    let (b, o) = (total(&base), total(&open));
+    assert!(
+        b >= 15 && o <= 3,
+        "unbiased {b}, open-vocabulary {o} word errors"
+    );
+    // Without pronunciations for them, the four phrases are dropped and counted.
+    let (stdout, unspelled) = run(false, true);
+    assert!(stdout.contains("| 0/4 |"), "{stdout}");
+    assert!(words.iter().all(|w| !has(&unspelled, w)));
+}

@@ -50,7 +50,8 @@ fn main() {
         unit: "SIL".into(),
         prob: 0.2,
     };
-    let cw = sphinx_am::hclg::CrossWordLexicon::build(&model, &lex, Some(&sil), &[]).unwrap();
+    let cw =
+        sphinx_am::hclg::CrossWordLexicon::build(&model, &lex, Some(&sil), &[], false).unwrap();
     let syms = &cw.l.symbols;
     let (g, _) =
         build_grammar_fst(&lm, &syms.words, syms.word_disambig, MissingWords::Skip).unwrap();

@@ -13,8 +13,10 @@ use ctx_core::arpa::ArpaLm;
 use ctx_core::lexicon::Lexicon;
 use ctx_graph::compile::{compile_hclg_context, compile_hclg_units, Graph};
 use ctx_graph::gboost::{gboost_edit, GBoost};
-use ctx_graph::grammar::{build_grammar_fst_with, GrammarEdit, GrammarReport, MissingWords};
-use ctx_graph::lexicon_fst::{add_unit_loop, build_lexicon_fst, SilenceOptions};
+use ctx_graph::grammar::{
+    add_context_slot, build_grammar_fst_with, GrammarEdit, GrammarReport, MissingWords,
+};
+use ctx_graph::lexicon_fst::{add_unit_loop, build_lexicon_fst_with, SilenceOptions};
 
 /// pocketsphinx's `-silprob`: the probability of a silence between words.
 pub const PS_SILPROB: f32 = 0.005;
@@ -67,6 +69,11 @@ pub struct GraphOptions {
     pub filler_cost: Option<f32>,
     /// Cost charged on every word (a word insertion penalty).
     pub word_cost: f32,
+    /// The class slot of open-vocabulary contexts (issue 42) and its entry cost: the word
+    /// [`CONTEXT_SLOT`](ctx_graph::lexicon_fst::CONTEXT_SLOT) as a self-loop of G's empty
+    /// history; with cross-word context C reads it as a word edge, so the slot's ε-arcs sit
+    /// where the previous word is complete. `None`: no slot.
+    pub context_slot: Option<f32>,
 }
 
 impl GraphOptions {
@@ -85,6 +92,7 @@ impl GraphOptions {
             silence_cost: cost(silprob),
             filler_cost: fillprob.map(cost),
             word_cost: cost(wip),
+            context_slot: None,
         }
     }
 }
@@ -133,6 +141,7 @@ pub fn build_hclg(
     };
     check("silence", opts.silence_cost)?;
     check("word", opts.word_cost)?;
+    let slot = opts.context_slot.is_some();
     if let Some(c) = opts.filler_cost {
         check("filler", c)?;
     }
@@ -154,13 +163,13 @@ pub fn build_hclg(
     };
     let (cross, tri, mut l) = match opts.context {
         PhoneContext::CrossWord => {
-            let c = CrossWordLexicon::build(model, words, Some(&sil), &fillers)?;
+            let c = CrossWordLexicon::build(model, words, Some(&sil), &fillers, slot)?;
             let l = c.l.clone();
             (Some(c), None, l)
         }
         PhoneContext::WordInternal => {
             let t = TriphoneLexicon::build(model, words, &fillers)?;
-            let l = build_lexicon_fst(&t.lexicon, &t.units, Some(&sil))?;
+            let l = build_lexicon_fst_with(&t.lexicon, &t.units, Some(&sil), slot)?;
             (None, Some(t), l)
         }
     };
@@ -176,7 +185,7 @@ pub fn build_hclg(
         }
         None => (GrammarEdit::default(), None),
     };
-    let (g, mut report) = build_grammar_fst_with(
+    let (mut g, mut report) = build_grammar_fst_with(
         lm,
         &l.symbols.words,
         l.symbols.word_disambig,
@@ -184,6 +193,9 @@ pub fn build_hclg(
         &edit,
     )?;
     report.gboost = boosted;
+    if let (Some(cost), Some(w)) = (opts.context_slot, l.symbols.context_slot()) {
+        add_context_slot(&mut g, w, cost)?;
+    }
     let graph = match (&cross, &tri) {
         (Some(c), _) => compile_hclg_context(&l, &g, &c.context, &c.hmms)?,
         (_, Some(t)) => compile_hclg_units(&l, &g, &t.hmms)?,

@@ -131,6 +131,16 @@ fn phone_name(mdef: &Mdef, pid: usize) -> String {
     format!("{b}({l},{r}){}", ["i", "b", "e", "s"][ph.info0 as usize])
 }
 
+/// The word position of phone `i` of a `k`-phone pronunciation.
+fn word_pos(i: usize, k: usize) -> WordPos {
+    match (i == 0, i + 1 == k) {
+        (true, true) => WordPos::Single,
+        (true, false) => WordPos::Begin,
+        (false, true) => WordPos::End,
+        (false, false) => WordPos::Internal,
+    }
+}
+
 /// A pronunciation with its phones as (base phone, word position).
 type Positioned = (LexiconEntry, Vec<(usize, WordPos)>);
 
@@ -152,12 +162,7 @@ fn positioned(model: &Model, words: &Lexicon) -> Result<Vec<Positioned>> {
                         dir: model.dir.clone(),
                         what: format!("word '{}': phone {p} is not in the model", e.word),
                     })?;
-                    let pos = match (i == 0, i + 1 == k) {
-                        (true, true) => WordPos::Single,
-                        (true, false) => WordPos::Begin,
-                        (false, true) => WordPos::End,
-                        (false, false) => WordPos::Internal,
-                    };
+                    let pos = word_pos(i, k);
                     Ok((ci, pos))
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -199,6 +204,66 @@ impl TriphoneLexicon {
     }
 }
 
+/// Every phone of the model — base phones and triphones — as a unit (unit `pid + 1`) with its
+/// HMM: what an open-vocabulary context's words are spelled in (issue 42's contexts on the real
+/// model), each word's phones as the triphones pocketsphinx uses within a word, silence outside
+/// it (a context is entered at a word edge, [`crate::graph::GraphOptions::context_slot`]).
+#[derive(Debug, Clone)]
+pub struct PhoneUnits {
+    /// Per unit its senones and per senone its transition costs (as the HCLG's).
+    pub hmms: UnitHmms,
+}
+
+impl PhoneUnits {
+    /// All of `model`'s phones as units.
+    ///
+    /// ```
+    /// # let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    /// let model = sphinx_am::Model::load(&root.join("datasets/sphinx-en-us")).unwrap();
+    /// let units = sphinx_am::hclg::PhoneUnits::new(&model).unwrap();
+    /// let ten = units.spell(&model, &["T", "EH", "N"]).unwrap();
+    /// // T at the word's start between silence and EH, as pocketsphinx's dict2pid resolves it.
+    /// let m = &model.mdef;
+    /// let (t, eh, sil) = (m.ci("T").unwrap(), m.ci("EH").unwrap(), m.sil);
+    /// let pos = sphinx_am::mdef::WordPos::Begin;
+    /// assert_eq!(ten[0] as usize, m.nearest_phone(t, sil, eh, pos) + 1);
+    /// assert_eq!(units.spell(&model, &["T", "QQ"]), None);
+    /// ```
+    pub fn new(model: &Model) -> Result<Self> {
+        let mut hmms = PhoneHmms::new(model);
+        for pid in 0..model.mdef.phones.len() {
+            hmms.push(pid)?;
+        }
+        Ok(Self {
+            hmms: hmms.finish().1,
+        })
+    }
+
+    /// A word's base phones as units: word-internal triphones, silence beyond its edges
+    /// (`None` when a phone is not the model's, or the word has none).
+    pub fn spell<S: AsRef<str>>(&self, model: &Model, phones: &[S]) -> Option<Vec<u32>> {
+        let mdef = &model.mdef;
+        let ids: Vec<usize> = phones
+            .iter()
+            .map(|p| mdef.ci(p.as_ref()))
+            .collect::<Option<_>>()?;
+        let k = ids.len();
+        if k == 0 {
+            return None;
+        }
+        Some(
+            (0..k)
+                .map(|i| {
+                    let pos = word_pos(i, k);
+                    let left = if i == 0 { mdef.sil } else { ids[i - 1] };
+                    let right = if i + 1 == k { mdef.sil } else { ids[i + 1] };
+                    mdef.nearest_phone(ids[i], left, right, pos) as u32 + 1
+                })
+                .collect(),
+        )
+    }
+}
+
 /// A lexicon over position-dependent base phones (`AH_B`, `AH_I`, `AH_E`, `AH_S`; fillers
 /// as themselves) with C, the context transducer that turns them into the model's triphones
 /// across word boundaries, and the triphones' HMMs. A phone's context is its neighbours' base
@@ -225,12 +290,14 @@ pub struct CrossWordLexicon {
 impl CrossWordLexicon {
     /// Spells `words` in position-dependent phones and builds L (with `silence` between
     /// words) and C over them; the base phones `fillers` are units too (context-independent,
-    /// for optional noise between words).
+    /// for optional noise between words). With `slot`, L spells the context slot and C reads
+    /// it as a word edge.
     pub fn build(
         model: &Model,
         words: &Lexicon,
         silence: Option<&SilenceOptions>,
         fillers: &[usize],
+        slot: bool,
     ) -> Result<Self> {
         let mdef = &model.mdef;
         let suffix = |pos: WordPos| match pos {
@@ -272,12 +339,14 @@ impl CrossWordLexicon {
             lexicon.push(LexiconEntry { phones, ..e });
         }
         let class_of_unit: Vec<u32> = unit_phone.iter().map(|&(b, _)| b as u32).collect();
-        let l = build_lexicon_fst_by_class(&lexicon, &units, silence, &class_of_unit)?;
+        let l = build_lexicon_fst_by_class(&lexicon, &units, silence, &class_of_unit, slot)?;
         let spec = ContextSpec {
             class_of_unit,
             independent: unit_phone.iter().map(|&(_, p)| p.is_none()).collect(),
             edge_class: mdef.sil as u32,
             num_disambig: l.symbols.num_disambig,
+            // The slot is spelled by L's last disambiguation symbol.
+            flush_disambig: slot.then(|| l.symbols.num_disambig - 1),
         };
         // A key per (unit, phone): the same triphone at two word positions (a back-off) keeps
         // two labels, as Kaldi's transition-ids keep position-dependent phones apart.

@@ -304,7 +304,7 @@ fn cross_word_triphones_take_the_neighbouring_words_phones() {
             phones: p.split(' ').map(String::from).collect(),
         });
     }
-    let cw = CrossWordLexicon::build(&model, &words, None, &[]).unwrap();
+    let cw = CrossWordLexicon::build(&model, &words, None, &[], false).unwrap();
     let c = &cw.context;
     let unit = |name: &str| cw.units.iter().position(|u| u == name).unwrap() as u32 + 1;
     // Walk C by its outputs (L's units, then the end marker); C's inputs are the triphones.

@@ -302,7 +302,8 @@ impl Setup {
             }),
             None => None,
         };
-        let (graph, gboost) = crate::audio::audio_graph(reg, name, a, boost.as_ref(), opts.cache)?;
+        let (graph, gboost) =
+            crate::audio::audio_graph(reg, name, a, boost.as_ref(), opts.context_slot, opts.cache)?;
         let (graph, hclg_phrases) = hclg_boosted(graph, full, opts.hclg_bias.as_ref())?;
         let otf = if opts.gboost_otf {
             Some(OtfGBoost::new(reg, name, &graph, Subset::Full)?)
@@ -310,12 +311,15 @@ impl Setup {
             None
         };
         let csr = DecodingGraph::from_fst(&graph.fst, None)?;
-        let model = crate::audio::AudioModel::load(
+        let mut model = crate::audio::AudioModel::load(
             reg,
             name,
             a,
             dataset.utterances.iter().map(|u| u.id.as_str()),
         )?;
+        if opts.context_slot.is_some() {
+            model.speller = Some(crate::audio::ContextSpeller::load(reg, name, a)?);
+        }
         let silence = model.silence_columns.iter().map(|c| c + 1).collect();
         let acoustic_scale = model.acoustic_scale;
         Ok(Self {

@@ -55,10 +55,11 @@ pub fn open_contexts(
     let max_blanks = max_pause_s.map(|s| ((s / setup.frame_s).round() as u32).max(1));
     // How a phrase's words become the graph's input units: BPE pieces over a TLG (a simulated
     // CTC model), or phones (the lexicon, letter-to-sound for unknown words) laid out as the
-    // HCLG's monophone HMMs (a simulated hybrid model).
+    // HCLG's monophone HMMs (a simulated hybrid model), or a real model's triphones.
     enum Spell<'a> {
         Pieces(&'a Bpe, ctx_graph::ctc::CtcTopology),
         Phones(&'a Pronouncer, ctx_graph::hmm::UnitHmms),
+        Triphones(&'a crate::audio::ContextSpeller),
     }
     let spell = match (&setup.acoustic, setup.graph.kind) {
         (Acoustic::Ctc(sim), GraphKind::Tlg(topo)) => Spell::Pieces(sim.bpe(), topo),
@@ -69,20 +70,30 @@ pub fn open_contexts(
                 setup.graph.symbols.num_units,
             ),
         ),
+        (Acoustic::Audio(m), GraphKind::Hclg) => match &m.speller {
+            Some(sp) => Spell::Triphones(sp),
+            None => bail!(
+                "dataset {}: the graph was loaded without the class slot open-vocabulary contexts need",
+                setup.dataset.name
+            ),
+        },
         _ => bail!(
-            "dataset {}: open-vocabulary contexts are compiled for a simulated CTC model's TLG \
-             or a simulated hybrid model's HCLG (this setup: {} graph)",
+            "dataset {}: open-vocabulary contexts are compiled for a CTC model's TLG or a hybrid \
+             model's HCLG (this setup: {} graph)",
             setup.dataset.name,
             setup.graph.kind.name()
         ),
     };
     let units = &setup.graph.symbols.units;
     let pronounce = |w: &str| -> Option<Vec<u32>> {
-        let Spell::Phones(pron, _) = &spell else {
-            return None;
-        };
-        let (prons, _) = pron.pronounce(w).ok()?;
-        prons.first()?.iter().map(|p| units.id(p)).collect()
+        match &spell {
+            Spell::Phones(pron, _) => {
+                let (prons, _) = pron.pronounce(w).ok()?;
+                prons.first()?.iter().map(|p| units.id(p)).collect()
+            }
+            Spell::Triphones(sp) => sp.spell(w),
+            Spell::Pieces(..) => None,
+        }
     };
     if let OpenList::Dataset(ListKind::Global(name)) = list {
         if !setup.dataset.global_lists.contains_key(name) {
@@ -104,6 +115,9 @@ pub fn open_contexts(
                     ContextGraph::compile(offered, |w| Some(bpe.encode(w)), *topo, max_blanks)?
                 }
                 Spell::Phones(_, hmms) => ContextGraph::compile_hybrid(offered, pronounce, hmms)?,
+                Spell::Triphones(sp) => {
+                    ContextGraph::compile_hybrid(offered, pronounce, &sp.units.hmms)?
+                }
             })
         })
     };
