@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: nvrtc-venv python-venv python python-test peers-python sphinx-lm lm-en-us-3gram gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
+.PHONY: librispeech-tts librispeech-tts-full librispeech-bias nvrtc-venv python-venv python python-test peers-python sphinx-lm lm-en-us-3gram gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
 
 all: build
 
@@ -173,6 +173,40 @@ lm-en-us-3gram: sphinx-lm
 		--methods none --threads 1 --hyp-dir cache/lm-en-us-3gram/hyp
 	.venv-peers/bin/python scripts/peer_pocketsphinx.py datasets/pocketsphinx-test/data/text \
 		datasets/pocketsphinx-test/data/wav.scp cache/lm-en-us-3gram/lm.arpa cache/lm-en-us-3gram/lexicon.txt
+
+## pocketsphinx's dictionary (PyPI wheel, in .venv-peers): pronunciations of the biasing lists.
+PS_DICT = $$(.venv-peers/bin/python -c 'import pocketsphinx, os; print(os.path.join(pocketsphinx.get_model_path(), "en-us", "cmudict-en-us.dict"))')
+
+## The LibriSpeech biasing benchmark (Le et al. 2021) spoken by Festival (issue 55): every 38th
+## test-clean utterance of its reference file (datasets/librispeech-tts/source/), 69 utterances in
+## two voices, with lists, rare words and list pronunciations: datasets/librispeech-tts/
+## (committed, 14 MB; files whose voice and text match are kept).
+librispeech-tts: tts-install
+	test -x .venv-peers/bin/python || python3 -m venv .venv-peers
+	.venv-peers/bin/pip install -q pocketsphinx==5.1.1
+	python3 scripts/librispeech_tts.py datasets/librispeech-tts/source/test-clean.biasing_100.tsv.gz \
+		"$(PS_DICT)" datasets/librispeech-tts --every 38
+
+## All 2,620 test-clean utterances spoken (5.4 h, about 20 minutes to render; cached, not
+## committed): dataset librispeech-bias-tts-full of cache/librispeech-tts-full/datasets.toml.
+librispeech-tts-full: tts-install lm-en-us-3gram
+	python3 scripts/librispeech_tts.py datasets/librispeech-tts/source/test-clean.biasing_100.tsv.gz \
+		"$(PS_DICT)" cache/librispeech-tts-full --every 1
+	sed -E -e 's#^\[librispeech-bias-tts\]#[librispeech-bias-tts-full]#' \
+		-e 's#"datasets/librispeech-tts/#"$(CURDIR)/cache/librispeech-tts-full/#' \
+		-e 's#"(datasets/sphinx-en-us|cache/lm-en-us-3gram/[a-z.]*)"#"$(CURDIR)/\1"#' \
+		-e 's#^description = .*#description = "all 2,620 test-clean utterances of the LibriSpeech biasing benchmark as Festival speech"#' \
+		datasets.toml | awk '/^\[librispeech-bias-tts-full\]/{p=1} /^\[/{if(!/full/)p=0} p' \
+		> cache/librispeech-tts-full/datasets.toml
+
+## pocketsphinx on the spoken subset, with the same LM and dictionary as ours and with its own:
+## results/peers/pocketsphinx/librispeech-bias-tts/ (committed); then the table,
+## results/real-librispeech-bias/.
+librispeech-bias: lm-en-us-3gram
+	.venv-peers/bin/python scripts/peer_pocketsphinx.py datasets/librispeech-tts/data/text \
+		datasets/librispeech-tts/data/wav.scp cache/lm-en-us-3gram/lm.arpa \
+		cache/lm-en-us-3gram/lexicon.txt results/peers/pocketsphinx/librispeech-bias-tts
+	$(BIN) run experiments/real-librispeech-bias.toml
 
 ## 002 Table 2: decoder speed against concurrent streams (CPU rows measured here, GPU rows from
 ## results/gpu/); results/chen18-table2/.

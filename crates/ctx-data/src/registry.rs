@@ -520,6 +520,10 @@ pub struct FilesSpec {
     /// as fstalign scores Earnings).
     #[serde(default)]
     pub ne_insertions_inside: bool,
+    /// Also score as the LibriSpeech biasing benchmark's `score.py` (Le et al. 2021): each
+    /// utterance's entity words are its biased words; adds `fbai_wer`, `fbai_u_wer`, `fbai_b_wer`.
+    #[serde(default)]
+    pub fbai_scoring: bool,
     /// Biasing lists, one phrase per line, by scope: one global list under the name `global`.
     #[serde(default)]
     pub bias_list: Option<String>,
@@ -564,8 +568,8 @@ pub struct AudioSpec {
     /// held against each other on the same text. Exclusive with `lexicon` and `lm`.
     #[serde(default)]
     pub text_of: Option<String>,
-    /// The command that makes the recordings where they are not committed (e.g.
-    /// `make earnings21-tts`), named in the error when they are missing.
+    /// The command that makes the recordings (or the lexicon and LM) where they are not
+    /// committed (e.g. `make earnings21-tts`), named in the error when they are missing.
     #[serde(default)]
     pub made_by: Option<String>,
     /// Pronunciations in the model's base phones (`word phone phone ...`).
@@ -609,6 +613,10 @@ pub struct AudioSpec {
     /// Charge insertions inside an entity span to the entity.
     #[serde(default)]
     pub ne_insertions_inside: bool,
+    /// Also score as the LibriSpeech biasing benchmark's `score.py` (Le et al. 2021): each
+    /// utterance's entity words are its biased words; adds `fbai_wer`, `fbai_u_wer`, `fbai_b_wer`.
+    #[serde(default)]
+    pub fbai_scoring: bool,
     /// One global biasing list, one phrase per line.
     #[serde(default)]
     pub bias_list: Option<String>,

@@ -32,7 +32,7 @@ pub struct AudioModel {
     pub acoustic_scale: f32,
     /// How open-vocabulary contexts' words become the model's triphones (built when the
     /// graph has the class slot).
-    pub speller: Option<ContextSpeller>,
+    pub speller: Option<Box<ContextSpeller>>,
 }
 
 /// Spells a context's words in the model's phones (issue 42 on the real model): each word's
@@ -55,7 +55,7 @@ impl ContextSpeller {
         let mut prons: HashMap<String, Vec<String>> = HashMap::new();
         let mut from_context_lexicon = 0;
         if let Some(p) = &spec.context_lexicon {
-            let lex = Lexicon::read(&reg.resolve(p), LexiconFormat::Kaldi)
+            let lex = Lexicon::read(&entry_file(reg, name, spec, p)?, LexiconFormat::Kaldi)
                 .with_context(|| format!("dataset {name}: context_lexicon"))?;
             for e in lex.entries() {
                 if let Some(ph) = e.phones.iter().find(|ph| model.mdef.ci(ph).is_none()) {
@@ -158,6 +158,22 @@ impl AudioModel {
     }
 }
 
+/// A file an entry names (its lexicon, LM), resolved; missing, an error naming the entry, the
+/// file and the command that makes it (`made_by`).
+fn entry_file(reg: &Registry, name: &str, spec: &AudioSpec, file: &str) -> Result<PathBuf> {
+    let p = reg.resolve(file);
+    if p.exists() {
+        return Ok(p);
+    }
+    match &spec.made_by {
+        Some(cmd) => bail!(
+            "dataset {name}: {} is not there yet: `{cmd}` makes it",
+            p.display()
+        ),
+        None => bail!("dataset {name}: {} does not exist", p.display()),
+    }
+}
+
 fn load_model(reg: &Registry, spec: &AudioSpec) -> Result<Model> {
     Ok(Model::load(&reg.resolve(&spec.model))?)
 }
@@ -175,8 +191,8 @@ pub fn audio_lm(reg: &Registry, name: &str, spec: &AudioSpec) -> Result<(ArpaLm,
             ctx_data::dataset::Subset::Full,
         )?),
         (None, Some(lex), Some(lm)) => Ok((
-            ArpaLm::read(&reg.resolve(lm))?,
-            Lexicon::read(&reg.resolve(lex), LexiconFormat::Kaldi)?,
+            ArpaLm::read(&entry_file(reg, name, spec, lm)?)?,
+            Lexicon::read(&entry_file(reg, name, spec, lex)?, LexiconFormat::Kaldi)?,
         )),
         _ => unreachable!("checked by check_sources"),
     }
@@ -273,8 +289,8 @@ pub fn audio_graph(
             key.add("lm-spec", reg.get(src)?.lm().cache_key().as_bytes());
         }
         (None, Some(lex), Some(lm)) => {
-            key.add("lexicon", &read(&reg.resolve(lex))?);
-            key.add("lm", &read(&reg.resolve(lm))?);
+            key.add("lexicon", &read(&entry_file(reg, name, spec, lex)?)?);
+            key.add("lm", &read(&entry_file(reg, name, spec, lm)?)?);
         }
         _ => unreachable!("checked by check_sources"),
     }

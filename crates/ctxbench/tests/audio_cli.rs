@@ -348,3 +348,94 @@ fn open_vocabulary_words_are_recognised_on_real_audio() {
     assert!(stdout.contains("| 0/4 |"), "{stdout}");
     assert!(words.iter().all(|w| !has(&unspelled, w)));
 }
+
+/// `fbai_scoring` adds the LibriSpeech biasing benchmark's measures (score.py's definitions:
+/// each utterance's entity words are its biased words; an inserted word is biased when it is
+/// in that utterance's set), here on a peer's crafted hypotheses of pocketsphinx-test.
+#[test]
+fn fbai_scoring_counts_each_utterances_biased_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let r = root().canonicalize().unwrap();
+    let t = r.join("datasets/pocketsphinx-test");
+    let a = "sense_and_sensibility_01_austen_64kb-";
+    std::fs::write(
+        d.join("entities.txt"),
+        format!(
+            "{a}0870\t[BIASED] dashwood\n{a}0920\t[BIASED] amiable|[BIASED] respectable\n\
+             {a}0930\t[BIASED] amiable\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("reg.toml"),
+        format!(
+            "[fb]\nkind = \"audio\"\nmodel = \"{}\"\ndata = \"{}\"\nlexicon = \"{}\"\nlm = \"{}\"\n\
+             entities = \"{}\"\nfbai_scoring = true\n",
+            r.join("datasets/sphinx-en-us").display(),
+            t.join("data").display(),
+            t.join("lexicon.txt").display(),
+            t.join("lm.arpa").display(),
+            d.join("entities.txt").display()
+        ),
+    )
+    .unwrap();
+    // The references, with a biased word substituted (0920's amiable), a biased word inserted
+    // (amiable again in 0930) and a word inserted where it is not biased (dashwood in 0880).
+    let text = std::fs::read_to_string(t.join("data/text")).unwrap();
+    let words: usize = text.lines().map(|l| l.split_whitespace().count() - 1).sum();
+    let hyp: String = text
+        .lines()
+        .map(|l| {
+            let l = if l.starts_with(&format!("{a}0920")) {
+                l.replacen(" amiable ", " amiably ", 1)
+            } else if l.starts_with(&format!("{a}0930")) {
+                format!("{l} amiable")
+            } else if l.starts_with(&format!("{a}0880")) {
+                format!("{l} dashwood")
+            } else {
+                l.to_string()
+            };
+            format!("{l}\n")
+        })
+        .collect();
+    std::fs::write(d.join("hyp.txt"), hyp).unwrap();
+    let csv = d.join("p.csv");
+    let set = format!("peer_hyp={}", d.join("hyp.txt").display());
+    let out = ctxbench(&[
+        "decode",
+        "--registry",
+        s(&d.join("reg.toml")),
+        "--dataset",
+        "fb",
+        "--method",
+        "peer",
+        "--set",
+        &set,
+        "--points-out",
+        s(&csv),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let points = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = points.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let get = |k: &str| -> f64 {
+        let i = header.iter().position(|h| *h == k).unwrap();
+        row[i].parse().unwrap()
+    };
+    // Four biased reference words (dashwood, amiable, respectable, amiable): one substituted,
+    // one inserted; the other insertion is unbiased.
+    // (points.csv keeps four decimals.)
+    assert!((get("fbai_b_wer") - 50.0).abs() < 1e-4);
+    let n = words as f64;
+    assert!(
+        (get("fbai_u_wer") - 100.0 / (n - 4.0)).abs() < 1e-4,
+        "{points}"
+    );
+    assert!((get("fbai_wer") - 300.0 / n).abs() < 1e-4);
+}

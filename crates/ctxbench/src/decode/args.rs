@@ -186,6 +186,7 @@ impl FilesArgs {
                 self.ne_insertions,
                 Some(crate::score::NeInsArg::Never)
             ),
+            fbai_scoring: false,
             bias_list: s(&self.bias_list),
             bias_utt: s(&self.bias_utt),
             bias_docs: s(&self.bias_docs),

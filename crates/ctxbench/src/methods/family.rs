@@ -226,6 +226,7 @@ pub(crate) fn base_measures(
     lattice: (f64, Option<f64>),
 ) -> BTreeMap<String, f64> {
     let mut m = accuracy_measures(&o.totals);
+    m.extend(st.fbai_measures(&o.hyps));
     let mut put = |k: &str, v: Option<f64>| {
         if let Some(v) = v {
             m.insert(k.to_string(), v);

@@ -169,6 +169,7 @@ impl Family for Peer {
             let targets = pipeline::targets(&st.dataset, pc.targets.as_deref())?;
             let totals = st.score(&hyps, targets.as_ref().map(|(_, t)| t))?;
             let mut m = accuracy_measures(&totals);
+            m.extend(st.fbai_measures(&hyps));
             if let Some(t) = &timing {
                 m.insert("rtfx_am".into(), t.audio_s / t.wall_s);
                 m.insert("audio_h".into(), t.audio_s / 3600.0);

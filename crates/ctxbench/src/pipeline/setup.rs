@@ -21,7 +21,7 @@ use ctx_graph::csr::DecodingGraph;
 use ctx_graph::gboost::{GBoost, GBoostReport};
 use ctx_graph::hmm::HmmTopology;
 use lattice_rescorer::{PhraseIds, PhraseReport};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The simulated acoustic model matching a graph kind.
@@ -75,6 +75,8 @@ pub struct Setup {
     /// The blank's score column when the model is CTC: decoding then goes through
     /// [`ctc_wfst::CtcDecoder`] (normalisation check, blank penalty, word insertion penalty).
     pub ctc_blank: Option<u32>,
+    /// Score also as the LibriSpeech biasing benchmark does (the entry's `fbai_scoring`).
+    pub fbai: bool,
     /// Word counts of the dataset's LM text (the simulated model's training text), counted on
     /// first use: error rates by training count.
     pub train_counts: std::sync::OnceLock<ctx_data::acoustic::TrainingCounts>,
@@ -268,6 +270,7 @@ impl Setup {
             missing_scores: Vec::new(),
             files_scoring: None,
             ctc_blank,
+            fbai: false,
         })
     }
 
@@ -318,7 +321,7 @@ impl Setup {
             dataset.utterances.iter().map(|u| u.id.as_str()),
         )?;
         if opts.context_slot.is_some() {
-            model.speller = Some(crate::audio::ContextSpeller::load(reg, name, a)?);
+            model.speller = Some(Box::new(crate::audio::ContextSpeller::load(reg, name, a)?));
         }
         let silence = model.silence_columns.iter().map(|c| c + 1).collect();
         let acoustic_scale = model.acoustic_scale;
@@ -348,6 +351,7 @@ impl Setup {
                 )
             }),
             ctc_blank: None,
+            fbai: a.fbai_scoring,
         })
     }
 
@@ -546,6 +550,7 @@ impl Setup {
                 },
             )),
             ctc_blank: blank,
+            fbai: f.fbai_scoring,
         })
     }
 
@@ -651,6 +656,37 @@ impl Setup {
             targets: targets.map(|t| t.iter().cloned().collect()),
         };
         score_with(&self.dataset, hyps, &opts)
+    }
+
+    /// The LibriSpeech biasing benchmark's WER, U-WER and B-WER (`score.py`'s definitions,
+    /// [`ctx_core::metrics::fbai`]) of hypotheses in dataset order, each utterance's entity
+    /// words its biased words: `fbai_wer`, `fbai_u_wer`, `fbai_b_wer` when the entry asks
+    /// for them (`fbai_scoring`), none otherwise.
+    pub fn fbai_measures(&self, hyps: &[Vec<String>]) -> BTreeMap<String, f64> {
+        use ctx_core::metrics::fbai::{score_utterance, FbaiTotals};
+        let mut m = BTreeMap::new();
+        if !self.fbai {
+            return m;
+        }
+        let mut t = FbaiTotals::default();
+        for (u, h) in self.dataset.utterances.iter().zip(hyps) {
+            let rare: std::collections::HashSet<String> = u
+                .entities
+                .iter()
+                .flat_map(|&(_, a, b)| u.words[a..b].iter().cloned())
+                .collect();
+            score_utterance(&u.words, h, &rare, &mut t);
+        }
+        for (k, c) in [
+            ("fbai_wer", t.wer),
+            ("fbai_u_wer", t.u_wer),
+            ("fbai_b_wer", t.b_wer),
+        ] {
+            if let Some(r) = c.error_rate() {
+                m.insert(k.to_string(), r);
+            }
+        }
+        m
     }
 }
 
