@@ -587,6 +587,11 @@ pub struct AudioSpec {
     /// decoder's acoustic scale is its inverse.
     #[serde(default = "default_language_weight")]
     pub language_weight: f64,
+    /// The language weight of a last pass over each utterance's word lattice, as pocketsphinx's
+    /// `-bestpathlw` (its default 9.5): the 1-best is the lattice's cheapest path with graph
+    /// costs weighted by this / `language_weight`. Unset: the search's own 1-best.
+    #[serde(default)]
+    pub bestpath_language_weight: Option<f64>,
     /// Phone context of the graph: `cross-word` (triphones across word boundaries, as
     /// pocketsphinx decodes; the default) or `word-internal` (word-edge phones see silence).
     #[serde(default = "default_phone_context")]

@@ -122,6 +122,7 @@ impl Loaded {
             frame_s: self.frame_s,
             name: "python",
             kind: self.graph.kind.name(),
+            bestpath_graph_scale: None,
         }
     }
 }

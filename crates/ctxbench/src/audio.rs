@@ -229,6 +229,18 @@ fn graph_options(name: &str, spec: &AudioSpec) -> Result<sphinx_am::graph::Graph
     })
 }
 
+/// The graph weight of the lattice pass (`bestpath_language_weight` / `language_weight`),
+/// checked; `None` without the key.
+pub fn bestpath_graph_scale(name: &str, spec: &AudioSpec) -> Result<Option<f32>> {
+    let Some(b) = spec.bestpath_language_weight else {
+        return Ok(None);
+    };
+    if !(b.is_finite() && b > 0.0) {
+        bail!("dataset {name}: bestpath_language_weight {b} must be finite and positive");
+    }
+    Ok(Some((b / check_language_weight(name, spec)? as f64) as f32))
+}
+
 fn check_language_weight(name: &str, spec: &AudioSpec) -> Result<f32> {
     if !(spec.language_weight.is_finite() && spec.language_weight > 0.0) {
         bail!(

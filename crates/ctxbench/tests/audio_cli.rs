@@ -439,3 +439,76 @@ fn fbai_scoring_counts_each_utterances_biased_words() {
     );
     assert!((get("fbai_wer") - 300.0 / n).abs() < 1e-4);
 }
+
+/// `bestpath_language_weight` (pocketsphinx's `-bestpathlw` pass): each lattice's cheapest path
+/// at language weight 9.5 instead of the search's 6.5 takes back two of the three errors on
+/// pocketsphinx-test ("and" at the start of 0870, the repeated "a" of 0920); a bad weight is
+/// refused naming the entry.
+#[test]
+fn a_lattice_pass_at_another_language_weight_rescores_the_one_best() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = root().canonicalize().unwrap();
+    let t = r.join("datasets/pocketsphinx-test");
+    let reg = |w: &str| {
+        let p = dir.path().join(format!("reg-{w}.toml"));
+        std::fs::write(
+            &p,
+            format!(
+                "[bp]\nkind = \"audio\"\nmodel = \"{}\"\ndata = \"{}\"\nlexicon = \"{}\"\nlm = \"{}\"\n\
+                 bestpath_language_weight = {w}\n",
+                r.join("datasets/sphinx-en-us").display(),
+                t.join("data").display(),
+                t.join("lexicon.txt").display(),
+                t.join("lm.arpa").display(),
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let hyp = dir.path().join("hyp");
+    let p = reg("9.5");
+    let out = ctxbench(&[
+        "decode",
+        "--registry",
+        s(&p),
+        "--dataset",
+        "bp",
+        "--methods",
+        "none",
+        "--hyp-dir",
+        s(&hyp),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let refs = table(&std::fs::read_to_string(t.join("data/text")).unwrap());
+    let hyps = table(&std::fs::read_to_string(hyp.join("none.txt")).unwrap());
+    let total: usize = refs
+        .iter()
+        .map(|(id, r)| {
+            errors(
+                &r.split_whitespace().collect::<Vec<_>>(),
+                &hyps[id].split_whitespace().collect::<Vec<_>>(),
+            )
+        })
+        .sum();
+    assert!(total <= 1, "{total} word errors: {hyps:?}");
+    let p = reg("-1.0");
+    let out = ctxbench(&[
+        "decode",
+        "--registry",
+        s(&p),
+        "--dataset",
+        "bp",
+        "--methods",
+        "none",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("dataset bp: bestpath_language_weight -1"),
+        "{err}"
+    );
+}

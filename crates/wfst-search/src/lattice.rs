@@ -315,6 +315,41 @@ impl WordLattice {
     /// The cheapest path when each arc's cost is changed by `delta(arc)` (used by rescoring
     /// that only adds per-arc terms). Costs of the returned path are the lattice's own.
     pub fn best_path_with(&self, delta: impl Fn(&WlArc) -> f32) -> Option<LatticePath> {
+        self.cheapest(|a| a.graph + a.ac + delta(a), |(g, a)| g + a)
+    }
+
+    /// The cheapest path with graph costs (arcs' and finals') weighted by `graph_scale`
+    /// against the acoustic costs: the lattice's best path at another language weight
+    /// (pocketsphinx's `-bestpathlw` pass; Kaldi's `lattice-scale` then `lattice-best-path`).
+    /// Costs of the returned path are the lattice's own.
+    ///
+    /// ```
+    /// use wfst_search::lattice::{WlArc, WordLattice};
+    /// let arc = |from, to, word, graph, ac| WlArc { from, to, word, graph, ac, row: 0 };
+    /// // Word 1: cheap for the LM, poor acoustically; word 2 the other way round.
+    /// let lat = WordLattice::from_parts(
+    ///     10,
+    ///     vec![(f32::INFINITY, 0.0), (0.0, 0.0)],
+    ///     vec![arc(0, 1, 1, 1.0, 5.0), arc(0, 1, 2, 3.0, 2.0)],
+    /// )
+    /// .unwrap();
+    /// assert_eq!(lat.best_path_scaled(1.0).unwrap().words, [2]);
+    /// assert_eq!(lat.best_path_scaled(2.0).unwrap().words, [1]);
+    /// ```
+    pub fn best_path_scaled(&self, graph_scale: f32) -> Option<LatticePath> {
+        self.cheapest(
+            |a| graph_scale * a.graph + a.ac,
+            |(g, a)| graph_scale * g + a,
+        )
+    }
+
+    /// The cheapest path under `arc_cost` and `final_cost` (ties: the smaller arc index, then
+    /// the smaller end state).
+    fn cheapest(
+        &self,
+        arc_cost: impl Fn(&WlArc) -> f32,
+        final_cost: impl Fn((f32, f32)) -> f32,
+    ) -> Option<LatticePath> {
         let n = self.num_states();
         let mut best = vec![f32::INFINITY; n];
         let mut back = vec![NONE; n];
@@ -324,7 +359,7 @@ impl WordLattice {
                 continue;
             }
             for (k, a) in self.arcs_of(s as u32).iter().enumerate() {
-                let c = best[s] + a.graph + a.ac + delta(a);
+                let c = best[s] + arc_cost(a);
                 let t = a.to as usize;
                 if c < best[t] {
                     best[t] = c;
@@ -334,7 +369,7 @@ impl WordLattice {
         }
         let (end, _) = (0..n)
             .filter(|&s| self.finals[s].0.is_finite() && best[s].is_finite())
-            .map(|s| (s, best[s] + self.finals[s].0 + self.finals[s].1))
+            .map(|s| (s, best[s] + final_cost(self.finals[s])))
             .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))?;
         Some(self.trace(end, &back))
     }

@@ -200,6 +200,9 @@ pub struct SearchGraph<'a> {
     pub frame_s: f64,
     /// The dataset's name, for messages.
     pub name: &'a str,
+    /// Each segment's 1-best is its lattice's cheapest path with graph costs weighted by this
+    /// (a last pass at another language weight); `None`: the search's 1-best.
+    pub bestpath_graph_scale: Option<f32>,
     /// The graph's kind, for messages ("hclg", "tlg").
     pub kind: String,
 }
@@ -216,6 +219,7 @@ impl<'a> SearchGraph<'a> {
             frame_s: setup.frame_s,
             name: &setup.dataset.name,
             kind: setup.graph.kind.name(),
+            bestpath_graph_scale: setup.bestpath_graph_scale,
         }
     }
 }
@@ -463,6 +467,14 @@ impl<'g> Searcher<'g> {
                         .collect()
                 }),
             };
+            let out = match graph.bestpath_graph_scale {
+                Some(k) => pool.install(|| {
+                    out.into_par_iter()
+                        .map(|r| r.map(|r| lattice_pass(r, k)))
+                        .collect()
+                }),
+                None => out,
+            };
             decode_s += t.elapsed().as_secs_f64();
             for r in out {
                 let mut r = r?;
@@ -484,6 +496,21 @@ impl<'g> Searcher<'g> {
             open_words: open_words.words,
         })
     }
+}
+
+/// Each segment's 1-best replaced by its lattice's cheapest path with graph costs weighted by
+/// `graph_scale` (segments without a lattice keep theirs).
+fn lattice_pass(mut r: UtteranceResult, graph_scale: f32) -> UtteranceResult {
+    for seg in &mut r.segments {
+        if let Some(p) = seg
+            .lattice
+            .as_ref()
+            .and_then(|l| l.best_path_scaled(graph_scale))
+        {
+            seg.best = p;
+        }
+    }
+    r
 }
 
 /// Word strings of word ids: the graph's words, then a run's context words (`open[k]` is word

@@ -77,6 +77,9 @@ pub struct Setup {
     pub ctc_blank: Option<u32>,
     /// Score also as the LibriSpeech biasing benchmark does (the entry's `fbai_scoring`).
     pub fbai: bool,
+    /// The 1-best is each lattice's cheapest path with graph costs weighted by this (an audio
+    /// entry's `bestpath_language_weight` / `language_weight`); `None`: the search's 1-best.
+    pub bestpath_graph_scale: Option<f32>,
     /// Word counts of the dataset's LM text (the simulated model's training text), counted on
     /// first use: error rates by training count.
     pub train_counts: std::sync::OnceLock<ctx_data::acoustic::TrainingCounts>,
@@ -271,6 +274,7 @@ impl Setup {
             files_scoring: None,
             ctc_blank,
             fbai: false,
+            bestpath_graph_scale: None,
         })
     }
 
@@ -352,6 +356,7 @@ impl Setup {
             }),
             ctc_blank: None,
             fbai: a.fbai_scoring,
+            bestpath_graph_scale: crate::audio::bestpath_graph_scale(name, a)?,
         })
     }
 
@@ -551,6 +556,7 @@ impl Setup {
             )),
             ctc_blank: blank,
             fbai: f.fbai_scoring,
+            bestpath_graph_scale: None,
         })
     }
 
