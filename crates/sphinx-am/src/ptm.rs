@@ -5,6 +5,12 @@
 //! codebook (`>> 10`, clamped at 96), plus the 8-bit mixture weights, log-added with the 8-bit
 //! table, summed over streams, minus the frame's best senone. Scores are negated: 0 is the best
 //! senone, larger is worse, one unit ≈ 0.1024 nats.
+//!
+//! Laid out for speed without changing a bit: Gaussians are evaluated [`LANES`] at a time, each
+//! lane summing its dimensions in pocketsphinx's order (a group is dropped early only when every
+//! lane is already below the threshold, which pocketsphinx's own early exit would drop too,
+//! since a density only falls as dimensions are added), and each codebook's mixture weights are
+//! stored senone-contiguous for the mixing.
 
 use crate::features::FEAT_DIM;
 use crate::Model;
@@ -17,6 +23,8 @@ pub const VAR_FLOOR: f32 = 1e-4;
 const SHIFT: i32 = 10;
 /// Largest negated normalised Gaussian score (`MAX_NEG_ASCR`).
 const MAX_NEG_ASCR: i32 = 96;
+/// Gaussians evaluated together, one per lane.
+pub const LANES: usize = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct TopN {
@@ -37,7 +45,15 @@ pub struct PtmScorer {
     inv_var: Vec<f32>,
     /// Σ log(1/√(2πσ²)) per Gaussian.
     det: Vec<f32>,
-    mixw: Vec<u8>,
+    /// Per (codebook, stream) block, groups of [`LANES`] Gaussians: `[group][dim][lane]` means
+    /// and inverse variances (padding lanes: mean 0, variance 0, `det` −∞).
+    lane_means: Vec<f32>,
+    lane_inv_var: Vec<f32>,
+    lane_det: Vec<f32>,
+    /// Per (codebook, stream): where its lane groups start in `lane_means` (and `lane_det`).
+    lane_at: Vec<(usize, usize)>,
+    /// Per codebook, `[stream][gaussian][k]`: the weight of its k-th senone (`cb_senones`).
+    cb_mixw: Vec<Vec<u8>>,
     n_senone: usize,
     /// The senones of each codebook (mixing runs codebook by codebook: the weight rows of its
     /// top Gaussians are read in order instead of at random).
@@ -84,6 +100,53 @@ impl PtmScorer {
         for (sen, &cb) in m.senone_codebook.iter().enumerate() {
             cb_senones[cb].push(sen as u32);
         }
+        let groups = g.n_density.div_ceil(LANES);
+        let (mut lane_means, mut lane_inv_var, mut lane_det) = (Vec::new(), Vec::new(), Vec::new());
+        let mut lane_at = Vec::with_capacity(g.n_codebook * g.n_stream);
+        for cb in 0..g.n_codebook {
+            for s in 0..g.n_stream {
+                let len = g.veclen[s];
+                let base =
+                    cb * block * g.n_density + g.veclen[..s].iter().sum::<usize>() * g.n_density;
+                lane_at.push((lane_means.len(), lane_det.len()));
+                for grp in 0..groups {
+                    for j in 0..len {
+                        for l in 0..LANES {
+                            let d = grp * LANES + l;
+                            if d < g.n_density {
+                                lane_means.push(g.data[base + d * len + j]);
+                                lane_inv_var.push(inv_var[base + d * len + j]);
+                            } else {
+                                lane_means.push(0.0);
+                                lane_inv_var.push(0.0);
+                            }
+                        }
+                    }
+                    for l in 0..LANES {
+                        let d = grp * LANES + l;
+                        lane_det.push(if d < g.n_density {
+                            det[(cb * g.n_stream + s) * g.n_density + d]
+                        } else {
+                            f32::NEG_INFINITY
+                        });
+                    }
+                }
+            }
+        }
+        let n_senone = m.mdef.n_senone;
+        let cb_mixw = cb_senones
+            .iter()
+            .map(|sens: &Vec<u32>| {
+                let mut w = Vec::with_capacity(g.n_stream * g.n_density * sens.len());
+                for f in 0..g.n_stream {
+                    for d in 0..g.n_density {
+                        let row = &m.mixw.data[(f * g.n_density + d) * n_senone..][..n_senone];
+                        w.extend(sens.iter().map(|&sen| row[sen as usize]));
+                    }
+                }
+                w
+            })
+            .collect();
         let block_at = (0..g.n_codebook)
             .flat_map(|cb| {
                 let veclen = &g.veclen;
@@ -100,7 +163,11 @@ impl PtmScorer {
             means: g.data.clone(),
             inv_var,
             det,
-            mixw: m.mixw.data.clone(),
+            lane_means,
+            lane_inv_var,
+            lane_det,
+            lane_at,
+            cb_mixw,
             n_senone: m.mdef.n_senone,
             cb_senones,
             block_at,
@@ -173,27 +240,7 @@ impl PtmScorer {
         for cb in 0..self.n_cb {
             for (s, z) in streams.iter().enumerate() {
                 let t = &mut topn[(cb * self.n_stream + s) * TOPN..][..TOPN];
-                for g in 0..self.n_density {
-                    let thresh = t[TOPN - 1].score as f32;
-                    let Some(d) = self.density(cb, s, g, z, Some(thresh)) else {
-                        continue;
-                    };
-                    if d < thresh || t.iter().any(|x| x.cw == g) {
-                        continue;
-                    }
-                    let score = if d < i32::MIN as f32 {
-                        i32::MIN
-                    } else {
-                        d as i32
-                    };
-                    // insertion_sort_cb: above every entry it ties or beats; the worst drops.
-                    let mut pos = TOPN - 1;
-                    while pos > 0 && score >= t[pos - 1].score {
-                        t[pos] = t[pos - 1];
-                        pos -= 1;
-                    }
-                    t[pos] = TopN { cw: g, score };
-                }
+                self.insert_better(cb, s, z, t);
             }
         }
         for s in 0..self.n_stream {
@@ -204,6 +251,63 @@ impl PtmScorer {
                 for x in &mut topn[(cb * self.n_stream + s) * TOPN..][..TOPN] {
                     x.score = (-((x.score >> SHIFT) - norm)).min(MAX_NEG_ASCR);
                 }
+            }
+        }
+    }
+
+    /// Every other Gaussian of (`cb`, `s`) inserted into `t` when it beats the worst, in
+    /// pocketsphinx's order and with its ties (`insertion_sort_cb`), [`LANES`] at a time: each
+    /// lane's density sums its dimensions in pocketsphinx's order, and a group is dropped
+    /// early only when every lane is already below the threshold it started with (the
+    /// threshold only rises, and a density only falls as dimensions are added, so each of those
+    /// Gaussians would have been dropped one by one too).
+    fn insert_better(&self, cb: usize, s: usize, z: &[f32], t: &mut [TopN]) {
+        let len = self.veclen[s];
+        let z = &z[..len];
+        let (mean_at, det_at) = self.lane_at[cb * self.n_stream + s];
+        for grp in 0..self.n_density.div_ceil(LANES) {
+            let m = &self.lane_means[mean_at + grp * len * LANES..][..len * LANES];
+            let v = &self.lane_inv_var[mean_at + grp * len * LANES..][..len * LANES];
+            let mut d: [f32; LANES] = self.lane_det[det_at + grp * LANES..][..LANES]
+                .try_into()
+                .expect("LANES values");
+            let t0 = t[TOPN - 1].score as f32;
+            let mut dropped = false;
+            for (j, &zj) in z.iter().enumerate() {
+                if j % 4 == 0 && d.iter().all(|&x| x < t0) {
+                    dropped = true;
+                    break;
+                }
+                let (mj, vj) = (&m[j * LANES..][..LANES], &v[j * LANES..][..LANES]);
+                for l in 0..LANES {
+                    let diff = zj - mj[l];
+                    d[l] -= diff * diff * vj[l];
+                }
+            }
+            if dropped {
+                continue;
+            }
+            for (l, &dl) in d.iter().enumerate() {
+                let g = grp * LANES + l;
+                if g >= self.n_density {
+                    break;
+                }
+                let thresh = t[TOPN - 1].score as f32;
+                if dl < thresh || t.iter().any(|x| x.cw == g) {
+                    continue;
+                }
+                let score = if dl < i32::MIN as f32 {
+                    i32::MIN
+                } else {
+                    dl as i32
+                };
+                // insertion_sort_cb: above every entry it ties or beats; the worst drops.
+                let mut pos = TOPN - 1;
+                while pos > 0 && score >= t[pos - 1].score {
+                    t[pos] = t[pos - 1];
+                    pos -= 1;
+                }
+                t[pos] = TopN { cw: g, score };
             }
         }
     }
@@ -252,21 +356,21 @@ impl PtmScorer {
     /// codebook; each senone still log-adds its Gaussians in pocketsphinx's order.
     fn senones(&self, topn: &[TopN]) -> Vec<i16> {
         let mut raw = vec![0i32; self.n_senone];
-        let mut fden = vec![0i32; self.n_senone];
+        let mut fden: Vec<i32> = Vec::new();
         for (cb, sens) in self.cb_senones.iter().enumerate() {
+            let (w, n) = (&self.cb_mixw[cb], sens.len());
             for f in 0..self.n_stream {
                 let t = &topn[(cb * self.n_stream + f) * TOPN..][..TOPN];
-                for (j, x) in t.iter().enumerate() {
-                    let row =
-                        &self.mixw[(f * self.n_density + x.cw) * self.n_senone..][..self.n_senone];
-                    for &sen in sens {
-                        let v = row[sen as usize] as i32 + x.score;
-                        let d = &mut fden[sen as usize];
-                        *d = if j == 0 { v } else { self.fast_add(*d, v) };
+                let row = |x: &TopN| &w[(f * self.n_density + x.cw) * n..][..n];
+                fden.clear();
+                fden.extend(row(&t[0]).iter().map(|&m| m as i32 + t[0].score));
+                for x in &t[1..] {
+                    for (d, &m) in fden.iter_mut().zip(row(x)) {
+                        *d = self.fast_add(*d, m as i32 + x.score);
                     }
                 }
-                for &sen in sens {
-                    raw[sen as usize] += fden[sen as usize];
+                for (&sen, &d) in sens.iter().zip(&fden) {
+                    raw[sen as usize] += d;
                 }
             }
         }
