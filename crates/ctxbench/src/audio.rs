@@ -22,7 +22,7 @@ const AUDIO_GRAPH_VERSION: &str = "sphinx-am-hclg/2";
 
 /// The acoustic model of an audio dataset and where each utterance's recording is.
 pub struct AudioModel {
-    scorer: AudioScorer,
+    scorer: Box<AudioScorer>,
     wavs: HashMap<String, PathBuf>,
     /// Senones: the columns of every score matrix.
     pub width: usize,
@@ -135,7 +135,7 @@ impl AudioModel {
         }
         graph_options(name, spec)?;
         Ok(Self {
-            scorer: AudioScorer::new(&model)?,
+            scorer: Box::new(AudioScorer::new(&model)?),
             wavs,
             width: model.mdef.n_senone,
             silence_columns: sphinx_am::graph::silence_senones(&model),

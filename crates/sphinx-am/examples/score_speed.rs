@@ -19,7 +19,9 @@ fn main() {
     let wavs: Vec<PathBuf> = if args.is_empty() {
         let mut v: Vec<PathBuf> = ["cards", "librivox"]
             .iter()
-            .flat_map(|d| std::fs::read_dir(root.join("datasets/pocketsphinx-test").join(d)).unwrap())
+            .flat_map(|d| {
+                std::fs::read_dir(root.join("datasets/pocketsphinx-test").join(d)).unwrap()
+            })
             .map(|e| e.unwrap().path())
             .filter(|p| p.extension().is_some_and(|x| x == "wav"))
             .collect();
