@@ -92,11 +92,12 @@ sphinx-test-data:
 		datasets/pocketsphinx-test/cards=datasets/pocketsphinx-test/cards/cards.transcription \
 		datasets/pocketsphinx-test/librivox=datasets/pocketsphinx-test/librivox/transcription
 
-## Festival (Debian) for the speech renderings; nothing else needs it.
+## Festival (Debian) with two voices for the speech renderings; nothing else needs it.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 tts-install:
-	@command -v text2wave >/dev/null || { $(SUDO) apt-get update -qq && \
-		$(SUDO) apt-get install -y -qq festival festvox-us-slt-hts; }
+	@{ command -v text2wave >/dev/null && [ -d /usr/share/festival/voices/english/kal_diphone ]; } || \
+		{ $(SUDO) apt-get update -qq && \
+		$(SUDO) apt-get install -y -qq festival festvox-us-slt-hts festvox-kallpc16k; }
 
 ## A data folder's wav.scp for a folder of <utt>.wav (paths relative to the data folder).
 define wav_scp
