@@ -1053,6 +1053,39 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "an audio entry's best-path language weight below 0",
+            Box::new(|b| {
+                (
+                    audio_registry(b, "audio-bestpath", "bestpath_language_weight = -1.0"),
+                    Expect::Fails(strs(&[
+                        "dataset ps",
+                        "bestpath_language_weight -1 must be finite and positive",
+                    ])),
+                )
+            }),
+        ),
+        (
+            "a context lexicon with a phone the model lacks",
+            Box::new(|b| {
+                let dir = b.case_dir("audio-ctxlex");
+                std::fs::write(dir.join("ctx.txt"), "zork Z AO QQ K\n").unwrap();
+                std::fs::write(dir.join("phrases.txt"), "zork\t5\n").unwrap();
+                let line = format!("context_lexicon = \"{}\"", dir.join("ctx.txt").display());
+                let mut args = audio_registry(b, "audio-ctxlex", &line);
+                args.extend(strs(&[
+                    "--open-vocab",
+                    &format!("file:{}", dir.join("phrases.txt").display()),
+                ]));
+                (
+                    args,
+                    Expect::Fails(strs(&[
+                        "dataset ps: context_lexicon",
+                        "word 'zork': phone QQ is not in the model",
+                    ])),
+                )
+            }),
+        ),
+        (
             "a registry's silence column below 0",
             Box::new(|b| {
                 (
