@@ -583,8 +583,10 @@ pub struct AudioSpec {
     /// they come first where both have a word.
     #[serde(default)]
     pub context_lexicon: Option<String>,
-    /// LM weight against the acoustic log-likelihoods (pocketsphinx's `-lw`, default 6.5): the
-    /// decoder's acoustic scale is its inverse.
+    /// LM weight against the acoustic log-likelihoods, default 8.5 (pocketsphinx's
+    /// `-fwdflatlw`, the weight of its flat whole-word pass, which is the search an HCLG
+    /// performs; its `-lw` 6.5 weighs the lexicon-tree pass): the decoder's acoustic scale is
+    /// its inverse, and the HMMs' transition costs count at the same scale.
     #[serde(default = "default_language_weight")]
     pub language_weight: f64,
     /// The language weight of a last pass over each utterance's word lattice, as pocketsphinx's
@@ -720,7 +722,7 @@ fn default_word_insertion_prob() -> f64 {
 }
 
 fn default_language_weight() -> f64 {
-    6.5
+    8.5
 }
 fn default_segment() -> f64 {
     180.0

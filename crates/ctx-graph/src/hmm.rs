@@ -104,6 +104,23 @@ impl UnitHmms {
         }
     }
 
+    /// Multiplies every transition cost by `scale`: a model whose transition log-probabilities
+    /// belong to the acoustic score (pocketsphinx's) puts them in graph units at the acoustic
+    /// scale, as the acoustic log-likelihoods are.
+    ///
+    /// ```
+    /// use ctx_graph::hmm::{HmmTopology, UnitHmms};
+    /// let mut h = UnitHmms::uniform(&HmmTopology::default(), 2);
+    /// let before = h.loop_cost[0];
+    /// h.scale_costs(0.5);
+    /// assert_eq!(h.loop_cost[0], before * 0.5);
+    /// ```
+    pub fn scale_costs(&mut self, scale: f32) {
+        for c in self.loop_cost.iter_mut().chain(self.enter_cost.iter_mut()) {
+            *c *= scale;
+        }
+    }
+
     /// Number of pdfs (score columns).
     pub fn num_pdfs(&self) -> u32 {
         self.loop_cost.len() as u32

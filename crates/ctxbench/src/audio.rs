@@ -75,8 +75,13 @@ impl ContextSpeller {
                 .entry(e.word.clone())
                 .or_insert_with(|| e.phones.clone());
         }
+        // A context's HMMs weigh their transitions as the entry's graph does.
+        let mut units = sphinx_am::hclg::PhoneUnits::new(&model)?;
+        units
+            .hmms
+            .scale_costs(graph_options(name, spec)?.transition_scale);
         Ok(Self {
-            units: sphinx_am::hclg::PhoneUnits::new(&model)?,
+            units,
             model,
             prons,
             from_context_lexicon,
@@ -320,6 +325,7 @@ pub fn audio_graph(
         &opts.filler_cost.unwrap_or(-1.0).to_le_bytes(),
     );
     key.add("word-cost", &opts.word_cost.to_le_bytes());
+    key.add("transition-scale", &opts.transition_scale.to_le_bytes());
     if let Some(b) = gboost {
         key.add("gboost-discount", &b.discount.to_le_bytes());
         for p in &b.phrases {

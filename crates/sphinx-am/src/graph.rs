@@ -24,6 +24,11 @@ pub const PS_SILPROB: f32 = 0.005;
 pub const PS_FILLPROB: f32 = 1e-8;
 /// pocketsphinx's `-wip`: the word insertion probability.
 pub const PS_WIP: f32 = 0.65;
+/// pocketsphinx's `-fwdflatlw`: the language weight of its flat-lexicon Viterbi pass over
+/// whole words with cross-word triphones — the search a static HCLG performs. (Its `-lw` 6.5
+/// weighs the lexicon-tree pass, whose LM score comes late; its `-bestpathlw` 9.5 the lattice
+/// pass after both.)
+pub const PS_LANGUAGE_WEIGHT: f32 = 8.5;
 
 /// Which phone context the graph models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -69,6 +74,11 @@ pub struct GraphOptions {
     pub filler_cost: Option<f32>,
     /// Cost charged on every word (a word insertion penalty).
     pub word_cost: f32,
+    /// What the HMMs' transition costs (−ln of the model's transition probabilities) are
+    /// multiplied by in the graph: pocketsphinx adds transition log-probabilities to the
+    /// acoustic score, so at language weight `lw` they weigh 1 / `lw` in graph units, as the
+    /// acoustic log-likelihoods do (Kaldi's recipes keep them at 1, beside the LM).
+    pub transition_scale: f32,
     /// The class slot of open-vocabulary contexts (issue 42) and its entry cost: the word
     /// [`CONTEXT_SLOT`](ctx_graph::lexicon_fst::CONTEXT_SLOT) as a self-loop of G's empty
     /// history; with cross-word context C reads it as a word edge, so the slot's ε-arcs sit
@@ -92,15 +102,16 @@ impl GraphOptions {
             silence_cost: cost(silprob),
             filler_cost: fillprob.map(cost),
             word_cost: cost(wip),
+            transition_scale: 1.0 / lw,
             context_slot: None,
         }
     }
 }
 
 impl Default for GraphOptions {
-    /// [`GraphOptions::pocketsphinx`] at its language weight 6.5.
+    /// [`GraphOptions::pocketsphinx`] at [`PS_LANGUAGE_WEIGHT`].
     fn default() -> Self {
-        Self::pocketsphinx(6.5)
+        Self::pocketsphinx(PS_LANGUAGE_WEIGHT)
     }
 }
 
@@ -135,15 +146,16 @@ pub fn build_hclg(
             Ok(())
         } else {
             Err(SphinxError::Invalid(format!(
-                "{what} cost {c} must be finite and non-negative"
+                "{what} {c} must be finite and non-negative"
             )))
         }
     };
-    check("silence", opts.silence_cost)?;
-    check("word", opts.word_cost)?;
+    check("silence cost", opts.silence_cost)?;
+    check("word cost", opts.word_cost)?;
+    check("transition scale", opts.transition_scale)?;
     let slot = opts.context_slot.is_some();
     if let Some(c) = opts.filler_cost {
-        check("filler", c)?;
+        check("filler cost", c)?;
     }
     let sil = SilenceOptions {
         unit: model.mdef.ci_names[model.mdef.sil].clone(),
@@ -163,12 +175,14 @@ pub fn build_hclg(
     };
     let (cross, tri, mut l) = match opts.context {
         PhoneContext::CrossWord => {
-            let c = CrossWordLexicon::build(model, words, Some(&sil), &fillers, slot)?;
+            let mut c = CrossWordLexicon::build(model, words, Some(&sil), &fillers, slot)?;
+            c.hmms.scale_costs(opts.transition_scale);
             let l = c.l.clone();
             (Some(c), None, l)
         }
         PhoneContext::WordInternal => {
-            let t = TriphoneLexicon::build(model, words, &fillers)?;
+            let mut t = TriphoneLexicon::build(model, words, &fillers)?;
+            t.hmms.scale_costs(opts.transition_scale);
             let l = build_lexicon_fst_with(&t.lexicon, &t.units, Some(&sil), slot)?;
             (None, Some(t), l)
         }

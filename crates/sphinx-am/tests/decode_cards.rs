@@ -34,6 +34,49 @@ fn the_cards_recordings_are_recognised_with_cross_word_triphones() {
     cards_recognised(Some(PhoneContext::CrossWord));
 }
 
+/// pocketsphinx adds transition log-probabilities to the acoustic score, so at language weight
+/// `lw` every HMM self-loop of the graph costs −ln P(loop) / `lw`, as an acoustic
+/// log-likelihood counts 1 / `lw` (charged beside the LM at full weight, they made the search
+/// prefer paths through fewer HMM states: three word errors on pocketsphinx-test, none now).
+#[test]
+fn transition_costs_count_at_the_acoustic_scale() {
+    use ctx_core::arpa::ArpaLm;
+    use ctx_core::lexicon::{Lexicon, LexiconFormat};
+    use ctx_graph::rustfst::prelude::*;
+    let model = Model::load(&root().join("datasets/sphinx-en-us")).unwrap();
+    let dir = root().join("datasets/pocketsphinx-test");
+    let words = Lexicon::read(&dir.join("lexicon.txt"), LexiconFormat::Kaldi).unwrap();
+    let lm = ArpaLm::read(&dir.join("lm.arpa")).unwrap();
+    // −ln P(self-loop) of every senone, from the model's transition matrices.
+    let mut loop_cost = vec![None; model.mdef.n_senone];
+    for (pid, ph) in model.mdef.phones.iter().enumerate() {
+        for (k, &s) in model.mdef.senones(pid).iter().enumerate() {
+            let a = model.tmat.prob(ph.tmat as usize, k, k) as f64;
+            loop_cost[s as usize] = Some(-a.ln());
+        }
+    }
+    for lw in [4.0f32, 8.5] {
+        let opts = GraphOptions::pocketsphinx(lw);
+        assert_eq!(opts.transition_scale, 1.0 / lw);
+        let (graph, _) = build_hclg(&model, &words, &lm, None, &opts).unwrap();
+        let mut loops = 0;
+        for s in graph.fst.states_iter() {
+            for tr in graph.fst.get_trs(s).unwrap().trs() {
+                if tr.nextstate == s && tr.ilabel > 0 {
+                    let want = loop_cost[tr.ilabel as usize - 1].unwrap() / lw as f64;
+                    let got = *tr.weight.value() as f64;
+                    assert!(
+                        (got - want).abs() < 1e-4,
+                        "lw {lw}: loop {got}, want {want}"
+                    );
+                    loops += 1;
+                }
+            }
+        }
+        assert!(loops > 1000, "{loops} self-loops");
+    }
+}
+
 fn cards_recognised(context: Option<PhoneContext>) {
     let cards = root().join("datasets/pocketsphinx-test/cards");
     let text = std::fs::read_to_string(cards.join("cards.transcription")).unwrap();
@@ -74,7 +117,9 @@ fn cards_recognised(context: Option<PhoneContext>) {
             (graph, w)
         }
         None => {
-            let tri = TriphoneLexicon::build(&model, &words, &[]).unwrap();
+            let mut tri = TriphoneLexicon::build(&model, &words, &[]).unwrap();
+            tri.hmms
+                .scale_costs(1.0 / sphinx_am::graph::PS_LANGUAGE_WEIGHT);
             let l = build_lexicon_fst(
                 &tri.lexicon,
                 &tri.units,
@@ -102,8 +147,8 @@ fn cards_recognised(context: Option<PhoneContext>) {
     let dec = Decoder::new(
         &csr,
         DecoderConfig {
-            // pocketsphinx's language weight 6.5: acoustic log-likelihoods count 1/6.5.
-            acoustic_scale: 1.0 / 6.5,
+            // The graph's language weight: acoustic log-likelihoods count 1/lw.
+            acoustic_scale: 1.0 / sphinx_am::graph::PS_LANGUAGE_WEIGHT,
             ..DecoderConfig::default()
         },
     )
