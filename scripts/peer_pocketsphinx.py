@@ -72,6 +72,21 @@ def run(refs, wavs, out=None, **kw):
     return 100.0 * errors / words, audio / secs, words
 
 
+def pocketsphinx_dict(lexicon):
+    """A temporary pocketsphinx dictionary of a Kaldi lexicon (`word phone ...`, a word's
+    pronunciations on lines of their own); the caller removes it."""
+    with tempfile.NamedTemporaryFile("w", suffix=".dict", delete=False) as f:
+        seen = {}
+        for line in open(lexicon):
+            word, *phones = line.split()
+            if phones:
+                # pocketsphinx names a word's further pronunciations word(2), word(3), ...
+                seen[word] = seen.get(word, 0) + 1
+                name = word if seen[word] == 1 else f"{word}({seen[word]})"
+                f.write(f"{name} {' '.join(phones)}\n")
+        return f.name
+
+
 def main():
     text, scp, arpa, lexicon = sys.argv[1:5]
     hyp_dir = sys.argv[5] if len(sys.argv) > 5 else None
@@ -96,16 +111,7 @@ def main():
     out = hyp_file("default.txt")
     wer, rtfx, n = run(spelled, wavs, out)
     print(f"pocketsphinx, its default LM and dictionary: WER {wer:.1f} ({n} words), RTFx {rtfx:.0f}")
-    with tempfile.NamedTemporaryFile("w", suffix=".dict", delete=False) as f:
-        seen = {}
-        for line in open(lexicon):
-            word, *phones = line.split()
-            if phones:
-                # pocketsphinx names a word's further pronunciations word(2), word(3), ...
-                seen[word] = seen.get(word, 0) + 1
-                name = word if seen[word] == 1 else f"{word}({seen[word]})"
-                f.write(f"{name} {' '.join(phones)}\n")
-        dic = f.name
+    dic = pocketsphinx_dict(lexicon)
     out = hyp_file("same-lm.txt")
     wer, rtfx, n = run(refs, wavs, out, lm=arpa, dict=dic)
     print(f"pocketsphinx, the set's LM and lexicon: WER {wer:.1f} ({n} words), RTFx {rtfx:.0f}")

@@ -11,13 +11,12 @@ static-graph search should use can be read off (docs/methods.md, issue 55).
 """
 import os
 import sys
-import tempfile
 import wave
 
 from pocketsphinx import Decoder, get_model_path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_pocketsphinx import edit_distance, wav_path  # noqa: E402
+from peer_pocketsphinx import edit_distance, pocketsphinx_dict, wav_path  # noqa: E402
 
 
 def main():
@@ -28,16 +27,7 @@ def main():
         if parts:
             wavs[parts[0]] = wav_path(os.path.dirname(scp), parts[1])
     refs = [(p[0], p[1:]) for p in (l.split() for l in open(text)) if p and p[0] in wavs]
-    # pocketsphinx names a word's further pronunciations word(2), word(3), ...
-    with tempfile.NamedTemporaryFile("w", suffix=".dict", delete=False) as f:
-        seen = {}
-        for line in open(lexicon):
-            word, *phones = line.split()
-            if phones:
-                seen[word] = seen.get(word, 0) + 1
-                name = word if seen[word] == 1 else f"{word}({seen[word]})"
-                f.write(f"{name} {' '.join(phones)}\n")
-        dic = f.name
+    dic = pocketsphinx_dict(lexicon)
     hmm = os.path.join(get_model_path(), "en-us", "en-us")
     passes = [
         ("tree (-lw 6.5)", dict(fwdflat=False, bestpath=False)),

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The real-audio graph settings swept on the committed sets (issue 55): phone context
-# (cross-word, word-internal) × language weight (6.5, 8.5, 9.5, 11) × fillers (pocketsphinx's
-# 1e-8, none) on pocketsphinx-test and atco2-tts-1h, each a copy of the entry in a registry
-# written under cache/context-sweep/ (absolute paths), decoded with `ctxbench decode`, one
-# thread. Prints one line per setting: set, context, lw, filler prob, WER, NE-WER.
+# (cross-word, word-internal) × language weight (LWS, default 6.5 7.5 8.5 9.5 10.5) × fillers
+# (pocketsphinx's 1e-8, none) on SETS (default pocketsphinx-test atco2-tts-1h; add
+# pocketsphinx-test-en-us after `make lm-en-us` for the general-English bigram), each a copy of
+# the entry in a registry written under cache/context-sweep/ (absolute paths), decoded with
+# `ctxbench decode`, one thread. Prints one line per setting: set, context, lw, filler prob,
+# WER, NE-WER.
 #
-#   scripts/real_context_sweep.sh [path/to/ctxbench]
+#   [SETS="..."] [LWS="..."] scripts/real_context_sweep.sh [path/to/ctxbench]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-target/release/ctxbench}
@@ -15,13 +17,15 @@ ROOT=$(pwd)
 # Paths a built-in entry resolves beside its registry (the pronouncer's dictionary).
 ln -sfn "$ROOT/datasets" "$OUT/datasets"
 REG="$OUT/datasets.toml"
+SETS=${SETS:-pocketsphinx-test atco2-tts-1h}
+LWS=${LWS:-6.5 7.5 8.5 9.5 10.5}
 sed -E "s#= \"(datasets|cache)/#= \"$ROOT/\\1/#" datasets.toml > "$REG.tmp"
 entry() { # the body of [NAME] in datasets.toml, paths made absolute
 	awk -v name="[$1]" '$0 == name {on=1; next} /^\[/ {on=0} on' "$REG.tmp"
 }
-for set in pocketsphinx-test atco2-tts-1h; do
+for set in $SETS; do
 	for ctx in cross-word word-internal; do
-		for lw in 6.5 8.5 9.5 11; do
+		for lw in $LWS; do
 			for fill in 1e-8 0; do
 				name="$set-$ctx-lw${lw/./}-f${fill/-/}"
 				{
@@ -37,9 +41,9 @@ for set in pocketsphinx-test atco2-tts-1h; do
 	done
 done
 mv "$REG.tmp" "$REG"
-for set in pocketsphinx-test atco2-tts-1h; do
+for set in $SETS; do
 	for ctx in cross-word word-internal; do
-		for lw in 6.5 8.5 9.5 11; do
+		for lw in $LWS; do
 			for fill in 1e-8 0; do
 				name="$set-$ctx-lw${lw/./}-f${fill/-/}"
 				row=$("$BIN" decode --registry "$REG" --dataset "$name" --methods none --threads 1 2>/dev/null |
