@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: librispeech-tts librispeech-tts-full librispeech-bias nvrtc-venv python-venv python python-test peers-python sphinx-lm lm-en-us-3gram gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
+.PHONY: fidelity librispeech-tts librispeech-tts-full librispeech-bias nvrtc-venv python-venv python python-test peers-python sphinx-lm lm-en-us-3gram gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
 
 all: build
 
@@ -69,6 +69,11 @@ nvrtc-venv:
 ## Finished points are reused (keyed by config, data and code version); add FORCE=--force to redo.
 reproduce: build
 	$(BIN) run --reproduce $(FORCE)
+	$(BIN) fidelity
+
+## Each method's effect beside the paper's over every committed table: results/fidelity/.
+fidelity: build
+	$(BIN) fidelity
 
 ## The quick tour (about 5 minutes from a fresh clone): the experiments marked `tour = true`,
 ## one or two tables per paper, on the quick subsets, under results/quick/.
@@ -229,6 +234,7 @@ TEST_BIN := $(or $(CARGO_TARGET_DIR),target)/$(TEST_PROFILE)/ctxbench
 regress-ci:
 	@test -x $(TEST_BIN) || { echo "regress-ci: $(TEST_BIN) is missing; run make test first" >&2; exit 1; }
 	$(TEST_BIN) regress
+	$(TEST_BIN) fidelity --check
 
 ## Rewrite the baselines (after a deliberate change of figures; commit them with it).
 regress-update: build

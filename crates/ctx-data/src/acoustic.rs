@@ -6,7 +6,8 @@
 //!   with random weights (each HMM state at least one frame). Each frame's log-likelihoods over all
 //!   pdfs: the true pdf 0, another pdf −`separation`·(1 + distance of the phones) (0.5 extra for
 //!   another state of the same phone), plus Gaussian noise whose level σ_u = noise·exp(spread·z)
-//!   varies per utterance. A phone is confused with its nearest phone with probability
+//!   varies per utterance (white, or correlated from frame to frame by `noise_corr`). A phone is
+//!   confused with its nearest phone with probability
 //!   `confusion`·σ_u/noise; its frames then look like the other phone. Phone distance comes from
 //!   articulatory features (vowels: height, backness, rounding, diphthong; consonants: place,
 //!   manner, voicing).
@@ -315,6 +316,11 @@ impl HybridSim {
         let mut m = ScoreMatrix::zeros(frames, npdf);
         let mut truth = Vec::with_capacity(frames);
         let mut t = 0;
+        // Each pdf's noise is an AR(1) process of level σ: n_t = ρ·n_{t−1} + √(1−ρ²)·z_t (at
+        // ρ = 0 exactly the white noise of one draw per pdf and frame, in the same order).
+        let rho = self.knobs.noise_corr.clamp(0.0, 0.999);
+        let fresh = (1.0 - rho * rho).sqrt();
+        let mut noise = vec![0.0f64; npdf];
         for (k, &c) in counts.iter().enumerate() {
             let (ph, st) = (k / s, k % s);
             let a = acoustic[ph];
@@ -332,7 +338,14 @@ impl HybridSim {
                         } else {
                             1.0 + d
                         };
-                        row[u * s + j] = (-self.separation * gap + sigma * rng.normal()) as f32;
+                        let k = u * s + j;
+                        let z = rng.normal();
+                        noise[k] = if t == 0 {
+                            z
+                        } else {
+                            rho * noise[k] + fresh * z
+                        };
+                        row[k] = (-self.separation * gap + sigma * noise[k]) as f32;
                     }
                 }
                 t += 1;

@@ -93,6 +93,12 @@ pub struct AcousticSpec {
     /// Spread of the per-utterance noise level (log-normal sigma).
     #[serde(default = "default_noise_spread")]
     pub noise_spread: f64,
+    /// Correlation of each pdf's score noise from one frame to the next (AR(1), in [0, 1)):
+    /// a real model's scores drift smoothly, so a path gains nothing by hopping between pdfs to
+    /// catch independent per-frame peaks — which, at 0 (white noise), makes extra short words
+    /// cheap and insertions half of the errors. The noise keeps its level σ at any value.
+    #[serde(default)]
+    pub noise_corr: f64,
     /// Probability of a phone-confusion event per phone at the base noise level.
     #[serde(default = "default_confusion")]
     pub confusion: f64,
@@ -132,6 +138,7 @@ impl Default for AcousticSpec {
         Self {
             noise: default_noise(),
             noise_spread: default_noise_spread(),
+            noise_corr: 0.0,
             confusion: default_confusion(),
             rare_confusion: 0.0,
             rare_count: default_rare_count(),

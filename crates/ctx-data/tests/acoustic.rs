@@ -19,6 +19,7 @@ fn knobs(noise: f64) -> AcousticSpec {
     AcousticSpec {
         noise,
         noise_spread: 0.0,
+        noise_corr: 0.0,
         confusion: 0.0,
         rare_confusion: 0.0,
         rare_count: 1.0,
@@ -165,4 +166,71 @@ fn ctc_scores_are_peaky_log_softmax_rows() {
         accs[0] > 0.99 && accs[1] < accs[0] && accs[2] < accs[1],
         "{accs:?}"
     );
+}
+
+/// The lag-1 autocorrelation and the standard deviation of one pdf's score noise: pdf 2 (unit
+/// 1, AA, never said in these utterances), its value minus its mean over the frames of the same
+/// true pdf (its gap depends only on that), consecutive frames paired within a true pdf.
+fn noise_stats(m: &ctx_core::scores::ScoreMatrix, truth: &[u32]) -> (f64, f64) {
+    let col = 2usize;
+    let mut by_truth: std::collections::HashMap<u32, (f64, f64)> = Default::default();
+    for (t, &u) in truth.iter().enumerate() {
+        let e = by_truth.entry(u).or_default();
+        e.0 += m.row(t)[col] as f64;
+        e.1 += 1.0;
+    }
+    let dev = |t: usize| {
+        let (sum, n) = by_truth[&truth[t]];
+        m.row(t)[col] as f64 - sum / n
+    };
+    let mut pairs = Vec::new();
+    for t in 1..m.rows() {
+        if truth[t] == truth[t - 1] {
+            pairs.push((dev(t - 1), dev(t)));
+        }
+    }
+    let n = pairs.len() as f64;
+    let cov = pairs.iter().map(|(x, y)| x * y).sum::<f64>() / n;
+    let var = pairs.iter().map(|(x, _)| x * x).sum::<f64>() / n;
+    (cov / var, var.sqrt())
+}
+
+#[test]
+fn correlated_noise_drifts_from_frame_to_frame_at_the_same_level() {
+    let p = pron();
+    // One long utterance so the estimates are tight; the gap of AA's pdf differs between true
+    // units, so only frames with the same true pdf are paired.
+    let text = UTTS.join(" ");
+    let stats = |rho: f64| {
+        let sim = HybridSim::new(
+            AcousticSpec {
+                noise_corr: rho,
+                ..knobs(2.0)
+            },
+            1,
+        );
+        let (m, t) = sim.simulate("corr", &words(&text), 60.0, &p).unwrap();
+        noise_stats(&m, &t)
+    };
+    let (c0, s0) = stats(0.0);
+    let (c9, s9) = stats(0.9);
+    assert!(c0.abs() < 0.1, "white noise: lag-1 correlation {c0}");
+    assert!((c9 - 0.9).abs() < 0.06, "AR(1) 0.9: lag-1 correlation {c9}");
+    // The level σ = 2 is kept.
+    assert!(
+        (s0 - 2.0).abs() < 0.3 && (s9 - 2.0).abs() < 0.6,
+        "sd {s0} / {s9}"
+    );
+    // At 0 the knob changes nothing: the matrix is the white-noise one, draw for draw.
+    let white = HybridSim::new(knobs(2.0), 1);
+    let zero = HybridSim::new(
+        AcousticSpec {
+            noise_corr: 0.0,
+            ..knobs(2.0)
+        },
+        1,
+    );
+    let (a, _) = white.simulate("same", &words(UTTS[0]), 4.0, &p).unwrap();
+    let (b, _) = zero.simulate("same", &words(UTTS[0]), 4.0, &p).unwrap();
+    assert_eq!(a.data(), b.data());
 }

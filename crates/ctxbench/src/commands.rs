@@ -407,3 +407,74 @@ pub fn write_index(root: &Path, experiments_dir: &Path) -> Result<()> {
     ctx_core::io::write_atomic(&root.join("README.md"), |w| w.write_all(s.as_bytes()))?;
     Ok(())
 }
+
+/// Arguments of `ctxbench fidelity`.
+#[derive(Debug, Args)]
+pub struct FidelityArgs {
+    /// Where experiment files live.
+    #[arg(long, default_value = "experiments")]
+    pub experiments_dir: PathBuf,
+    /// Results root (the tables' points.csv are read from `<out>/<id>/`).
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// Write nothing; fail when an effect that has the paper's sign in the committed
+    /// `<out>/fidelity/effects.csv` lost it in the tables' points now.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// Runs `ctxbench fidelity`: writes `<out>/fidelity/` (README.md, effects.csv), or checks it.
+pub fn run_fidelity(a: &FidelityArgs) -> Result<()> {
+    use crate::fidelity;
+    let exps = load_all(&experiment::discover(&a.experiments_dir)?)?;
+    let effects = fidelity::collect(&exps, &a.out)?;
+    let dir = a.out.join("fidelity");
+    let sim = fidelity::Summary::of(
+        effects
+            .iter()
+            .filter(|e| !e.is_speed() && e.columns == fidelity::Columns::Simulated),
+    );
+    eprintln!(
+        "fidelity: {} effects; simulated accuracy: {} compared, {} with the paper's sign, {} opposite, {} within x2",
+        effects.len(),
+        sim.n,
+        sim.same,
+        sim.opposite,
+        sim.within_x2
+    );
+    let committed = if a.check || dir.join("effects.csv").exists() {
+        fidelity::agreeing_keys(&dir)?
+    } else {
+        Vec::new()
+    };
+    let lost = fidelity::lost_agreement(&committed, &effects);
+    for l in &lost {
+        eprintln!("fidelity: {l}");
+    }
+    if a.check {
+        if !lost.is_empty() {
+            bail!(
+                "{} effect(s) lost the paper's sign since results/fidelity was written (a change \
+                 on purpose: rerun `ctxbench fidelity` and give the cause in the experiment's \
+                 [[paper]] cause)",
+                lost.len()
+            );
+        }
+        eprintln!(
+            "fidelity: pass ({} effects with the paper's sign kept it)",
+            committed.len()
+        );
+        return Ok(());
+    }
+    let titles = exps
+        .iter()
+        .map(|e| (e.id.clone(), e.title.clone()))
+        .collect();
+    std::fs::create_dir_all(&dir)?;
+    let md = fidelity::render(&effects, &titles);
+    ctx_core::io::write_atomic(&dir.join("README.md"), |w| w.write_all(md.as_bytes()))?;
+    let csv = fidelity::to_csv(&effects);
+    ctx_core::io::write_atomic(&dir.join("effects.csv"), |w| w.write_all(csv.as_bytes()))?;
+    eprintln!("wrote {}", dir.display());
+    Ok(())
+}

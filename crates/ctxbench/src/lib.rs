@@ -13,6 +13,7 @@
 //! - [`results`]: the results contract (point store, points.csv/.parquet).
 //! - [`table`], [`plot`]: the paper-layout tables (Markdown, LaTeX) and plots (PNG, SVG).
 //! - [`regress`]: `ctxbench regress` against results/baselines.
+//! - [`fidelity`]: `ctxbench fidelity`, each method's effect beside the paper's.
 //! - [`throughput`]: `ctxbench throughput`, decoder-only speed against concurrent streams.
 //! - [`commands`]: the CLI of the experiment commands and the results index.
 
@@ -22,6 +23,7 @@ pub mod data;
 pub mod decode;
 pub mod experiment;
 pub mod export;
+pub mod fidelity;
 pub mod graph;
 pub mod kaldi_lattice;
 pub mod lm;

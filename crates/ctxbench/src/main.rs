@@ -3,8 +3,8 @@
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use ctxbench::commands::{
-    run_merge, run_plot, run_regress, run_run, run_table, MergeArgs, RegressArgs, RenderArgs,
-    RunArgs,
+    run_fidelity, run_merge, run_plot, run_regress, run_run, run_table, FidelityArgs, MergeArgs,
+    RegressArgs, RenderArgs, RunArgs,
 };
 use ctxbench::data::{run_data, DataCommand};
 use ctxbench::decode::{run_decode, DecodeArgs};
@@ -55,6 +55,9 @@ enum Command {
     Plot(RenderArgs),
     /// Rerun the regression experiments on the quick subsets and compare with results/baselines.
     Regress(RegressArgs),
+    /// Each method's effect (row − baseline) beside the paper's, over every table: writes
+    /// results/fidelity/ (README.md, effects.csv); `--check` fails when one lost the paper's sign.
+    Fidelity(FidelityArgs),
     /// Decoder-only speed of a backend (cpu, cuda, shim) against the number of streams.
     Throughput(ThroughputArgs),
 }
@@ -99,6 +102,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Table(a) => run_table(&a)?,
         Command::Plot(a) => run_plot(&a)?,
         Command::Regress(a) => run_regress(&a)?,
+        Command::Fidelity(a) => run_fidelity(&a)?,
         Command::Throughput(a) => run_throughput(&a)?,
     }
     Ok(())

@@ -214,7 +214,12 @@ pub struct Points {
 impl Points {
     /// Reads `<dir>/points.csv` (polars; every column as text).
     pub fn read(dir: &Path) -> Result<Self> {
-        let path = dir.join("points.csv");
+        Self::read_csv(&dir.join("points.csv"))
+    }
+
+    /// Reads any CSV with a header the same way (every column as text).
+    pub fn read_csv(path: &Path) -> Result<Self> {
+        let path = path.to_path_buf();
         if !path.exists() {
             bail!(
                 "{}: no results yet (run `ctxbench run` first)",

@@ -99,6 +99,10 @@ pub struct PaperRow {
     /// Our section it belongs to, when two sections share the row label (empty: any).
     #[serde(default)]
     pub section: String,
+    /// Why our effect of this row differs from the paper's (the fidelity report prints it
+    /// beside the effect; a measured cause, not a wish).
+    #[serde(default)]
+    pub cause: Option<String>,
     /// Measures by column name (wer, ne_wer, ...).
     #[serde(flatten)]
     pub values: BTreeMap<String, f64>,
@@ -134,6 +138,18 @@ pub struct TableSpec {
     /// Header of the row-label column (default `Row`).
     #[serde(default)]
     pub row_header: Option<String>,
+    /// The row each row's effect is measured from in the fidelity report (row − baseline, in
+    /// the same section; default: the first row of each section).
+    #[serde(default)]
+    pub baseline: Option<String>,
+    /// Whether the fidelity report compares this table's effects with the paper's (false for
+    /// tables whose rows are not methods against a baseline: calibrations, dataset sizes).
+    #[serde(default = "default_true")]
+    pub effects: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_measures() -> Vec<String> {
@@ -151,6 +167,8 @@ impl Default for TableSpec {
             measures: default_measures(),
             paper_layout: default_paper_layout(),
             row_header: None,
+            baseline: None,
+            effects: true,
         }
     }
 }
@@ -447,6 +465,11 @@ impl Experiment {
                     "{file} [table]: unknown measure '{m}' (known: {})",
                     MEASURES.join(", ")
                 );
+            }
+        }
+        if let Some(b) = &table.baseline {
+            if !rows.iter().any(|r| &r.row == b) {
+                bail!("{file} [table]: baseline '{b}' is not a row of the experiment");
             }
         }
         for p in &raw.paper {

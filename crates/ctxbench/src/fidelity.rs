@@ -1,0 +1,831 @@
+//! The fidelity report: what a researcher reproduces a table for is each method's *effect*, the
+//! change from the baseline row, so every row of every table with paper figures is compared with
+//! the paper as an effect (row − baseline, ours beside the paper's): same sign, opposite sign,
+//! within a factor of two. `ctxbench fidelity` writes `results/fidelity/` (README.md, effects.csv);
+//! `--check` fails when an effect that had the paper's sign in the committed report lost it.
+//!
+//! Rules (docs/fidelity.md): accuracy effects are differences in points, a move under
+//! [`NONE_POINTS`] counts as none; speed effects are RTFx changes in percent, under
+//! [`NONE_SPEED_PCT`] none. Two effects agree in sign when their signs (−, none, +) are equal,
+//! and are within ×2 when they agree and either both are none or their ratio lies in [0.5, 2].
+//! Where the paper's column block names one of ours (`ATCO2-1h`, or `003: ATCO2-1h`), its
+//! effects are compared with that block only; where it used other data, with each of ours.
+
+use crate::experiment::{Experiment, PaperRow};
+use crate::results::Points;
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Accuracy measures whose effects are compared (points: WER-like falls, the rest rise).
+pub const ACCURACY: &[&str] = &[
+    "wer",
+    "ne_wer",
+    "u_wer",
+    "ne_acc",
+    "precision",
+    "recall",
+    "f1",
+    "fbai_wer",
+    "fbai_u_wer",
+    "fbai_b_wer",
+];
+
+/// Speed measures whose effects are compared (as percent changes).
+pub const SPEED: &[&str] = &["rtfx"];
+
+/// An accuracy move smaller than this (points) counts as none.
+pub const NONE_POINTS: f64 = 0.3;
+
+/// A speed change smaller than this (percent of the baseline's RTFx) counts as none: timing noise
+/// between two runs of one machine is of this order.
+pub const NONE_SPEED_PCT: f64 = 5.0;
+
+/// Which of ours a compared effect is measured on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Columns {
+    /// A simulated acoustic model.
+    Simulated,
+    /// Real acoustic scores (a spoken set through the real model: the point has `am_s`).
+    Spoken,
+}
+
+impl Columns {
+    /// The name in effects.csv.
+    pub fn name(self) -> &'static str {
+        match self {
+            Columns::Simulated => "simulated",
+            Columns::Spoken => "spoken",
+        }
+    }
+}
+
+/// How our effect compares with the paper's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Same sign (both none counts).
+    Same,
+    /// Both move, in opposite directions.
+    Opposite,
+    /// Ours moves where the paper's does not.
+    OursOnly,
+    /// The paper's moves where ours does not.
+    PaperOnly,
+}
+
+impl Verdict {
+    /// The name in effects.csv and the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Same => "same",
+            Verdict::Opposite => "opposite",
+            Verdict::OursOnly => "ours only",
+            Verdict::PaperOnly => "paper only",
+        }
+    }
+}
+
+/// One compared effect: a row's change from its baseline, ours and the paper's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Effect {
+    /// Experiment id.
+    pub experiment: String,
+    /// Section label.
+    pub section: String,
+    /// Row label.
+    pub row: String,
+    /// Our column block (its label).
+    pub group: String,
+    /// Simulated or spoken.
+    pub columns: Columns,
+    /// The paper's column block.
+    pub paper_group: String,
+    /// The measure.
+    pub measure: String,
+    /// Ours: (baseline, row).
+    pub ours: (f64, f64),
+    /// The paper's: (baseline, row).
+    pub paper: (f64, f64),
+    /// The measured cause of a disagreement (the experiment's `[[paper]] cause`), or empty.
+    pub cause: String,
+}
+
+fn is_speed(measure: &str) -> bool {
+    SPEED.contains(&measure)
+}
+
+/// The change from `base` to `row` in the unit of `measure` (points, or percent for speed).
+pub fn change(measure: &str, (base, row): (f64, f64)) -> f64 {
+    if is_speed(measure) {
+        100.0 * (row / base.max(1e-12) - 1.0)
+    } else {
+        row - base
+    }
+}
+
+/// −1, 0 (none) or +1.
+pub fn sign(measure: &str, change: f64) -> i8 {
+    let none = if is_speed(measure) {
+        NONE_SPEED_PCT
+    } else {
+        NONE_POINTS
+    };
+    if change.abs() < none {
+        0
+    } else if change > 0.0 {
+        1
+    } else {
+        -1
+    }
+}
+
+impl Effect {
+    /// Our change.
+    pub fn ours_change(&self) -> f64 {
+        change(&self.measure, self.ours)
+    }
+
+    /// The paper's change.
+    pub fn paper_change(&self) -> f64 {
+        change(&self.measure, self.paper)
+    }
+
+    /// Speed or accuracy.
+    pub fn is_speed(&self) -> bool {
+        is_speed(&self.measure)
+    }
+
+    /// Same sign, opposite, or one of them moves.
+    pub fn verdict(&self) -> Verdict {
+        let (o, p) = (
+            sign(&self.measure, self.ours_change()),
+            sign(&self.measure, self.paper_change()),
+        );
+        match (o, p) {
+            _ if o == p => Verdict::Same,
+            (0, _) => Verdict::PaperOnly,
+            (_, 0) => Verdict::OursOnly,
+            _ => Verdict::Opposite,
+        }
+    }
+
+    /// Same sign and, where both move, ours within a factor of two of the paper's.
+    pub fn within_x2(&self) -> bool {
+        if self.verdict() != Verdict::Same {
+            return false;
+        }
+        if sign(&self.measure, self.paper_change()) == 0 {
+            return true;
+        }
+        let r = self.ours_change() / self.paper_change();
+        (0.5..=2.0).contains(&r)
+    }
+
+    /// The key that identifies the effect across runs.
+    pub fn key(&self) -> String {
+        [
+            self.experiment.as_str(),
+            &self.section,
+            &self.row,
+            &self.group,
+            &self.paper_group,
+            &self.measure,
+        ]
+        .join("\u{1f}")
+    }
+}
+
+/// A paper column block without its source prefix: `003: ATCO2-1h` → `ATCO2-1h`.
+fn bare_group(g: &str) -> &str {
+    match g.split_once(": ") {
+        Some((pre, rest)) if !pre.is_empty() && pre.chars().all(|c| c.is_ascii_digit()) => rest,
+        _ => g,
+    }
+}
+
+/// Whether our block `label` is the paper's block `group`: the same name, or ours with more
+/// said after it (`ATCO2-1h spoken, real AM` is the paper's `ATCO2-1h` spoken).
+fn names_block(label: &str, group: &str) -> bool {
+    let g = bare_group(group);
+    !label.is_empty()
+        && !g.is_empty()
+        && (label == g
+            || label
+                .strip_prefix(g)
+                .is_some_and(|rest| rest.starts_with(' ')))
+}
+
+/// Our column blocks as (setting value, label), as the table lays them out.
+fn our_groups(exp: &Experiment, pts: &Points) -> Vec<(String, String)> {
+    let spec = &exp.table;
+    if !spec.groups.is_empty() {
+        return spec
+            .groups
+            .iter()
+            .map(|g| (g.value.clone(), g.label.clone()))
+            .collect();
+    }
+    let mut groups: Vec<(String, String)> = Vec::new();
+    match &spec.group_by {
+        Some(g) => {
+            for i in 0..pts.rows.len() {
+                let v = pts.text(i, g).unwrap_or("").to_string();
+                if !groups.iter().any(|(x, _)| *x == v) {
+                    groups.push((v.clone(), v));
+                }
+            }
+        }
+        None => groups.push((String::new(), String::new())),
+    }
+    groups
+}
+
+/// The baseline row label of a section: the table's `baseline`, else the section's first row.
+fn baseline_of<'a>(exp: &'a Experiment, section: &str) -> Option<&'a str> {
+    if let Some(b) = &exp.table.baseline {
+        return Some(b);
+    }
+    exp.rows
+        .iter()
+        .find(|r| r.section == section)
+        .map(|r| r.row.as_str())
+}
+
+/// The one point of (section, row, group), or `None` when there is none or several (a swept row
+/// has no single effect).
+fn our_point(
+    exp: &Experiment,
+    pts: &Points,
+    section: &str,
+    row: &str,
+    group: &str,
+) -> Option<usize> {
+    let found: Vec<usize> = (0..pts.rows.len())
+        .filter(|&i| {
+            pts.text(i, "row") == Some(row)
+                && pts.text(i, "section").unwrap_or("") == section
+                && exp
+                    .table
+                    .group_by
+                    .as_ref()
+                    .is_none_or(|g| pts.text(i, g).unwrap_or("") == group)
+        })
+        .collect();
+    (found.len() == 1).then(|| found[0])
+}
+
+fn paper_matches(p: &PaperRow, section: &str, row: &str, group: &str) -> bool {
+    p.row == row && p.group == group && (p.section.is_empty() || p.section == section)
+}
+
+/// Every compared effect of one experiment (empty when its table has `effects = false` or no
+/// paper figures).
+pub fn effects(exp: &Experiment, pts: &Points) -> Vec<Effect> {
+    let mut out = Vec::new();
+    if !exp.table.effects {
+        return out;
+    }
+    let groups = our_groups(exp, pts);
+    for row in &exp.rows {
+        let Some(base_label) = baseline_of(exp, &row.section) else {
+            continue;
+        };
+        if row.row == base_label {
+            continue;
+        }
+        for p in exp
+            .paper
+            .iter()
+            .filter(|p| p.row == row.row && (p.section.is_empty() || p.section == row.section))
+        {
+            let Some(pb) = exp
+                .paper
+                .iter()
+                .find(|q| paper_matches(q, &row.section, base_label, &p.group))
+            else {
+                continue;
+            };
+            let named: Vec<&(String, String)> = groups
+                .iter()
+                .filter(|(_, l)| names_block(l, &p.group))
+                .collect();
+            let paired: Vec<&(String, String)> = if named.is_empty() {
+                groups.iter().collect()
+            } else {
+                named
+            };
+            for (value, label) in paired {
+                let (Some(ob), Some(or)) = (
+                    our_point(exp, pts, &row.section, base_label, value),
+                    our_point(exp, pts, &row.section, &row.row, value),
+                ) else {
+                    continue;
+                };
+                let spoken = pts.num(or, "am_s").is_some() || pts.num(ob, "am_s").is_some();
+                for (m, &pr) in &p.values {
+                    if !ACCURACY.contains(&m.as_str()) && !is_speed(m) {
+                        continue;
+                    }
+                    let (Some(&pbv), Some(obv), Some(orv)) =
+                        (pb.values.get(m), pts.num(ob, m), pts.num(or, m))
+                    else {
+                        continue;
+                    };
+                    out.push(Effect {
+                        experiment: exp.id.clone(),
+                        section: row.section.clone(),
+                        row: row.row.clone(),
+                        group: if label.is_empty() {
+                            "ours".into()
+                        } else {
+                            label.clone()
+                        },
+                        columns: if spoken {
+                            Columns::Spoken
+                        } else {
+                            Columns::Simulated
+                        },
+                        paper_group: if p.group.is_empty() {
+                            "paper".into()
+                        } else {
+                            p.group.clone()
+                        },
+                        measure: m.clone(),
+                        ours: (obv, orv),
+                        paper: (pbv, pr),
+                        cause: p.cause.clone().unwrap_or_default(),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Counts over a set of effects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Effects compared.
+    pub n: usize,
+    /// With the paper's sign.
+    pub same: usize,
+    /// Opposite sign.
+    pub opposite: usize,
+    /// Within ×2 of the paper's.
+    pub within_x2: usize,
+}
+
+impl Summary {
+    /// Counts `effects`.
+    pub fn of<'a>(effects: impl IntoIterator<Item = &'a Effect>) -> Self {
+        let mut s = Summary::default();
+        for e in effects {
+            s.n += 1;
+            match e.verdict() {
+                Verdict::Same => s.same += 1,
+                Verdict::Opposite => s.opposite += 1,
+                _ => {}
+            }
+            s.within_x2 += e.within_x2() as usize;
+        }
+        s
+    }
+
+    fn pct(&self, k: usize) -> String {
+        if self.n == 0 {
+            "-".into()
+        } else {
+            format!("{k} ({:.0}%)", 100.0 * k as f64 / self.n as f64)
+        }
+    }
+}
+
+fn fmt_change(e: &Effect, c: f64) -> String {
+    if e.is_speed() {
+        format!("{c:+.1}%")
+    } else {
+        format!("{c:+.1}")
+    }
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The report (Markdown): the summary, then every disagreement with its cause, then every
+/// effect by experiment.
+pub fn render(effects: &[Effect], titles: &BTreeMap<String, String>) -> String {
+    let acc_sim = Summary::of(
+        effects
+            .iter()
+            .filter(|e| !e.is_speed() && e.columns == Columns::Simulated),
+    );
+    let acc_all = Summary::of(effects.iter().filter(|e| !e.is_speed()));
+    let speed = Summary::of(effects.iter().filter(|e| e.is_speed()));
+    let mut s = String::from(
+        "# Fidelity: each method's effect beside the paper's\n\n\
+         Written by `ctxbench fidelity` (part of `make reproduce`) from every committed table with\n\
+         paper figures. An effect is a row's change from its section's baseline row (accuracy in\n\
+         points, a move under 0.3 counting as none; speed as the percent change of RTFx, under 5%\n\
+         none). Where the paper's column block is one of ours, the effects are compared with that\n\
+         block; where the paper used other data, with each of ours. Same sign counts both-none;\n\
+         within ×2: same sign and the ratio in [0.5, 2] (or both none). `ctxbench fidelity --check`\n\
+         (in `make regress-ci`) fails when an effect that has the paper's sign here loses it.\n\n\
+         | effects compared | n | same sign | opposite | within ×2 of the paper's |\n\
+         | --- | --- | --- | --- | --- |\n",
+    );
+    for (name, sm) in [
+        ("accuracy, simulated columns", acc_sim),
+        ("accuracy, with the spoken real-model columns", acc_all),
+        ("speed (RTFx % change)", speed),
+    ] {
+        s.push_str(&format!(
+            "| {name} | {} | {} | {} | {} |\n",
+            sm.n,
+            sm.pct(sm.same),
+            sm.pct(sm.opposite),
+            sm.pct(sm.within_x2)
+        ));
+    }
+    s.push_str("\n## By experiment\n\n| experiment | n | same sign | opposite | within ×2 |\n| --- | --- | --- | --- | --- |\n");
+    let mut ids: Vec<&str> = effects.iter().map(|e| e.experiment.as_str()).collect();
+    ids.dedup();
+    for id in &ids {
+        let sm = Summary::of(effects.iter().filter(|e| e.experiment == *id));
+        s.push_str(&format!(
+            "| [{id}](../{id}/table.md) | {} | {} | {} | {} |\n",
+            sm.n,
+            sm.pct(sm.same),
+            sm.pct(sm.opposite),
+            sm.pct(sm.within_x2)
+        ));
+    }
+    let header = "| row | ours | paper's block | measure | ours: base → row (effect) | paper: base → row (effect) | verdict | ×2 |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n";
+    let line = |e: &Effect| {
+        format!(
+            "| {} | {}{} | {} | {} | {:.1} → {:.1} ({}) | {:.1} → {:.1} ({}) | {} | {} |\n",
+            cell(&e.row),
+            cell(&e.group),
+            if e.columns == Columns::Spoken {
+                " (spoken)"
+            } else {
+                ""
+            },
+            cell(&e.paper_group),
+            crate::table::measure_name(&e.measure),
+            e.ours.0,
+            e.ours.1,
+            fmt_change(e, e.ours_change()),
+            e.paper.0,
+            e.paper.1,
+            fmt_change(e, e.paper_change()),
+            e.verdict().name(),
+            if e.within_x2() { "yes" } else { "no" }
+        )
+    };
+    s.push_str("\n## Opposite signs and their causes\n\n");
+    let opposite: Vec<&Effect> = effects
+        .iter()
+        .filter(|e| e.verdict() == Verdict::Opposite)
+        .collect();
+    if opposite.is_empty() {
+        s.push_str("None.\n");
+    } else {
+        s.push_str("| experiment | row | ours | measure | ours | paper's | cause |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+        for e in opposite {
+            s.push_str(&format!(
+                "| {} | {} | {}{} | {} | {} | {} | {} |\n",
+                e.experiment,
+                cell(&e.row),
+                cell(&e.group),
+                if e.columns == Columns::Spoken {
+                    " (spoken)"
+                } else {
+                    ""
+                },
+                crate::table::measure_name(&e.measure),
+                fmt_change(e, e.ours_change()),
+                fmt_change(e, e.paper_change()),
+                if e.cause.is_empty() {
+                    "not yet measured".to_string()
+                } else {
+                    cell(&e.cause)
+                }
+            ));
+        }
+    }
+    s.push_str("\n## Every effect\n");
+    for id in &ids {
+        s.push_str(&format!(
+            "\n### {id}: {}\n\n{header}",
+            titles.get(*id).map_or("", |t| t.as_str())
+        ));
+        let mut section = None;
+        for e in effects.iter().filter(|e| e.experiment == *id) {
+            if section != Some(&e.section) && !e.section.is_empty() {
+                s.push_str(&format!("| **{}** | | | | | | | |\n", cell(&e.section)));
+            }
+            section = Some(&e.section);
+            s.push_str(&line(e));
+        }
+        for e in effects
+            .iter()
+            .filter(|e| e.experiment == *id && !e.cause.is_empty())
+            .map(|e| (&e.row, &e.cause))
+            .collect::<std::collections::BTreeSet<_>>()
+        {
+            s.push_str(&format!("\n- *{}*: {}\n", e.0, e.1));
+        }
+    }
+    s
+}
+
+/// The effects as effects.csv (one row per effect; quoted where a label holds a comma).
+pub fn to_csv(effects: &[Effect]) -> String {
+    let q = |s: &str| {
+        if s.contains([',', '"', '\n']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_string()
+        }
+    };
+    let mut s = String::from("experiment,section,row,group,columns,paper_group,measure,ours_base,ours_row,ours_change,paper_base,paper_row,paper_change,verdict,within_x2\n");
+    for e in effects {
+        s.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{:.4},{},{},{:.4},{},{}\n",
+            q(&e.experiment),
+            q(&e.section),
+            q(&e.row),
+            q(&e.group),
+            e.columns.name(),
+            q(&e.paper_group),
+            e.measure,
+            e.ours.0,
+            e.ours.1,
+            e.ours_change(),
+            e.paper.0,
+            e.paper.1,
+            e.paper_change(),
+            e.verdict().name(),
+            e.within_x2()
+        ));
+    }
+    s
+}
+
+/// The keys of the effects that had the paper's sign (and moved) in a committed effects.csv.
+pub fn agreeing_keys(csv_dir: &Path) -> Result<Vec<String>> {
+    let pts = Points::read_csv(&csv_dir.join("effects.csv"))?;
+    let mut keys = Vec::new();
+    for i in 0..pts.rows.len() {
+        let moved = pts
+            .num(i, "paper_change")
+            .zip(pts.text(i, "measure"))
+            .is_some_and(|(c, m)| sign(m, c) != 0);
+        if pts.text(i, "verdict") == Some("same") && moved {
+            let k = [
+                "experiment",
+                "section",
+                "row",
+                "group",
+                "paper_group",
+                "measure",
+            ]
+            .iter()
+            .map(|c| pts.text(i, c).unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\u{1f}");
+            keys.push(k);
+        }
+    }
+    Ok(keys)
+}
+
+/// The effects that had the paper's (non-zero) sign in the committed report and lost it now,
+/// one message each (empty: none).
+pub fn lost_agreement(committed: &[String], now: &[Effect]) -> Vec<String> {
+    let mut out = Vec::new();
+    for k in committed {
+        match now.iter().find(|e| &e.key() == k) {
+            Some(e) if e.verdict() == Verdict::Same => {}
+            Some(e) => out.push(format!(
+                "{}: '{}' {} on {} ({}): ours {} against the paper's {} — had the paper's sign",
+                e.experiment,
+                e.row,
+                crate::table::measure_name(&e.measure),
+                e.group,
+                e.paper_group,
+                fmt_change(e, e.ours_change()),
+                fmt_change(e, e.paper_change())
+            )),
+            None => out.push(format!(
+                "effect {} is in the committed report but no longer compared",
+                k.replace('\u{1f}', " / ")
+            )),
+        }
+    }
+    out
+}
+
+/// Every effect of the experiments whose results exist under `root` (an experiment with paper
+/// figures but no results is an error: the report must cover every table).
+pub fn collect(exps: &[Experiment], root: &Path) -> Result<Vec<Effect>> {
+    let mut all = Vec::new();
+    for e in exps {
+        if e.paper.is_empty() || !e.table.effects {
+            continue;
+        }
+        let dir = root.join(&e.id);
+        if !dir.join("points.csv").exists() {
+            if e.reproduce {
+                bail!(
+                    "{}: no results under {} (run `ctxbench run {}` first)",
+                    e.id,
+                    dir.display(),
+                    e.path.display()
+                );
+            }
+            continue;
+        }
+        let pts = Points::read(&dir).with_context(|| format!("fidelity of {}", e.id))?;
+        all.extend(effects(e, &pts));
+    }
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::methods::catalog;
+
+    fn experiment(dir: &Path, table: &str, paper: &str) -> Experiment {
+        let p = dir.join("experiments/x.toml");
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let text = format!(
+            r#"
+[settings]
+dataset = "a"
+[sweep]
+dataset = ["a", "b"]
+[table]
+group_by = "dataset"
+groups = [{{ value = "a", label = "A" }}, {{ value = "b", label = "B" }}]
+measures = ["wer", "rtfx"]
+{table}
+[[rows]]
+row = "base"
+[[rows]]
+row = "lat"
+method = "lattice-biasing"
+bias_list = "sequences"
+{paper}
+"#
+        );
+        std::fs::write(&p, text).unwrap();
+        Experiment::load(&p, catalog()).unwrap()
+    }
+
+    fn points(rows: &[(&str, &str, f64, f64)]) -> Points {
+        Points {
+            columns: ["section", "row", "dataset", "wer", "rtfx"]
+                .map(String::from)
+                .to_vec(),
+            rows: rows
+                .iter()
+                .map(|(r, d, w, x)| {
+                    vec![
+                        Some(String::new()),
+                        Some(r.to_string()),
+                        Some(d.to_string()),
+                        Some(w.to_string()),
+                        Some(x.to_string()),
+                    ]
+                })
+                .collect(),
+        }
+    }
+
+    const PAPER: &str = r#"
+[[paper]]
+row = "base"
+group = "A"
+wer = 30.0
+rtfx = 100
+[[paper]]
+row = "lat"
+group = "A"
+wer = 28.0
+rtfx = 50
+cause = "the list"
+[[paper]]
+row = "base"
+group = "003: Other"
+wer = 10.0
+[[paper]]
+row = "lat"
+group = "003: Other"
+wer = 10.2
+"#;
+
+    #[test]
+    fn effects_pair_named_blocks_and_compare_other_data_with_each_of_ours() {
+        let d = tempfile::tempdir().unwrap();
+        let e = experiment(d.path(), "", PAPER);
+        // A: WER 20 → 21 (paper −2: opposite), RTFx 1000 → 980 (−2%: none, paper −50%).
+        // B: WER 20 → 19.1 (−0.9).
+        let pts = points(&[
+            ("base", "a", 20.0, 1000.0),
+            ("base", "b", 20.0, 800.0),
+            ("lat", "a", 21.0, 980.0),
+            ("lat", "b", 19.1, 400.0),
+        ]);
+        let fx = effects(&e, &pts);
+        let got: Vec<(&str, &str, &str, Verdict, bool)> = fx
+            .iter()
+            .map(|f| {
+                (
+                    f.group.as_str(),
+                    f.paper_group.as_str(),
+                    f.measure.as_str(),
+                    f.verdict(),
+                    f.within_x2(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                // The paper's block A is ours A only.
+                ("A", "A", "rtfx", Verdict::PaperOnly, false),
+                ("A", "A", "wer", Verdict::Opposite, false),
+                // Its other data (+0.2: none) is compared with both of ours.
+                ("A", "003: Other", "wer", Verdict::OursOnly, false),
+                ("B", "003: Other", "wer", Verdict::OursOnly, false),
+            ]
+        );
+        assert_eq!(fx[1].cause, "the list");
+        assert!((fx[0].ours_change() + 2.0).abs() < 1e-9);
+        assert!((fx[0].paper_change() + 50.0).abs() < 1e-9);
+        let s = Summary::of(&fx);
+        assert_eq!((s.n, s.same, s.opposite, s.within_x2), (4, 0, 1, 0));
+    }
+
+    #[test]
+    fn within_two_needs_the_same_sign_and_a_ratio_in_half_to_double() {
+        let mk = |ours: (f64, f64), paper: (f64, f64)| Effect {
+            experiment: "x".into(),
+            section: String::new(),
+            row: "r".into(),
+            group: "A".into(),
+            columns: Columns::Simulated,
+            paper_group: "A".into(),
+            measure: "wer".into(),
+            ours,
+            paper,
+            cause: String::new(),
+        };
+        assert!(mk((20.0, 19.0), (30.0, 28.0)).within_x2()); // −1 vs −2: ratio 0.5
+        assert!(!mk((20.0, 19.1), (30.0, 28.0)).within_x2()); // −0.9 vs −2: 0.45
+        assert!(!mk((20.0, 24.1), (30.0, 28.0)).within_x2()); // +4.1: opposite
+        assert!(mk((20.0, 20.2), (30.0, 29.8)).within_x2()); // both none
+        assert_eq!(mk((20.0, 20.2), (30.0, 29.8)).verdict(), Verdict::Same);
+        assert_eq!(mk((20.0, 20.3), (30.0, 29.8)).verdict(), Verdict::OursOnly);
+    }
+
+    #[test]
+    fn the_baseline_row_can_be_named_and_a_check_finds_a_lost_sign() {
+        let d = tempfile::tempdir().unwrap();
+        let e = experiment(d.path(), "baseline = \"lat\"", PAPER);
+        let pts = points(&[
+            ("base", "a", 20.0, 1000.0),
+            ("base", "b", 20.0, 800.0),
+            ("lat", "a", 21.0, 980.0),
+            ("lat", "b", 19.1, 400.0),
+        ]);
+        // base − lat: ours −1.0 on A, the paper's +2.0.
+        let fx = effects(&e, &pts);
+        let wer_a = fx
+            .iter()
+            .find(|f| f.measure == "wer" && f.group == "A" && f.paper_group == "A")
+            .unwrap();
+        assert_eq!(wer_a.row, "base");
+        assert_eq!(wer_a.verdict(), Verdict::Opposite);
+        // A report where it agreed, checked against now: one loss named.
+        let agreed = points(&[
+            ("base", "a", 22.0, 1000.0),
+            ("base", "b", 20.0, 800.0),
+            ("lat", "a", 21.0, 980.0),
+            ("lat", "b", 19.1, 400.0),
+        ]);
+        let before = effects(&e, &agreed);
+        let out = d.path().join("fidelity");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("effects.csv"), to_csv(&before)).unwrap();
+        let keys = agreeing_keys(&out).unwrap();
+        assert_eq!(keys.len(), 1, "{keys:?}");
+        let lost = lost_agreement(&keys, &fx);
+        assert_eq!(lost.len(), 1);
+        assert!(lost[0].contains("'base' WER on A"), "{}", lost[0]);
+        assert!(lost_agreement(&keys, &before).is_empty());
+    }
+}
