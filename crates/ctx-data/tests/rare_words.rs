@@ -133,6 +133,7 @@ fn the_hybrid_model_confuses_the_phones_of_unseen_words_more() {
     let knobs = |rare: f64| AcousticSpec {
         noise: 0.3,
         noise_spread: 0.0,
+        noise_corr: 0.0,
         confusion: 0.0,
         rare_confusion: rare,
         rare_count: 1.0,
