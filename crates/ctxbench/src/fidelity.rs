@@ -215,31 +215,6 @@ fn names_block(label: &str, group: &str) -> bool {
                 .is_some_and(|rest| rest.starts_with(' ')))
 }
 
-/// Our column blocks as (setting value, label), as the table lays them out.
-fn our_groups(exp: &Experiment, pts: &Points) -> Vec<(String, String)> {
-    let spec = &exp.table;
-    if !spec.groups.is_empty() {
-        return spec
-            .groups
-            .iter()
-            .map(|g| (g.value.clone(), g.label.clone()))
-            .collect();
-    }
-    let mut groups: Vec<(String, String)> = Vec::new();
-    match &spec.group_by {
-        Some(g) => {
-            for i in 0..pts.rows.len() {
-                let v = pts.text(i, g).unwrap_or("").to_string();
-                if !groups.iter().any(|(x, _)| *x == v) {
-                    groups.push((v.clone(), v));
-                }
-            }
-        }
-        None => groups.push((String::new(), String::new())),
-    }
-    groups
-}
-
 /// The baseline row label of a section: the table's `baseline`, else the section's first row.
 fn baseline_of<'a>(exp: &'a Experiment, section: &str) -> Option<&'a str> {
     if let Some(b) = &exp.table.baseline {
@@ -285,7 +260,7 @@ pub fn effects(exp: &Experiment, pts: &Points) -> Vec<Effect> {
     if !exp.table.effects {
         return out;
     }
-    let groups = our_groups(exp, pts);
+    let groups = crate::table::column_groups(exp, pts);
     for row in &exp.rows {
         let Some(base_label) = baseline_of(exp, &row.section) else {
             continue;
@@ -483,7 +458,36 @@ pub fn render(effects: &[Effect], titles: &BTreeMap<String, String>) -> String {
             if e.within_x2() { "yes" } else { "no" }
         )
     };
-    s.push_str("\n## Opposite signs and their causes\n\n");
+    s.push_str(&render_opposite(effects));
+    s.push_str("\n## Every effect\n");
+    for id in &ids {
+        s.push_str(&format!(
+            "\n### {id}: {}\n\n{header}",
+            titles.get(*id).map_or("", |t| t.as_str())
+        ));
+        let mut section = None;
+        for e in effects.iter().filter(|e| e.experiment == *id) {
+            if section != Some(&e.section) && !e.section.is_empty() {
+                s.push_str(&format!("| **{}** | | | | | | | |\n", cell(&e.section)));
+            }
+            section = Some(&e.section);
+            s.push_str(&line(e));
+        }
+        for e in effects
+            .iter()
+            .filter(|e| e.experiment == *id && !e.cause.is_empty())
+            .map(|e| (&e.row, &e.cause))
+            .collect::<std::collections::BTreeSet<_>>()
+        {
+            s.push_str(&format!("\n- *{}*: {}\n", e.0, e.1));
+        }
+    }
+    s
+}
+
+/// The report's list of opposite signs, each with its cause.
+fn render_opposite(effects: &[Effect]) -> String {
+    let mut s = String::from("\n## Opposite signs and their causes\n\n");
     let opposite: Vec<&Effect> = effects
         .iter()
         .filter(|e| e.verdict() == Verdict::Opposite)
@@ -512,29 +516,6 @@ pub fn render(effects: &[Effect], titles: &BTreeMap<String, String>) -> String {
                     cell(&e.cause)
                 }
             ));
-        }
-    }
-    s.push_str("\n## Every effect\n");
-    for id in &ids {
-        s.push_str(&format!(
-            "\n### {id}: {}\n\n{header}",
-            titles.get(*id).map_or("", |t| t.as_str())
-        ));
-        let mut section = None;
-        for e in effects.iter().filter(|e| e.experiment == *id) {
-            if section != Some(&e.section) && !e.section.is_empty() {
-                s.push_str(&format!("| **{}** | | | | | | | |\n", cell(&e.section)));
-            }
-            section = Some(&e.section);
-            s.push_str(&line(e));
-        }
-        for e in effects
-            .iter()
-            .filter(|e| e.experiment == *id && !e.cause.is_empty())
-            .map(|e| (&e.row, &e.cause))
-            .collect::<std::collections::BTreeSet<_>>()
-        {
-            s.push_str(&format!("\n- *{}*: {}\n", e.0, e.1));
         }
     }
     s

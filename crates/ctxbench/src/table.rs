@@ -106,29 +106,35 @@ pub fn check_cells(exp: &Experiment, points: &[crate::experiment::Point]) -> Res
         .map_err(|e| anyhow::anyhow!("{}: {e}", exp.path.display()))
 }
 
+/// Our column blocks as (setting value, label): the table's `groups`, else each value of its
+/// `group_by` setting in order of appearance, else one unnamed block.
+pub fn column_groups(exp: &Experiment, pts: &Points) -> Vec<(String, String)> {
+    let spec = &exp.table;
+    if !spec.groups.is_empty() {
+        return spec
+            .groups
+            .iter()
+            .map(|g| (g.value.clone(), g.label.clone()))
+            .collect();
+    }
+    let Some(g) = &spec.group_by else {
+        return vec![(String::new(), String::new())];
+    };
+    let mut groups: Vec<(String, String)> = Vec::new();
+    for i in 0..pts.rows.len() {
+        let v = pts.text(i, g).unwrap_or("").to_string();
+        if !groups.iter().any(|(x, _)| *x == v) {
+            groups.push((v.clone(), v));
+        }
+    }
+    groups
+}
+
 /// Lays out the points of an experiment.
 pub fn grid(exp: &Experiment, pts: &Points) -> Result<Grid> {
     let spec = &exp.table;
     let measures = &spec.measures;
-    // Column blocks (ours).
-    let mut groups: Vec<(String, String)> = spec
-        .groups
-        .iter()
-        .map(|g| (g.value.clone(), g.label.clone()))
-        .collect();
-    if groups.is_empty() {
-        match &spec.group_by {
-            Some(g) => {
-                for i in 0..pts.rows.len() {
-                    let v = pts.text(i, g).unwrap_or("").to_string();
-                    if !groups.iter().any(|(x, _)| *x == v) {
-                        groups.push((v.clone(), v));
-                    }
-                }
-            }
-            None => groups.push((String::new(), String::new())),
-        }
-    }
+    let groups = column_groups(exp, pts);
     // Swept settings per row label (the group_by setting is a column, not a row).
     let mut swept: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for p in exp.points(&Overrides::default())? {
