@@ -442,7 +442,13 @@ pub fn run_fidelity(a: &FidelityArgs) -> Result<()> {
         sim.opposite,
         sim.within_x2
     );
-    let committed = if a.check || dir.join("effects.csv").exists() {
+    if a.check && !dir.join("effects.csv").exists() {
+        bail!(
+            "{}: no fidelity report to check against (write it with `ctxbench fidelity`)",
+            dir.join("effects.csv").display()
+        );
+    }
+    let committed = if dir.join("effects.csv").exists() {
         fidelity::agreeing_keys(&dir)?
     } else {
         Vec::new()

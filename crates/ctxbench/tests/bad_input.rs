@@ -918,6 +918,46 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "an experiment whose [table] baseline names no row",
+            Box::new(|b| {
+                let d = b.case_dir("table-baseline");
+                let e = d.join("bl.toml");
+                std::fs::write(
+                    &e,
+                    "title = \"t\"\n[settings]\ndataset = \"atco2-sim-1h\"\n\
+                     [table]\nbaseline = \"Nope\"\n[[rows]]\nrow = \"A\"\n",
+                )
+                .unwrap();
+                (
+                    strs(&["run", "--dry-run", e.to_str().unwrap()]),
+                    Expect::Fails(strs(&["bl.toml [table]", "baseline 'Nope' is not a row"])),
+                )
+            }),
+        ),
+        (
+            "fidelity --check where no report was ever written",
+            Box::new(|b| {
+                let d = b.case_dir("fidelity-no-report");
+                let ex = d.join("experiments");
+                std::fs::create_dir_all(&ex).unwrap();
+                let out = d.join("results");
+                (
+                    strs(&[
+                        "fidelity",
+                        "--check",
+                        "--experiments-dir",
+                        ex.to_str().unwrap(),
+                        "--out",
+                        out.to_str().unwrap(),
+                    ]),
+                    Expect::Fails(strs(&[
+                        "fidelity-no-report/results/fidelity/effects.csv",
+                        "no fidelity report",
+                    ])),
+                )
+            }),
+        ),
+        (
             "a registry whose quick_prune is not a list of counts",
             Box::new(|b| {
                 let d = b.case_dir("quick-prune");
