@@ -182,6 +182,13 @@ pub struct CtcAcousticSpec {
     /// The training count at which that extra probability is halved.
     #[serde(default = "default_rare_count")]
     pub rare_count: f64,
+    /// `confusion` of the same network trained on less data (004 Table 2's low-resource
+    /// models; a point's `resources = "low"`): a weaker model mishears more words — confidently,
+    /// the reference `confusion_gap` below — rather than being noisier everywhere. Calibrated
+    /// once per dataset and model kind on the greedy WER (docs/design.md §5); `None`: no
+    /// low-resource model for this dataset and kind.
+    #[serde(default)]
+    pub low_resource_confusion: Option<f64>,
     /// Seed of the simulator.
     #[serde(default = "default_seed")]
     pub seed: u64,
@@ -204,6 +211,22 @@ impl CtcAcousticSpec {
             noise,
             ..self.clone()
         }
+    }
+
+    /// The knobs of the low-resource model (`low_resource_confusion` as `confusion`), or `None`
+    /// where the dataset has no such calibration.
+    ///
+    /// ```
+    /// # use ctx_data::registry::CtcAcousticSpec;
+    /// let k: CtcAcousticSpec = toml::from_str("noise = 0.5\nconfusion = 0.1\nlow_resource_confusion = 0.3").unwrap();
+    /// assert_eq!(k.low_resource().unwrap().confusion, 0.3);
+    /// assert_eq!(k.low_resource().unwrap().noise, 0.5);
+    /// ```
+    pub fn low_resource(&self) -> Option<Self> {
+        self.low_resource_confusion.map(|confusion| Self {
+            confusion,
+            ..self.clone()
+        })
     }
 }
 

@@ -37,6 +37,7 @@ fn ctc_knobs(noise: f64) -> CtcAcousticSpec {
         confusion_gap: 1.5,
         rare_confusion: 0.0,
         rare_count: 1.0,
+        low_resource_confusion: None,
         seed: 7,
     }
 }

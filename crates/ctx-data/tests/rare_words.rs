@@ -28,6 +28,7 @@ fn e2e_knobs(rare: f64) -> CtcAcousticSpec {
         confusion_gap: 1.5,
         rare_confusion: rare,
         rare_count: 1.0,
+        low_resource_confusion: None,
         seed: 11,
     }
 }

@@ -935,6 +935,46 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "an end-to-end row with resources neither full nor low",
+            Box::new(|b| {
+                let d = b.case_dir("resources-bogus");
+                let e = d.join("r.toml");
+                std::fs::write(
+                    &e,
+                    "title = \"t\"\n[settings]\ndataset = \"atco2-sim-1h\"\n\
+                     [table]\nmeasures = [\"wer\"]\n[[rows]]\nrow = \"A\"\nmethod = \"e2e\"\n\
+                     model = \"rnnt\"\nresources = \"tiny\"\n",
+                )
+                .unwrap();
+                (
+                    strs(&["run", "--dry-run", e.to_str().unwrap()]),
+                    Expect::Fails(strs(&["resources 'tiny' (full or low)"])),
+                )
+            }),
+        ),
+        (
+            "a low-resource model the dataset has no calibration for",
+            Box::new(|b| {
+                let d = b.case_dir("resources-uncalibrated");
+                let e = d.join("r.toml");
+                std::fs::write(
+                    &e,
+                    "title = \"t\"\n[settings]\ndataset = \"atco2-sim-1h\"\nlimit = 1\n\
+                     [table]\nmeasures = [\"wer\"]\n[[rows]]\nrow = \"A\"\nmethod = \"e2e\"\n\
+                     model = \"tdt\"\nresources = \"low\"\n",
+                )
+                .unwrap();
+                let out = d.join("results");
+                (
+                    strs(&["run", "--quick", "--out", out.to_str().unwrap(), e.to_str().unwrap()]),
+                    Expect::Fails(strs(&[
+                        "dataset atco2-sim-1h has no low-resource tdt model",
+                        "[atco2-sim-1h.acoustic_tdt]",
+                    ])),
+                )
+            }),
+        ),
+        (
             "fidelity --check where no report was ever written",
             Box::new(|b| {
                 let d = b.case_dir("fidelity-no-report");

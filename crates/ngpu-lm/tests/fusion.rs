@@ -262,6 +262,7 @@ fn knobs() -> CtcAcousticSpec {
         confusion_gap: 1.5,
         rare_confusion: 0.0,
         rare_count: 1.0,
+        low_resource_confusion: None,
         seed: 3,
     }
 }

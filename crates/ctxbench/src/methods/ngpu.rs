@@ -65,6 +65,9 @@ crate::settings_block! {
     pub struct E2eModel in "e2e" {
         /// the simulated model: ctc, rnnt, tdt or aed (each calibrated once per dataset)
         model: Option<String> = None => required,
+        /// the model's training data: full (the calibrated model) or low (004 Table 2: the
+        /// same network trained on less data, the dataset's `low_resource_confusion`)
+        resources: String = "full".to_string(),
         /// greedy: utterances advanced together (one batched LM query per step)
         batch: usize = 32,
         /// transducers: the most labels per frame
@@ -181,6 +184,9 @@ impl FamilySpec for E2e {
                     bail!("model '{m}' (ctc, rnnt, tdt or aed)");
                 }
             }
+            if !matches!(b.model.resources.as_str(), "full" | "low") {
+                bail!("resources '{}' (full or low)", b.model.resources);
+            }
             if let Some(a) = b.lm.lm_alpha {
                 if !(a.is_finite() && a >= 0.0) {
                     bail!("lm_alpha {a}: the LM weight must be a number ≥ 0");
@@ -248,9 +254,10 @@ impl Family for E2e {
             return String::new();
         };
         format!(
-            "{};model={}",
+            "{};model={};resources={}",
             setup_key_of("e2e", &b.common),
-            b.model.model.as_deref().unwrap_or_default()
+            b.model.model.as_deref().unwrap_or_default(),
+            b.model.resources
         )
     }
 
@@ -599,6 +606,17 @@ fn setup(cx: &GroupContext<'_>, first: &Point) -> Result<Arc<E2eSetup>> {
             kind.name()
         )
     })?;
+    knobs = match b.model.resources.as_str() {
+        "full" => knobs,
+        "low" => knobs.low_resource().ok_or_else(|| {
+            anyhow!(
+                "dataset {base} has no low-resource {} model (low_resource_confusion in [{base}.acoustic_{}]): it is calibrated once per dataset and model kind",
+                kind.name(),
+                kind.name()
+            )
+        })?,
+        r => bail!("resources '{r}' (full or low)"),
+    };
     if let Some(n) = b.common.noise {
         knobs = knobs.with_noise(n);
     }
