@@ -71,13 +71,54 @@ struct Arc {
     next: u32,
 }
 
-/// A trie node: its token (0 at the root), its children, and the best weight of a phrase ending
-/// here (`None` when none does).
+/// A trie node: its token (0 at the root), its children, the best weight of a phrase ending
+/// here (`None` when none does), and the class cost pushed onto the arcs entering it and onto
+/// its phrase end ([`ClassCost`]; 0 without one).
 #[derive(Debug, Default)]
 struct Node {
     token: u32,
     children: Vec<(u32, u32, usize)>,
     weight: Option<f32>,
+    enter: f32,
+    end: f32,
+}
+
+/// What choosing one phrase of the list costs a path, besides the phrase's weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClassCost {
+    /// Nothing: a context path pays only its acoustics, the slot's entry cost and −weight at
+    /// the end, whatever the list's size.
+    #[default]
+    None,
+    /// A class language model's uniform member cost, ln N for a list of N phrases, pushed
+    /// towards the start (an arc into trie node c from node n costs ln(count(n)/count(c)), a
+    /// phrase ending at n costs ln(count(n)/1) more, `count` = phrases through a node): every
+    /// phrase still costs ln N in all, but a prefix that few phrases share is dear from its
+    /// first token, so the beam cuts it as the acoustics leave it — the search's cost follows
+    /// the prefixes alive, not the list's size — and a larger list is a weaker prior on each
+    /// phrase, as a class of N names is.
+    Uniform,
+}
+
+impl std::str::FromStr for ClassCost {
+    type Err = String;
+    /// `none` or `uniform`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "none" => Ok(Self::None),
+            "uniform" => Ok(Self::Uniform),
+            _ => Err(format!("class cost '{s}' (none or uniform)")),
+        }
+    }
+}
+
+impl std::fmt::Display for ClassCost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::None => "none",
+            Self::Uniform => "uniform",
+        })
+    }
 }
 
 impl ContextGraph {
@@ -91,12 +132,40 @@ impl ContextGraph {
         topo: CtcTopology,
         max_blanks: Option<u32>,
     ) -> Result<Self> {
+        Self::compile_priced(list, spell, topo, max_blanks, ClassCost::None)
+    }
+
+    /// [`Self::compile`] with the phrases priced as members of a class ([`ClassCost`]).
+    ///
+    /// ```
+    /// use ctx_core::context_list::ContextList;
+    /// use ctx_graph::context::{ClassCost, ContextGraph};
+    /// use ctx_graph::ctc::CtcTopology;
+    /// use std::path::Path;
+    ///
+    /// // Four phrases: three start with the word a (token 7), one is d (token 8).
+    /// let list = ContextList::parse("a x\na y\na\nd", Path::new("l"), 0.0, true).unwrap();
+    /// let spell = |w: &str| Some(match w { "a" => vec![7], "x" => vec![1], "y" => vec![2], _ => vec![8] });
+    /// let g = ContextGraph::compile_priced(&list, spell, CtcTopology::Normal, None, ClassCost::Uniform)
+    ///     .unwrap();
+    /// let root: Vec<f32> = g.graph.emitting(0).map(|a| g.graph.weight[a]).collect();
+    /// // Into 7: ln(4/3); into 8: ln(4/1).
+    /// assert!((root[0] - (4f32 / 3.0).ln()).abs() < 1e-6 && (root[1] - 4f32.ln()).abs() < 1e-6);
+    /// ```
+    pub fn compile_priced(
+        list: &ContextList,
+        spell: impl FnMut(&str) -> Option<Vec<u32>>,
+        topo: CtcTopology,
+        max_blanks: Option<u32>,
+        class: ClassCost,
+    ) -> Result<Self> {
         if max_blanks == Some(0) {
             return Err(GraphError::Invalid(
                 "a phrase needs room for at least one blank between tokens (max_blanks 0)".into(),
             ));
         }
-        let trie = Trie::build(list, spell, "token 0 (the blank)")?;
+        let mut trie = Trie::build(list, spell, "token 0 (the blank)")?;
+        trie.price(class);
         let graph = match topo {
             CtcTopology::Normal => layout_normal(&trie.nodes, max_blanks),
             CtcTopology::Compact => layout_compact(&trie.nodes, max_blanks),
@@ -114,7 +183,18 @@ impl ContextGraph {
         pronounce: impl FnMut(&str) -> Option<Vec<u32>>,
         hmms: &UnitHmms,
     ) -> Result<Self> {
-        let trie = Trie::build(list, pronounce, "unit 0")?;
+        Self::compile_hybrid_priced(list, pronounce, hmms, ClassCost::None)
+    }
+
+    /// [`Self::compile_hybrid`] with the phrases priced as members of a class ([`ClassCost`]).
+    pub fn compile_hybrid_priced(
+        list: &ContextList,
+        pronounce: impl FnMut(&str) -> Option<Vec<u32>>,
+        hmms: &UnitHmms,
+        class: ClassCost,
+    ) -> Result<Self> {
+        let mut trie = Trie::build(list, pronounce, "unit 0")?;
+        trie.price(class);
         if let Some(n) = trie
             .nodes
             .iter()
@@ -209,6 +289,31 @@ impl Trie {
         })
     }
 
+    /// Sets each node's pushed class cost ([`ClassCost`]). A child is created after its
+    /// parent, so a reverse pass counts the phrases through every node.
+    fn price(&mut self, class: ClassCost) {
+        if class == ClassCost::None {
+            return;
+        }
+        let nodes = &mut self.nodes;
+        let mut count = vec![0f64; nodes.len()];
+        for n in (0..nodes.len()).rev() {
+            count[n] += f64::from(u8::from(nodes[n].weight.is_some()));
+            for &(_, _, c) in &nodes[n].children {
+                count[n] += count[c];
+            }
+        }
+        for n in 0..nodes.len() {
+            if nodes[n].weight.is_some() {
+                nodes[n].end = count[n].ln() as f32;
+            }
+            for k in 0..nodes[n].children.len() {
+                let c = nodes[n].children[k].2;
+                nodes[c].enter = (count[n] / count[c]).ln() as f32;
+            }
+        }
+    }
+
     fn into_graph(self, b: Building) -> ContextGraph {
         ContextGraph {
             graph: to_csr(b),
@@ -272,25 +377,25 @@ fn layout_normal(nodes: &[Node], max_blanks: Option<u32>) -> Building {
         let e = n as u32;
         if n == 0 {
             for &(t, o, c) in &node.children {
-                b.arc(0, unit_label(t), o, c as u32);
+                b.weighted(0, unit_label(t), o, nodes[c].enter, c as u32);
             }
             continue;
         }
         b.arc(e, unit_label(node.token), 0, e);
         if let Some(w) = node.weight {
-            b.final_cost[n] = -w;
+            b.final_cost[n] = node.end - w;
         }
         if node.children.is_empty() {
             continue;
         }
         for &(t, o, c) in &node.children {
             if t != node.token {
-                b.arc(e, unit_label(t), o, c as u32);
+                b.weighted(e, unit_label(t), o, nodes[c].enter, c as u32);
             }
         }
         b.arc(e, BLANK_LABEL, 0, blank_of[n]);
         let chain = max_blanks.unwrap_or(1);
-        blank_run(&mut b, node, blank_of[n], chain, max_blanks.is_none());
+        blank_run(&mut b, nodes, n, blank_of[n], chain, max_blanks.is_none());
     }
     b
 }
@@ -298,7 +403,8 @@ fn layout_normal(nodes: &[Node], max_blanks: Option<u32>) -> Building {
 /// The blank states `first … first + chain − 1` of `node` (consecutive): each reads a blank into
 /// the next (the last into itself when `looped`), reads the node's children and ends its phrase
 /// where the node does.
-fn blank_run(b: &mut Building, node: &Node, first: u32, chain: u32, looped: bool) {
+fn blank_run(b: &mut Building, nodes: &[Node], n: usize, first: u32, chain: u32, looped: bool) {
+    let node = &nodes[n];
     for i in 0..chain {
         let s = first + i;
         if i + 1 < chain {
@@ -307,10 +413,10 @@ fn blank_run(b: &mut Building, node: &Node, first: u32, chain: u32, looped: bool
             b.arc(s, BLANK_LABEL, 0, s);
         }
         if let Some(w) = node.weight {
-            b.final_cost[s as usize] = -w;
+            b.final_cost[s as usize] = node.end - w;
         }
         for &(t, o, c) in &node.children {
-            b.arc(s, unit_label(t), o, c as u32);
+            b.weighted(s, unit_label(t), o, nodes[c].enter, c as u32);
         }
     }
 }
@@ -324,14 +430,14 @@ fn layout_compact(nodes: &[Node], max_blanks: Option<u32>) -> Building {
     for (n, node) in nodes.iter().enumerate() {
         if n == 0 {
             for &(t, o, c) in &node.children {
-                b.arc(0, unit_label(t), o, c as u32);
+                b.weighted(0, unit_label(t), o, nodes[c].enter, c as u32);
             }
             continue;
         }
         let h = n as u32;
         b.arc(h, unit_label(node.token), 0, h);
         if let Some(w) = node.weight {
-            b.final_cost[n] = -w;
+            b.final_cost[n] = node.end - w;
         }
         if node.children.is_empty() {
             continue;
@@ -339,13 +445,13 @@ fn layout_compact(nodes: &[Node], max_blanks: Option<u32>) -> Building {
         let l = b.state();
         b.arc(h, 0, 0, l);
         match max_blanks {
-            None => blank_run(&mut b, node, l, 1, true),
+            None => blank_run(&mut b, nodes, n, l, 1, true),
             Some(k) => {
                 for _ in 0..k {
                     b.state();
                 }
                 // L(n) reads no blank itself: its blank leads into the chain.
-                blank_run(&mut b, node, l, k + 1, false);
+                blank_run(&mut b, nodes, n, l, k + 1, false);
             }
         }
     }
@@ -370,13 +476,14 @@ fn layout_hmm(nodes: &[Node], hmms: &UnitHmms) -> Building {
         }
         last[n] = s;
         if let Some(w) = node.weight {
-            b.final_cost[s as usize] = -w;
+            b.final_cost[s as usize] = node.end - w;
         }
     }
     for (n, node) in nodes.iter().enumerate() {
         for &(t, o, c) in &node.children {
             let p = hmms.pdfs[t as usize - 1][0];
-            b.weighted(last[n], p + 1, o, hmms.enter_cost[p as usize], c as u32);
+            let w = hmms.enter_cost[p as usize] + nodes[c].enter;
+            b.weighted(last[n], p + 1, o, w, c as u32);
         }
     }
     b
@@ -529,6 +636,77 @@ mod tests {
             _ => None,
         };
         ContextGraph::compile(&list, spell, topo, max_blanks).unwrap()
+    }
+
+    /// With the uniform class cost every phrase of N costs ln N − weight in all, on both CTC
+    /// topologies, bounded or not, and in the hybrid layout; a prefix shared by few phrases is
+    /// dearer at its first token than one shared by many.
+    #[test]
+    fn a_uniform_class_cost_prices_every_phrase_at_ln_n() {
+        let text = "zorblax corp\t3\nzorro\nmute\t-1.5\nzorblax\n";
+        let list = ContextList::parse(text, Path::new("ctx"), 2.0, true).unwrap();
+        let spell = |w: &str| match w {
+            "zorblax" => Some(vec![7, 7, 9]),
+            "corp" => Some(vec![4]),
+            "zorro" => Some(vec![7, 5]),
+            "mute" => Some(vec![6]),
+            _ => None,
+        };
+        let ln4 = 4f32.ln();
+        let close = |got: Option<(f32, Vec<u32>)>, cost: f32, words: &[u32]| {
+            let (c, w) = got.expect("the phrase reads");
+            assert!((c - cost).abs() < 1e-5, "{c} vs {cost}");
+            assert_eq!(w, words);
+        };
+        for (topo, max_blanks) in [
+            (CtcTopology::Normal, None),
+            (CtcTopology::Normal, Some(3)),
+            (CtcTopology::Compact, None),
+            (CtcTopology::Compact, Some(3)),
+        ] {
+            let g =
+                ContextGraph::compile_priced(&list, spell, topo, max_blanks, ClassCost::Uniform)
+                    .unwrap();
+            let gr = &g.graph;
+            let what = format!("{topo:?} {max_blanks:?}");
+            close(
+                read(gr, &[t(7), B, t(7), t(9), B, t(4)]),
+                ln4 - 3.0,
+                &[1, 2],
+            );
+            close(read(gr, &[t(7), B, t(7), t(9)]), ln4 - 2.0, &[1]);
+            close(read(gr, &[t(7), t(5)]), ln4 - 2.0, &[3]);
+            close(read(gr, &[t(6)]), ln4 + 1.5, &[4]);
+            // Into zorblax's 7 (two phrases of four): ln 2; into zorro's 7 and mute's 6 (one
+            // each): ln 4.
+            let mut root: Vec<f32> = gr.emitting(0).map(|a| gr.weight[a]).collect();
+            root.sort_by(f32::total_cmp);
+            assert_eq!(root.len(), 3, "{what}");
+            for (got, want) in root.iter().zip([2f32.ln(), ln4, ln4]) {
+                assert!((got - want).abs() < 1e-6, "{what}: {root:?}");
+            }
+        }
+        // Without a class cost the compile is the plain one, arc for arc.
+        let plain = ContextGraph::compile(&list, spell, CtcTopology::Normal, Some(3)).unwrap();
+        let none = ContextGraph::compile_priced(
+            &list,
+            spell,
+            CtcTopology::Normal,
+            Some(3),
+            ClassCost::None,
+        )
+        .unwrap();
+        assert_eq!(plain, none);
+        // The hybrid layout: units 4..9 as one-state HMMs with entry cost 0.5.
+        let hmms = UnitHmms {
+            pdfs: (0..9).map(|u| vec![u]).collect(),
+            enter_cost: vec![0.5; 9],
+            loop_cost: vec![0.1; 9],
+        };
+        let h =
+            ContextGraph::compile_hybrid_priced(&list, spell, &hmms, ClassCost::Uniform).unwrap();
+        // zorro: units 7, 5 (unit u's pdf is u − 1, read as label u), entered once each.
+        close(read(&h.graph, &[7, 5]), 1.0 + ln4 - 2.0, &[3]);
     }
 
     #[test]

@@ -152,7 +152,14 @@ impl PlannedPoints {
             data_versions.push(dv);
             k.add("method", p.method.to_string().as_bytes());
             for (sk, v) in &p.settings {
-                k.add(sk, v.to_string().as_bytes());
+                let v = v.to_string();
+                k.add(sk, v.as_bytes());
+                // A phrase file's content is part of the point: a changed file is a new point.
+                if let Some(path) = v.trim_matches('"').strip_prefix("file:") {
+                    let bytes = std::fs::read(path)
+                        .with_context(|| format!("{what}: {sk} '{v}': cannot read the file"))?;
+                    k.add("file", &bytes);
+                }
             }
             keys.push(k.hex());
         }

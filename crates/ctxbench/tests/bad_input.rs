@@ -1263,6 +1263,65 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "a word-boosting phrase file with a weight that is not a number (issue 68: file: lists for every method)",
+            Box::new(|b| {
+                let d = b.case_dir("word-boost-file");
+                let p = d.join("words.tsv");
+                std::fs::write(&p, "climb\n\ndescend\tlots\n").unwrap();
+                (
+                    strs(&[
+                        "decode",
+                        "--dataset",
+                        "atco2-sim-1h",
+                        "--quick",
+                        "--word-boost",
+                        &format!("file:{}", p.display()),
+                    ]),
+                    Expect::Fails(strs(&["word_boost", "words.tsv:3:", "'lots' is not a number"])),
+                )
+            }),
+        ),
+        (
+            "a phrase-boosting file that does not exist",
+            Box::new(|b| {
+                let d = b.case_dir("phrase-boost-missing");
+                let p = d.join("nothing-here.txt");
+                (
+                    strs(&[
+                        "decode",
+                        "--dataset",
+                        "atco2-sim-1h",
+                        "--quick",
+                        "--kind",
+                        "tlg-normal",
+                        "--method",
+                        "ctc-wfst+phrase-boosting",
+                        "--set",
+                        &format!("phrase_boost=file:{}", p.display()),
+                    ]),
+                    Expect::Fails(strs(&["phrase_boost", "nothing-here.txt"])),
+                )
+            }),
+        ),
+        (
+            "an open-vocabulary class cost that is not a known one",
+            Box::new(|_| {
+                (
+                    strs(&[
+                        "decode",
+                        "--dataset",
+                        "atco2-sim-1h",
+                        "--quick",
+                        "--open-vocab",
+                        "sequences",
+                        "--set",
+                        "open_vocab_class_cost=zipf",
+                    ]),
+                    Expect::Fails(strs(&["open_vocab_class_cost", "'zipf'", "none or uniform"])),
+                )
+            }),
+        ),
+        (
             "negative open-vocabulary weights on in-vocabulary phrases, in hclg-boost's pipeline",
             Box::new(|b| {
                 let d = b.case_dir("open-neg");

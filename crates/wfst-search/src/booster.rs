@@ -213,6 +213,11 @@ pub struct WordBooster {
     bonus: std::sync::Arc<Vec<f32>>,
     states: std::sync::Arc<Vec<u8>>,
     num_states: usize,
+    /// The smallest cost added to any arc (the least bonus and 0): the loops' early test.
+    min_cost: f32,
+    /// For a list of at least 1/64 of the vocabulary: the cost by word id (−0.0 unlisted), one
+    /// load per lookup instead of a binary search (at most 256 bytes per listed word).
+    dense: Option<std::sync::Arc<Vec<f32>>>,
 }
 
 impl WordBooster {
@@ -252,11 +257,22 @@ impl WordBooster {
                 states[s as usize] |= flag;
             }
         }
+        let min_cost = bonus.iter().fold(-0.0f32, |m, &c| m.min(c));
+        let top = words.last().map_or(0, |&w| w as usize);
+        let dense = (words.len() * 64 >= top).then(|| {
+            let mut d = vec![-0.0f32; top + 1];
+            for (&w, &c) in words.iter().zip(&bonus) {
+                d[w as usize] = c;
+            }
+            std::sync::Arc::new(d)
+        });
         Ok(Self {
             words: std::sync::Arc::new(words),
             bonus: std::sync::Arc::new(bonus),
             states: std::sync::Arc::new(states),
             num_states: n,
+            min_cost,
+            dense,
         })
     }
 
@@ -273,6 +289,9 @@ impl WordBooster {
     /// The cost added to an arc with output label `word` (−0.0, adding nothing, when unlisted).
     #[inline]
     pub fn cost_of(&self, word: u32) -> f32 {
+        if let Some(d) = &self.dense {
+            return d.get(word as usize).copied().unwrap_or(-0.0);
+        }
         match self.words.binary_search(&word) {
             Ok(i) if word != 0 => self.bonus[i],
             _ => -0.0,
@@ -316,6 +335,16 @@ impl ArcDelta for WordView<'_> {
     fn delta(&self, arc: u32) -> f32 {
         self.booster.cost_of(self.olabel[arc as usize])
     }
+
+    #[inline(always)]
+    fn min_delta(&self) -> f32 {
+        self.booster.min_cost
+    }
+
+    #[inline(always)]
+    fn min_word(&self) -> f32 {
+        -0.0
+    }
 }
 
 /// An arc's cost delta, as the search loops ask for it. The loops are generic over it so each
@@ -340,6 +369,22 @@ pub(crate) trait ArcDelta {
 
     /// The cost delta of arc `arc` (0 for unboosted arcs).
     fn delta(&self, arc: u32) -> f32;
+
+    /// A lower bound of every arc's delta (−∞: none known). The loops add it instead of the
+    /// delta to test an arc against the beam first, and look the delta up only for an arc that
+    /// might pass: exact (float addition is monotonic), and it makes a big list's lookups as
+    /// many as the arcs near the beam, not as the arcs of every touched state.
+    #[inline(always)]
+    fn min_delta(&self) -> f32 {
+        f32::NEG_INFINITY
+    }
+
+    /// A lower bound of every cost [`ArcDelta::word`] adds (−∞: none known); the automaton's
+    /// move is skipped for an arc that fails the beam even with it.
+    #[inline(always)]
+    fn min_word(&self) -> f32 {
+        f32::NEG_INFINITY
+    }
 
     /// The next automaton state and the added cost after output word `word`.
     #[inline(always)]
@@ -376,6 +421,16 @@ impl ArcDelta for NoDelta {
 
     #[inline(always)]
     fn delta(&self, _arc: u32) -> f32 {
+        -0.0
+    }
+
+    #[inline(always)]
+    fn min_delta(&self) -> f32 {
+        -0.0
+    }
+
+    #[inline(always)]
+    fn min_word(&self) -> f32 {
         -0.0
     }
 }
@@ -440,6 +495,16 @@ impl ArcDelta for ArcSetView<'_> {
     fn discount(&self) -> f32 {
         self.discount
     }
+
+    #[inline(always)]
+    fn min_delta(&self) -> f32 {
+        self.discount.min(-0.0)
+    }
+
+    #[inline(always)]
+    fn min_word(&self) -> f32 {
+        -0.0
+    }
 }
 
 impl ArcDelta for LmDelta {
@@ -458,6 +523,11 @@ impl ArcDelta for LmDelta {
     #[inline(always)]
     fn word(&self, state: u32, word: u32) -> (u32, f32) {
         LmDelta::word(self, state, word)
+    }
+
+    #[inline(always)]
+    fn min_delta(&self) -> f32 {
+        -0.0
     }
 }
 
@@ -478,6 +548,16 @@ impl ArcDelta for PhraseAutomaton {
     fn word(&self, state: u32, word: u32) -> (u32, f32) {
         PhraseAutomaton::word(self, state, word)
     }
+
+    #[inline(always)]
+    fn min_delta(&self) -> f32 {
+        -0.0
+    }
+
+    #[inline(always)]
+    fn min_word(&self) -> f32 {
+        self.min_cost()
+    }
 }
 
 impl ArcDelta for Booster {
@@ -496,6 +576,20 @@ impl ArcDelta for Booster {
     #[inline]
     fn word(&self, state: u32, word: u32) -> (u32, f32) {
         Booster::word(self, state, word)
+    }
+
+    #[inline]
+    fn min_delta(&self) -> f32 {
+        Booster::min_delta(self)
+    }
+
+    #[inline]
+    fn min_word(&self) -> f32 {
+        match self.automaton() {
+            Some(Booster::Phrases(p)) => p.min_cost(),
+            Some(_) => f32::NEG_INFINITY,
+            None => -0.0,
+        }
     }
 }
 
@@ -548,6 +642,17 @@ impl Booster {
             Booster::ArcSet(b) => b.delta(arc),
             Booster::Lm(_) | Booster::Phrases(_) | Booster::Words(_) => 0.0,
             Booster::Stack(v) => v.iter().map(|b| b.delta(arc)).sum(),
+        }
+    }
+
+    /// A lower bound of every arc's delta ([`Booster::delta`]): the sum of the parts' (each
+    /// at most 0).
+    pub fn min_delta(&self) -> f32 {
+        match self {
+            Booster::None | Booster::Lm(_) | Booster::Phrases(_) => -0.0,
+            Booster::ArcSet(b) => b.discount.min(-0.0),
+            Booster::Words(b) => b.min_cost,
+            Booster::Stack(v) => v.iter().map(Booster::min_delta).sum(),
         }
     }
 
@@ -666,6 +771,35 @@ mod tests {
             weight: vec![0.0; (e + states) as usize],
             next: (0..e + states).map(|a| a % states).collect(),
         }
+    }
+
+    /// A short list over a large vocabulary is looked up by binary search, a long one in a
+    /// dense table by word id: both give every word its listed cost and others −0.0, and the
+    /// least cost bounds them all.
+    #[test]
+    fn word_costs_by_search_and_by_table_agree() {
+        let g = graph(10, 2);
+        let index = WordArcIndex::new(&g);
+        let sparse = WordBooster::with_index(&index, [(7000, -3.0), (20, 1.5)]).unwrap();
+        assert!(sparse.dense.is_none());
+        let many: Vec<(u32, f32)> = (1..=200).map(|w| (w * 7, -(w as f32) / 100.0)).collect();
+        let dense = WordBooster::with_index(&index, many.clone()).unwrap();
+        assert!(dense.dense.is_some());
+        for w in 0..8000u32 {
+            let want = match w {
+                7000 => -3.0,
+                20 => 1.5,
+                _ => 0.0,
+            };
+            assert_eq!(sparse.cost_of(w), want, "word {w}");
+            let want = many.iter().find(|x| x.0 == w).map_or(0.0, |x| x.1);
+            assert_eq!(dense.cost_of(w), want, "word {w}");
+        }
+        assert_eq!(sparse.min_cost, -3.0);
+        assert_eq!(dense.min_cost, -2.0);
+        assert_eq!(Booster::Words(dense).min_delta(), -2.0);
+        let positive = WordBooster::with_index(&index, [(5, 2.0)]).unwrap();
+        assert_eq!(positive.min_cost, 0.0);
     }
 
     #[test]

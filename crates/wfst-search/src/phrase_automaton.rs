@@ -40,6 +40,9 @@ struct Trie {
     /// Completion form: per node, the cost of the phrases that end there (its own and those
     /// ending at its dictionary suffixes); empty in prefix form.
     out: Vec<f32>,
+    /// The least cost a word step adds: min(0, discount) in prefix form, min(0, out) in
+    /// completion form.
+    min_cost: f32,
 }
 
 impl PhraseAutomaton {
@@ -83,6 +86,7 @@ impl PhraseAutomaton {
         for s in trie.bfs() {
             out[s as usize] += out[trie.fail[s as usize] as usize];
         }
+        trie.min_cost = out.iter().fold(-0.0f32, |m, &c| m.min(c));
         trie.out = out;
         Ok(Self {
             inner: Arc::new(trie),
@@ -122,6 +126,13 @@ impl PhraseAutomaton {
             return Ok(None);
         }
         Ok(Some((Self::completions(&phrases)?, phrases.len())))
+    }
+
+    /// A lower bound of every cost [`Self::word`] adds (the least of 0 and the discount, or of
+    /// 0 and the completion costs): the search tests an arc against its beam with it before
+    /// moving the automaton.
+    pub fn min_cost(&self) -> f32 {
+        self.inner.min_cost
     }
 
     /// Nodes of the trie (the root included).
@@ -206,6 +217,7 @@ impl Trie {
             fail,
             discount,
             out: Vec::new(),
+            min_cost: discount.min(-0.0),
         };
         for k in &kids {
             for (&w, &c) in k {

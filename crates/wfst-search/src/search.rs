@@ -549,6 +549,9 @@ impl Stream {
                 }
             }
             let bound = ub + cfg.beam;
+            // Lower bounds of the booster's costs: an arc that fails the bound even with them
+            // is skipped before any lookup or automaton move (exact, `ArcDelta::min_delta`).
+            let (min_delta, min_word) = (booster.min_delta(), booster.min_word());
             // The arc arrays as slices of one length, taken once per frame: a row's sub-slices
             // then cost one bound check per row, not three, and stay out of the token loop.
             let weight = g.weight.as_slice();
@@ -561,6 +564,9 @@ impl Stream {
             macro_rules! relax {
                 ($i:expr, $t:expr, $a:expr, $gc:expr, $ac:expr, $nx:expr) => {{
                     let (i, t, a, gc, ac) = ($i, $t, $a, $gc, $ac);
+                    if B::STATEFUL && t.cost + (gc + min_word) + ac > bound {
+                        continue;
+                    }
                     let (lm, wc) = word_step(g, booster, a, t.lm);
                     relax_to!(i, t, a as u32, gc + wc, ac, $nx as usize, lm)
                 }};
@@ -650,6 +656,10 @@ impl Stream {
                         }
                     } else {
                         for a in arcs {
+                            let (low, ac) = arc_costs(weight[a], ilabel[a], min_delta, row, scale);
+                            if t.cost + (low + min_word) + ac > bound {
+                                continue;
+                            }
                             let delta = booster.delta(a as u32);
                             let (gc, ac) = arc_costs(weight[a], ilabel[a], delta, row, scale);
                             relax!(i, t, a, gc, ac, next[a]);
@@ -843,6 +853,9 @@ impl Stream {
             }
         };
         let has_slot = |s: u32| slot.is_some_and(|sl| s < n_main && sl.has_slot(s));
+        // As in the expansion: an ε arc that fails the cut even at the booster's least costs
+        // is skipped before its delta is looked up or the automaton moves.
+        let (min_delta, min_word) = (booster.min_delta(), booster.min_word());
         // Round 0: every token with ε arcs, ascending, with its cost.
         frontier.clear();
         frontier.extend(
@@ -915,6 +928,9 @@ impl Stream {
                 macro_rules! relax_eps {
                     ($a:expr, $delta:expr) => {{
                         let a = $a;
+                        if cost + ((g.weight[a] + min_delta) + min_word) > cutoff {
+                            continue;
+                        }
                         let (lm, wc) = word_step(g, booster, a, lm);
                         let gc = g.weight[a] + $delta + wc;
                         relax_eps_to!(a as u32, gc, g.next[a] as usize, lm)
@@ -998,6 +1014,9 @@ impl Stream {
                 macro_rules! link_eps {
                     ($a:expr, $delta:expr) => {{
                         let a = $a;
+                        if t.cost + ((g.weight[a] + min_delta) + min_word) > cutoff {
+                            continue;
+                        }
                         let (lm, wc) = word_step(g, booster, a, t.lm);
                         let gc = g.weight[a] + $delta + wc;
                         link_to!(a as u32, gc, g.next[a] as usize, lm)

@@ -9,19 +9,22 @@ use ctx_core::scores::ScoreMatrix;
 use ctx_graph::csr::DecodingGraph;
 use wfst_search::{decode_utterance, Booster, Decoder, DecoderConfig, Stream, WordBooster};
 
+/// Also under a narrow beam (odd cases): the search tests an arc against the beam with the
+/// table's least cost before it looks the word up (`ArcDelta::min_delta`), which must skip
+/// only arcs that the composed graph's search prunes too.
 #[test]
 fn word_booster_equals_the_composed_graph() {
     let mut rng = Rng(11);
-    let cfg = DecoderConfig {
-        beam: 1000.0,
-        max_active: 1_000_000,
-        lattice_beam: 2.0,
-        acoustic_scale: 1.0,
-        prune_interval: 2,
-        lattice: true,
-    };
     let mut compared = 0;
     for case in 0..100 {
+        let cfg = DecoderConfig {
+            beam: if case % 2 == 0 { 1000.0 } else { 3.0 },
+            max_active: 1_000_000,
+            lattice_beam: 2.0,
+            acoustic_scale: 1.0,
+            prune_interval: 2,
+            lattice: true,
+        };
         let fst = random_graph(&mut rng, 4 + case % 6, 5, 2);
         let g = DecodingGraph::from_fst(&fst, None).unwrap();
         let mut table: Vec<(u32, f32)> = Vec::new();
@@ -68,7 +71,7 @@ fn word_booster_equals_the_composed_graph() {
             (a, b) => panic!("case {case}: {a:?} vs {b:?}"),
         }
     }
-    assert!(compared > 50, "{compared}");
+    assert!(compared > 70, "{compared}");
 }
 
 #[test]

@@ -8,11 +8,13 @@
 
 pub mod align;
 pub mod fbai;
+pub mod keywords;
 pub mod normalize;
 pub mod reference;
 pub mod score;
 
 pub use align::{align_reference, align_words, EditOp, RefPos, Step};
+pub use keywords::KeywordList;
 pub use normalize::TextNorm;
 pub use reference::{EntityInfo, EntityTable, RefSegment, RefToken, ScoringRef};
 pub use score::{

@@ -171,6 +171,9 @@ pub struct ScoreTotals {
     pub per_class: BTreeMap<String, ErrorCounts>,
     /// Target-word counts.
     pub targets: PrfCounts,
+    /// Keyword counts per phrase of each utterance's list (NeMo's keyword F-score, module
+    /// `metrics::keywords`), where the caller scored them.
+    pub keywords: Option<PrfCounts>,
 }
 
 impl ScoreTotals {

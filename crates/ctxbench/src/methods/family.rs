@@ -182,8 +182,8 @@ pub(crate) fn decode_settings(c: &Common, st: &Setup) -> Result<DecodeSettings> 
     Ok(DecodeSettings::from_common(c, st.acoustic_scale))
 }
 
-/// What scoring measured: WER, NE-WER, U-WER, NE-A and the target words' precision, recall
-/// and F1 (those a dataset defines).
+/// What scoring measured: WER, NE-WER, U-WER, NE-A, the target words' precision, recall
+/// and F1 and the keyword precision, recall and F-score (those a dataset defines).
 pub(crate) fn accuracy_measures(t: &ScoreTotals) -> BTreeMap<String, f64> {
     let mut m = BTreeMap::new();
     for (k, v) in [
@@ -194,6 +194,9 @@ pub(crate) fn accuracy_measures(t: &ScoreTotals) -> BTreeMap<String, f64> {
         ("precision", t.targets.precision()),
         ("recall", t.targets.recall()),
         ("f1", t.targets.f1()),
+        ("kw_precision", t.keywords.and_then(|k| k.precision())),
+        ("kw_recall", t.keywords.and_then(|k| k.recall())),
+        ("kw_fscore", t.keywords.and_then(|k| k.f1())),
     ] {
         if let Some(v) = v {
             m.insert(k.to_string(), v);

@@ -59,8 +59,8 @@ const COMPONENTS: &[Component] = &[
 crate::settings_block! {
     /// The family's per-stream context settings (000 §4).
     pub struct PerStream in "hclg-boost" {
-        /// each stream's context: its utterance's list of this kind (sequences, unigrams, gt
-        /// or list:NAME); unset: no context
+        /// each stream's context: its utterance's list of this kind (sequences, unigrams, gt,
+        /// list:NAME or file:PATH); unset: no context
         ctx_list: Option<String> = None,
         /// partial (arcs boosted during the search, output = the search's best path) or
         /// endpoints (unbiased search, lattice biasing at each endpoint)

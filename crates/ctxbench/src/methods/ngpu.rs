@@ -106,7 +106,7 @@ crate::settings_block! {
 crate::settings_block! {
     /// Keyword boosting with Aho-Corasick trees (003's context-biasing; `kb`).
     pub struct Keywords in "kb" {
-        /// each utterance's keyword list: sequences, unigrams, gt or list:NAME
+        /// each utterance's keyword list: sequences, unigrams, gt, list:NAME or file:PATH
         kb_list: Option<String> = None => required,
         /// bonus per matched piece, taken back when a keyword breaks off (003: 2.0)
         kb_score: f64 = 2.0,
@@ -199,9 +199,10 @@ impl FamilySpec for E2e {
                         ListKind::Sequences
                         | ListKind::Unigrams
                         | ListKind::GroundTruth
-                        | ListKind::Global(_),
+                        | ListKind::Global(_)
+                        | ListKind::File(_),
                     ) => {}
-                    _ => bail!("kb_list '{l}' (sequences, unigrams, gt or list:NAME)"),
+                    _ => bail!("kb_list '{l}' (sequences, unigrams, gt, list:NAME or file:PATH)"),
                 }
             }
             if ngpu_lm::boost::Matching::parse(&b.kb.kb_mode).is_none() {

@@ -3,13 +3,16 @@
 
 use anyhow::{bail, Result};
 use ctx_core::bias::BiasList;
+use ctx_core::context_list::ContextList;
 use ctx_data::dataset::{Dataset, Utterance};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// A static (whole-set) phrase list, sorted and de-duplicated: `sequences` is the union of every
 /// utterance's (ATC radar) or document's (Earnings) list, `unigrams` their distinct words, `gt`
 /// every reference entity of the set (an oracle), any other name a global list of the dataset
-/// (Earnings `oracle`/`distractor`, ATC `rare`).
+/// (Earnings `oracle`/`distractor`, ATC `rare`), and `file:PATH` a phrase file's phrases.
 pub fn static_list(dataset: &Dataset, name: &str) -> Result<Vec<Vec<String>>> {
     let mut set: BTreeSet<Vec<String>> = BTreeSet::new();
     match name {
@@ -27,6 +30,9 @@ pub fn static_list(dataset: &Dataset, name: &str) -> Result<Vec<Vec<String>>> {
             for u in &dataset.utterances {
                 set.extend(entity_phrases(u));
             }
+        }
+        other if other.starts_with("file:") && other.len() > 5 => {
+            set.extend(bias_list_of(&*file_list(Path::new(&other[5..]))?).phrases);
         }
         other => match dataset.global_lists.get(other) {
             Some(l) => set.extend(l.phrases.iter().cloned()),
@@ -62,12 +68,27 @@ pub enum ListKind {
     /// As many words of the graph's vocabulary that never occur in those references, chosen by
     /// a fixed hash order (001 Fig. 6's "inaccurate" list).
     OtherWords,
+    /// One phrase file for every utterance (`file:PATH`, a phrase per line, an optional
+    /// `<TAB>weight` that only open-vocabulary contexts read; a phrase with a negative weight
+    /// is a suppression there and left out of the other methods' lists): the list a user
+    /// holds, at any size.
+    File(std::path::PathBuf),
 }
 
 impl ListKind {
-    /// Parses `sequences`, `unigrams`, `gt`, `test-words`, `other-words` or `list:NAME` (a
-    /// global list).
+    /// Parses `sequences`, `unigrams`, `gt`, `test-words`, `other-words`, `list:NAME` (a
+    /// global list) or `file:PATH` (a phrase file).
+    ///
+    /// ```
+    /// use ctxbench::pipeline::ListKind;
+    /// assert_eq!(ListKind::parse("file:names.tsv"), Some(ListKind::File("names.tsv".into())));
+    /// assert_eq!(ListKind::parse("file:"), None);
+    /// assert_eq!(ListKind::parse("list:rare"), Some(ListKind::Global("rare".into())));
+    /// ```
     pub fn parse(s: &str) -> Option<Self> {
+        if let Some(p) = s.strip_prefix("file:") {
+            return (!p.is_empty()).then(|| Self::File(p.into()));
+        }
         match s {
             "test-words" => Some(Self::TestWords),
             "other-words" => Some(Self::OtherWords),
@@ -126,19 +147,57 @@ pub fn dataset_list_of(ds: &Dataset, u: &Utterance, kind: &ListKind) -> Option<B
             phrases: entity_phrases(u).collect(),
         },
         ListKind::Global(name) => ds.global_lists.get(name).cloned().unwrap_or_default(),
+        // Read (once per process) when the run's lists were checked ([`check_global`]).
+        ListKind::File(path) => return file_list(path).ok().map(|l| bias_list_of(&l)),
         ListKind::TestWords | ListKind::OtherWords => return None,
     })
 }
 
-/// A list setting naming a global list (`list:NAME`) must name one of `ds`.
+/// The phrases of a phrase file that a list of phrases without weights holds: those with a
+/// weight of 0 or more (a negative weight suppresses a phrase in an open-vocabulary context;
+/// no other method has a use for it).
+pub fn bias_list_of(l: &ContextList) -> BiasList {
+    BiasList {
+        phrases: l
+            .phrases
+            .iter()
+            .filter(|p| p.weight >= 0.0)
+            .map(|p| p.words.clone())
+            .collect(),
+    }
+}
+
+/// A phrase file (`file:PATH`), read once per process and shared: errors name the file and the
+/// line; a file without a phrase is an error (it would decode unbiased under a biased row's
+/// label). Lines without a weight get weight 1.
+pub fn file_list(path: &Path) -> Result<Arc<ContextList>> {
+    static READ: Mutex<BTreeMap<PathBuf, Arc<ContextList>>> = Mutex::new(BTreeMap::new());
+    let mut read = READ.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(l) = read.get(path) {
+        return Ok(l.clone());
+    }
+    let l = ContextList::read(path, 1.0, true)?;
+    if l.is_empty() {
+        bail!("{}: the file holds no phrase", path.display());
+    }
+    let l = Arc::new(l);
+    read.insert(path.to_path_buf(), l.clone());
+    Ok(l)
+}
+
+/// A list setting naming a global list (`list:NAME`) must name one of `ds`; one naming a phrase
+/// file (`file:PATH`) must read and hold a phrase (read here, once, before anything decodes).
 pub fn check_global(ds: &Dataset, key: &str, list: Option<&str>) -> Result<()> {
-    if let Some(Some(ListKind::Global(n))) = list.map(ListKind::parse) {
-        if !ds.global_lists.contains_key(&n) {
-            bail!(
-                "{key} 'list:{n}': dataset {} has no global list '{n}'",
-                ds.name
-            );
+    match list.map(ListKind::parse) {
+        Some(Some(ListKind::Global(n))) if !ds.global_lists.contains_key(&n) => bail!(
+            "{key} 'list:{n}': dataset {} has no global list '{n}'",
+            ds.name
+        ),
+        Some(Some(ListKind::File(path))) => {
+            file_list(&path)
+                .map_err(|e| anyhow::anyhow!("{key} 'file:{}': {e:#}", path.display()))?;
         }
+        _ => {}
     }
     Ok(())
 }

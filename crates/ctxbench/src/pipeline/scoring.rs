@@ -4,8 +4,11 @@
 
 use super::setup::Setup;
 use anyhow::Result;
+use ctx_core::metrics::keywords::KeywordList;
 use ctx_core::metrics::reference::ScoringRef;
-use ctx_core::metrics::score::{score_utterance, NeInsertions, ScoreOptions, ScoreTotals};
+use ctx_core::metrics::score::{
+    score_utterance, NeInsertions, PrfCounts, ScoreOptions, ScoreTotals,
+};
 use ctx_data::dataset::Dataset;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -81,7 +84,29 @@ fn score_with(ds: &Dataset, hyps: &[Vec<String>], opts: &ScoreOptions) -> Result
         let r = ScoringRef::with_spans(&u.id, &u.words, &u.entities)?;
         totals.add(&score_utterance(&r, h, opts));
     }
+    totals.keywords = keyword_counts(ds, hyps);
     Ok(totals)
+}
+
+/// The field's keyword counts (NeMo's `compute_key_words_fscore.py`,
+/// [`ctx_core::metrics::keywords`]) of hypotheses in dataset order, each utterance's keywords
+/// its own list (`sequences`: an ATC transmission's callsigns and commands, an Earnings call's
+/// entity list); `None` for a dataset without lists.
+fn keyword_counts(ds: &Dataset, hyps: &[Vec<String>]) -> Option<PrfCounts> {
+    let mut lists: BTreeMap<usize, KeywordList> = BTreeMap::new();
+    let mut c: Option<PrfCounts> = None;
+    for (u, h) in ds.utterances.iter().zip(hyps) {
+        let Some(l) = ds.list_for(u) else {
+            continue;
+        };
+        // Utterances of one call share its list: one keyword table per list.
+        let kw = lists
+            .entry(l as *const _ as usize)
+            .or_insert_with(|| KeywordList::new(l.phrases.iter()));
+        c.get_or_insert_with(PrfCounts::default)
+            .add(&kw.count(&u.words, h));
+    }
+    c
 }
 
 /// Scores hypotheses of a simulated (registered, not `files`) dataset the way [`Setup::score`]

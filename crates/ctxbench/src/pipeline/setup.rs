@@ -82,6 +82,9 @@ pub struct Setup {
     /// Word counts of the dataset's LM text (the simulated model's training text), counted on
     /// first use: error rates by training count.
     pub train_counts: std::sync::OnceLock<ctx_data::acoustic::TrainingCounts>,
+    /// The graph's word-arc index, built on first use (a property of the graph, not of a list:
+    /// word boosting's per-list cost is then its own words' arcs).
+    pub word_index: std::sync::OnceLock<wfst_search::WordArcIndex>,
 }
 
 /// A boost applied to the graph before decoding (G-boosting or HCLG ∘ biasing FST): which
@@ -259,6 +262,7 @@ impl Setup {
             matches!(acoustic, Acoustic::Ctc(_)).then_some(ctx_graph::ctc::BLANK_LABEL - 1);
         Ok(Self {
             train_counts: Default::default(),
+            word_index: Default::default(),
             dataset,
             graph,
             csr,
@@ -330,6 +334,7 @@ impl Setup {
         let acoustic_scale = model.acoustic_scale;
         Ok(Self {
             train_counts: Default::default(),
+            word_index: Default::default(),
             dataset,
             graph,
             csr,
@@ -534,6 +539,7 @@ impl Setup {
         };
         Ok(Self {
             train_counts: Default::default(),
+            word_index: Default::default(),
             dataset,
             graph,
             csr,
@@ -557,6 +563,12 @@ impl Setup {
             fbai: f.fbai_scoring,
             bestpath_graph_scale: None,
         })
+    }
+
+    /// The graph's word-arc index ([`wfst_search::WordArcIndex`]), built on first use.
+    pub fn word_index(&self) -> &wfst_search::WordArcIndex {
+        self.word_index
+            .get_or_init(|| wfst_search::WordArcIndex::new(&self.csr))
     }
 
     /// Word counts of the model's training text (the dataset's LM text; empty for a `files`

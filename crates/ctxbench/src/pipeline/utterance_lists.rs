@@ -19,6 +19,9 @@ pub fn set_list(setup: &Setup, kind: &ListKind) -> Option<BiasList> {
             .collect()
     };
     match kind {
+        ListKind::File(path) => crate::pipeline::lists::file_list(path)
+            .ok()
+            .map(|l| crate::pipeline::lists::bias_list_of(&l)),
         ListKind::Global(name) => Some(
             setup
                 .dataset

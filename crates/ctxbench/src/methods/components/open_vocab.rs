@@ -10,7 +10,7 @@ use ctx_core::context_list::ContextList;
 use ctx_data::bpe::Bpe;
 use ctx_data::pronounce::Pronouncer;
 use ctx_graph::compile::GraphKind;
-use ctx_graph::context::ContextGraph;
+use ctx_graph::context::{ClassCost, ContextGraph};
 use ctx_graph::hmm::HmmTopology;
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
@@ -50,6 +50,7 @@ pub fn open_contexts(
     list: &OpenList,
     weight: f32,
     max_pause_s: Option<f64>,
+    class: ClassCost,
     settings: &DecodeSettings,
 ) -> Result<OpenContexts> {
     let max_blanks = max_pause_s.map(|s| ((s / setup.frame_s).round() as u32).max(1));
@@ -111,12 +112,18 @@ pub fn open_contexts(
     let compile = |cl: &ContextList| -> Result<Built> {
         context_of(cl, words, wip, |offered| {
             Ok(match &spell {
-                Spell::Pieces(bpe, topo) => {
-                    ContextGraph::compile(offered, |w| Some(bpe.encode(w)), *topo, max_blanks)?
+                Spell::Pieces(bpe, topo) => ContextGraph::compile_priced(
+                    offered,
+                    |w| Some(bpe.encode(w)),
+                    *topo,
+                    max_blanks,
+                    class,
+                )?,
+                Spell::Phones(_, hmms) => {
+                    ContextGraph::compile_hybrid_priced(offered, pronounce, hmms, class)?
                 }
-                Spell::Phones(_, hmms) => ContextGraph::compile_hybrid(offered, pronounce, hmms)?,
                 Spell::Triphones(sp) => {
-                    ContextGraph::compile_hybrid(offered, pronounce, &sp.units.hmms)?
+                    ContextGraph::compile_hybrid_priced(offered, pronounce, &sp.units.hmms, class)?
                 }
             })
         })
@@ -217,8 +224,14 @@ crate::settings_block! {
         /// that a context path cannot read blanks over the words spoken between a phrase's two
         /// names
         open_vocab_max_pause: f64 = 1.0,
+        /// what choosing one phrase of the list costs besides its weight: none, or uniform
+        /// (a class of N phrases: ln N, pushed towards the phrase's start, so that a big
+        /// list's unlikely prefixes leave the beam early)
+        open_vocab_class_cost: ClassCost = ClassCost::None,
     }
 }
+
+crate::choice_setting!(ClassCost);
 
 impl OpenVocab {
     /// The list, when the component is on (an unknown kind is an error naming it).
@@ -297,6 +310,7 @@ impl OpenVocab {
             &list,
             self.open_vocab_weight as f32,
             max_pause,
+            self.open_vocab_class_cost,
             settings,
         )
         .map(Some)

@@ -34,13 +34,14 @@ impl ContextBoosters {
     /// Word boosting: the distinct words of each utterance's list of `kind`, each with bonus
     /// `score` (positive = favoured), as the single-state B applied on the fly
     /// ([`ctc_wfst::ContextBoost::words_indexed`], over the graph's word-arc index, built once
-    /// here and its time counted).
+    /// per graph, [`Setup::word_index`]; the lists' own time is counted).
     pub fn words(setup: &Setup, kind: &ListKind, score: f32, beam: f32) -> Result<Self> {
         if !score.is_finite() {
             bail!("word_boost_score (--word-boost-score) {score}: a bonus in graph units, a finite number");
         }
+        // The graph's index is built once per graph (not per list: not in the list's time).
+        let index = setup.word_index();
         let t = Instant::now();
-        let index = wfst_search::WordArcIndex::new(&setup.csr);
         let words_of = |l: &BiasList| -> Vec<String> {
             let set: BTreeSet<&String> = l.phrases.iter().flatten().collect();
             set.into_iter().cloned().collect()
@@ -48,7 +49,7 @@ impl ContextBoosters {
         let mut out = Self::per_list(setup, kind, words_of, |words| {
             let entries: Vec<(String, f32)> = words.iter().map(|w| (w.clone(), score)).collect();
             Ok(ctc_wfst::ContextBoost::words_indexed(
-                &index,
+                index,
                 &setup.graph.symbols.words,
                 &entries,
                 beam,
@@ -125,7 +126,7 @@ crate::settings_block! {
     /// Word boosting's settings (001 §3.3's B on any graph; the WFST and CTC families).
     pub struct WordBoost in "word-boosting" {
         /// per-utterance word list whose distinct words are boosted: sequences, unigrams, gt,
-        /// test-words, other-words or list:NAME
+        /// test-words, other-words, list:NAME or file:PATH
         word_boost: Option<String> = None => required,
         /// bonus per boosted word (graph units; positive = favoured; 001's rule: at most half
         /// the beam)
@@ -165,7 +166,7 @@ impl WordBoost {
 crate::settings_block! {
     /// Phrase boosting's settings (the CTC family: a bonus per word matched in order).
     pub struct PhraseBoost in "phrase-boosting" {
-        /// per-utterance phrase list: sequences, gt or list:NAME
+        /// per-utterance phrase list: sequences, gt, list:NAME or file:PATH
         phrase_boost: Option<String> = None => required,
         /// bonus per word of a phrase matched in order (graph units; a broken-off prefix keeps
         /// it, as in G-boosting)
