@@ -6,7 +6,7 @@ use crate::experiment::Component;
 use crate::pipeline::lists::check_global;
 use crate::pipeline::lists::ListKind;
 use crate::pipeline::setup::Setup;
-use crate::pipeline::utterance_lists::list_of;
+use crate::pipeline::utterance_lists::{list_of, set_list};
 use crate::settings::{Block, SettingSpec, Settings};
 use anyhow::{bail, Result};
 use ctx_core::bias::BiasList;
@@ -43,12 +43,18 @@ impl ArcBoosters {
             }
         }
         let t = Instant::now();
-        let lists: Vec<BiasList> = setup
-            .dataset
-            .utterances
-            .iter()
-            .map(|u| list_of(setup, u, kind))
-            .collect();
+        // A list for the whole set (a global list, a phrase file) is searched and built once,
+        // not copied and compared per utterance (20,000 phrases × every utterance).
+        let shared = set_list(setup, kind);
+        let lists: Vec<BiasList> = match &shared {
+            Some(l) => vec![l.clone()],
+            None => setup
+                .dataset
+                .utterances
+                .iter()
+                .map(|u| list_of(setup, u, kind))
+                .collect(),
+        };
         let mut distinct: Vec<&Vec<Vec<String>>> = lists.iter().map(|l| &l.phrases).collect();
         distinct.sort();
         distinct.dedup();
@@ -87,7 +93,11 @@ impl ArcBoosters {
             arcs: 0,
             build_s: 0.0,
         };
-        for l in &lists {
+        let per_utt: Vec<&BiasList> = match &shared {
+            Some(_) => vec![&lists[0]; setup.dataset.utterances.len()],
+            None => lists.iter().collect(),
+        };
+        for l in per_utt {
             let i = distinct
                 .binary_search(&&l.phrases)
                 .expect("every list is among the distinct ones");
