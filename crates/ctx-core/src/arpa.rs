@@ -267,6 +267,18 @@ impl ArpaLm {
                             format!("bad log10 probability {:?}", fields[0]),
                         )
                     })?;
+                    // A probability above 1 (issue 70: `0.5` was accepted); a writer's rounding
+                    // of log10 1 may leave a few millionths.
+                    if p > 1e-4 {
+                        return Err(CoreError::parse(
+                            path,
+                            lineno,
+                            format!(
+                                "log10 probability {} is above 0: a probability above 1",
+                                fields[0]
+                            ),
+                        ));
+                    }
                     let bo = if with_bo {
                         parse_log(fields[n + 1]).ok_or_else(|| {
                             CoreError::parse(

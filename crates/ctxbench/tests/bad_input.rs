@@ -850,6 +850,41 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "a row that sets a key the experiment's [sweep] also sweeps (issue 70: the row's value was lost)",
+            Box::new(|b| {
+                let d = b.case_dir("row-swept");
+                let e = d.join("swept.toml");
+                std::fs::write(
+                    &e,
+                    "title = \"t\"\ndescription = \"d\"\n[settings]\ndataset = \"atco2-sim-1h\"\n\
+                     [sweep]\nbeam = [11.0, 13.0]\n[table]\nmeasures = [\"wer\"]\n[[rows]]\nrow = \"A\"\n\
+                     beam = 9.0\n",
+                )
+                .unwrap();
+                (
+                    strs(&["run", "--dry-run", e.to_str().unwrap()]),
+                    Expect::Fails(strs(&["swept.toml [[rows]] #1 ('A'", "sets 'beam'", "[sweep] also sweeps"])),
+                )
+            }),
+        ),
+        (
+            "a row label holding '|' (issue 70: it broke its table.md row)",
+            Box::new(|b| {
+                let d = b.case_dir("row-pipe");
+                let e = d.join("pipe.toml");
+                std::fs::write(
+                    &e,
+                    "title = \"t\"\ndescription = \"d\"\n[settings]\ndataset = \"atco2-sim-1h\"\n\
+                     [table]\nmeasures = [\"wer\"]\n[[rows]]\nrow = \"A | B\"\n",
+                )
+                .unwrap();
+                (
+                    strs(&["run", "--dry-run", e.to_str().unwrap()]),
+                    Expect::Fails(strs(&["pipe.toml", "'A | B'", "splits a Markdown table cell"])),
+                )
+            }),
+        ),
+        (
             "two [[rows]] with one label and different methods (one vanished from table.md)",
             Box::new(|b| {
                 let d = b.case_dir("dup-label");
@@ -1438,6 +1473,31 @@ fn cases() -> Vec<Case> {
                 (
                     score_args(&d.join("ref"), &d.join("hyp")),
                     Expect::Fails(strs(&["empty-ref/ref", "the reference has no words"])),
+                )
+            }),
+        ),
+        (
+            "an ARPA file with a positive log10 probability (issue 70: it was accepted)",
+            Box::new(|b| {
+                let d = b.case_dir("arpa-positive");
+                let lm = d.join("lm.arpa");
+                std::fs::write(
+                    &lm,
+                    "\\data\\\nngram 1=3\n\n\\1-grams:\n-99\t<s>\n0.5\ta\n-0.3\t</s>\n\n\\end\\\n",
+                )
+                .unwrap();
+                let text = d.join("text.txt");
+                std::fs::write(&text, "a\n").unwrap();
+                (
+                    strs(&[
+                        "lm",
+                        "ppl",
+                        "--lm",
+                        lm.to_str().unwrap(),
+                        "--text",
+                        text.to_str().unwrap(),
+                    ]),
+                    Expect::Fails(strs(&["lm.arpa", ":6", "0.5 is above 0", "above 1"])),
                 )
             }),
         ),
