@@ -140,6 +140,16 @@ pub fn run_lm(cmd: &LmCommand) -> Result<()> {
     match cmd {
         LmCommand::Arrays(a) => run_arrays(a)?,
         LmCommand::Train(a) => {
+            // One threshold per order from bigrams up (issue 70: extra values were ignored).
+            if a.prune.len() + 1 > a.order.max(1) {
+                bail!(
+                    "--prune has {} values for a {}-gram LM: at most {} (one per order from \
+                     bigrams up)",
+                    a.prune.len(),
+                    a.order,
+                    a.order.saturating_sub(1)
+                );
+            }
             let mut sentences = read_sentences(&a.text, a.lowercase)?;
             if let (Some(size), Some(out)) = (a.bpe_size, &a.bpe_out) {
                 let lines: Vec<String> = sentences.iter().map(|s| s.join(" ")).collect();
@@ -229,11 +239,34 @@ fn read_labels(path: &Path) -> Result<Vec<String>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut out = Vec::new();
+    let mut last_id: Option<u32> = None;
     for (n, line) in text.lines().enumerate() {
         let f: Vec<&str> = line.split_whitespace().collect();
         match f.as_slice() {
             [] => {}
             [l] | [l, _] => {
+                // An id, when given, is the label's column: a number, in ascending order (the
+                // labels are taken in file order; issue 70: a negative id was read as a
+                // vocabulary mismatch).
+                if let [_, id] = f.as_slice() {
+                    let v: u32 = id.parse().map_err(|_| {
+                        anyhow::anyhow!(
+                            "{} line {}: label id '{id}' is not a whole number ≥ 0",
+                            path.display(),
+                            n + 1
+                        )
+                    })?;
+                    if last_id.is_some_and(|p| v <= p) {
+                        bail!(
+                            "{} line {}: label id {v} after {}: ids must ascend (the labels are \
+                             read in file order)",
+                            path.display(),
+                            n + 1,
+                            last_id.unwrap_or_default()
+                        );
+                    }
+                    last_id = Some(v);
+                }
                 if *l == "<eps>" || *l == "<blk>" || (l.starts_with('#') && l.len() > 1) {
                     continue;
                 }

@@ -1477,15 +1477,53 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "lm train --prune with more values than the LM has orders above 1 (issue 70: extras were ignored)",
+            Box::new(|b| {
+                let d = b.case_dir("prune-extra");
+                let text = d.join("text.txt");
+                std::fs::write(&text, "a b c\nb c a\n").unwrap();
+                (
+                    strs(&[
+                        "lm",
+                        "train",
+                        "--text",
+                        text.to_str().unwrap(),
+                        "--order",
+                        "2",
+                        "--prune",
+                        "0,1,2",
+                        "--out",
+                        d.join("lm.arpa").to_str().unwrap(),
+                    ]),
+                    Expect::Fails(strs(&["--prune has 3 values", "2-gram LM", "at most 1"])),
+                )
+            }),
+        ),
+        (
+            "lm arrays with a negative label id (issue 70: blamed on a vocabulary mismatch)",
+            Box::new(|b| {
+                let d = b.case_dir("labels-negative");
+                let lm = unigram_arpa(&d, "-0.5");
+                let labels = d.join("tokens.txt");
+                std::fs::write(&labels, "<blk> 0\na -3\n").unwrap();
+                (
+                    strs(&[
+                        "lm",
+                        "arrays",
+                        "--lm",
+                        lm.to_str().unwrap(),
+                        "--labels",
+                        labels.to_str().unwrap(),
+                    ]),
+                    Expect::Fails(strs(&["tokens.txt line 2", "label id '-3'", "whole number"])),
+                )
+            }),
+        ),
+        (
             "an ARPA file with a positive log10 probability (issue 70: it was accepted)",
             Box::new(|b| {
                 let d = b.case_dir("arpa-positive");
-                let lm = d.join("lm.arpa");
-                std::fs::write(
-                    &lm,
-                    "\\data\\\nngram 1=3\n\n\\1-grams:\n-99\t<s>\n0.5\ta\n-0.3\t</s>\n\n\\end\\\n",
-                )
-                .unwrap();
+                let lm = unigram_arpa(&d, "0.5");
                 let text = d.join("text.txt");
                 std::fs::write(&text, "a\n").unwrap();
                 (
@@ -1680,4 +1718,14 @@ fn every_bad_input_is_refused_or_warned_about_never_a_panic() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `dir/lm.arpa`: a unigram ARPA over `<s>`, `a` (log10 probability `a_prob`, line 6) and `</s>`.
+fn unigram_arpa(dir: &Path, a_prob: &str) -> PathBuf {
+    let lm = dir.join("lm.arpa");
+    let text = format!(
+        "\\data\\\nngram 1=3\n\n\\1-grams:\n-99\t<s>\n{a_prob}\ta\n-0.3\t</s>\n\n\\end\\\n"
+    );
+    std::fs::write(&lm, text).unwrap();
+    lm
 }
