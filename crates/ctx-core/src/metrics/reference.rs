@@ -323,3 +323,32 @@ impl EntityTable {
         Ok(t)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 70: an entities file with CRLF line ends reads as the LF one (same classes, same
+    /// words: the same NE-WER), and an entity without a `[CLASS]` tag is class `NE`, as the
+    /// format says, not a word "[...]" or a dropped entity.
+    #[test]
+    fn crlf_and_untagged_entities_read_as_documented() {
+        let dir = tempfile::tempdir().unwrap();
+        let lf = "u1\t[ORG] acme corp|[PERSON] jane doe\nu2\tzorblax\n";
+        let (a, b) = (dir.path().join("lf.txt"), dir.path().join("crlf.txt"));
+        std::fs::write(&a, lf).unwrap();
+        std::fs::write(&b, lf.replace('\n', "\r\n")).unwrap();
+        let ta = EntityTable::read(&a, TextNorm::Exact).unwrap();
+        let tb = EntityTable::read(&b, TextNorm::Exact).unwrap();
+        assert_eq!(ta, tb);
+        let w = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            ta.entities["u1"],
+            vec![
+                ("ORG".to_string(), w("acme corp")),
+                ("PERSON".to_string(), w("jane doe"))
+            ]
+        );
+        assert_eq!(ta.entities["u2"], vec![("NE".to_string(), w("zorblax"))]);
+    }
+}
