@@ -13,8 +13,68 @@ use std::path::{Path, PathBuf};
 
 enum Entry {
     Npy(PathBuf),
-    Ark(PathBuf, u64),
+    Ark(PathBuf, u64, Option<Ranges>),
     Loaded(ScoreMatrix),
+}
+
+/// Kaldi's `[r1:r2]` or `[r1:r2,c1:c2]` after an scp location (`ReadScriptFile`): the rows and
+/// columns kept, inclusive, first to last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Ranges {
+    rows: (usize, usize),
+    cols: Option<(usize, usize)>,
+}
+
+impl Ranges {
+    /// Parses the text between the brackets.
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        let pair = |p: &str| -> std::result::Result<(usize, usize), String> {
+            let (a, b) = p
+                .split_once(':')
+                .ok_or_else(|| format!("range {p:?} is not first:last"))?;
+            let num = |x: &str| {
+                x.trim()
+                    .parse::<usize>()
+                    .map_err(|_| format!("range {p:?}: {x:?} is not a whole number ≥ 0"))
+            };
+            let (a, b) = (num(a)?, num(b)?);
+            if b < a {
+                return Err(format!("range {p:?}: the last index is before the first"));
+            }
+            Ok((a, b))
+        };
+        match s.split_once(',') {
+            None => Ok(Self {
+                rows: pair(s)?,
+                cols: None,
+            }),
+            Some((r, c)) => Ok(Self {
+                rows: pair(r)?,
+                cols: Some(pair(c)?),
+            }),
+        }
+    }
+
+    /// The sub-matrix; a range past the matrix is an error naming the utterance.
+    fn apply(&self, m: &ScoreMatrix, utt: &str, path: &Path) -> Result<ScoreMatrix> {
+        let (r1, r2) = self.rows;
+        let (c1, c2) = self.cols.unwrap_or((0, m.cols().saturating_sub(1)));
+        if r2 >= m.rows() || c2 >= m.cols() {
+            return Err(CoreError::format(
+                path,
+                format!(
+                    "utterance {utt}: the scp's range [{r1}:{r2},{c1}:{c2}] is past its {}×{} matrix",
+                    m.rows(),
+                    m.cols()
+                ),
+            ));
+        }
+        let mut data = Vec::with_capacity((r2 - r1 + 1) * (c2 - c1 + 1));
+        for t in r1..=r2 {
+            data.extend_from_slice(&m.row(t)[c1..=c2]);
+        }
+        ScoreMatrix::new(r2 - r1 + 1, c2 - c1 + 1, data)
+    }
 }
 
 /// Per-utterance score matrices from files.
@@ -76,9 +136,25 @@ impl ScoreTable {
                         format!("expected `utterance file[:offset]`, got {line:?}"),
                     ));
                 };
+                let bad = |msg: String| CoreError::parse(path, i + 1, msg);
+                // Kaldi's row and column ranges: `file:offset[r1:r2]`, `[r1:r2,c1:c2]`.
+                let (loc, ranges) = match loc.strip_suffix(']').and_then(|l| l.rsplit_once('[')) {
+                    Some((l, r)) => (
+                        l,
+                        Some(Ranges::parse(r).map_err(|e| bad(format!("{loc}: {e}")))?),
+                    ),
+                    None => (loc, None),
+                };
                 let (file, offset) = match loc.rsplit_once(':') {
                     Some((f, o)) if o.bytes().all(|b| b.is_ascii_digit()) && !o.is_empty() => {
                         (f, o.parse::<u64>().ok())
+                    }
+                    Some((_, o))
+                        if o.starts_with('-')
+                            && o[1..].bytes().all(|b| b.is_ascii_digit())
+                            && o.len() > 1 =>
+                    {
+                        return Err(bad(format!("{loc}: byte offset {o} is negative")));
                     }
                     _ => (loc, None),
                 };
@@ -87,9 +163,15 @@ impl ScoreTable {
                     fp = base.join(file);
                 }
                 let entry = if fp.extension().is_some_and(|x| x == "npy") {
+                    if ranges.is_some() {
+                        return Err(bad(format!(
+                            "{loc}: a row/column range on an .npy file (Kaldi's ranges are for \
+                             archive entries)"
+                        )));
+                    }
                     Entry::Npy(fp)
                 } else {
-                    Entry::Ark(fp, offset.unwrap_or(0))
+                    Entry::Ark(fp, offset.unwrap_or(0), ranges)
                 };
                 t.add(utt.to_string(), entry, Some(i + 1))?;
             }
@@ -101,7 +183,7 @@ impl ScoreTable {
         } else {
             let mut r = ArkReader::open(path)?;
             while let Some((utt, at, _)) = r.next_with_offset()? {
-                t.add(utt, Entry::Ark(path.to_path_buf(), at), None)?;
+                t.add(utt, Entry::Ark(path.to_path_buf(), at, None), None)?;
             }
         }
         if t.order.is_empty() {
@@ -149,7 +231,10 @@ impl ScoreTable {
                 m.check_finite(utt)?;
                 m
             }
-            Entry::Ark(p, at) => ArkReader::read_at(p, *at, utt)?,
+            Entry::Ark(p, at, None) => ArkReader::read_at(p, *at, utt)?,
+            Entry::Ark(p, at, Some(r)) => {
+                r.apply(&ArkReader::read_at(p, *at, utt)?, utt, &self.path)?
+            }
             Entry::Loaded(m) => m.clone(),
         };
         Ok(Some(m))
@@ -201,6 +286,56 @@ mod tests {
                 assert_eq!(&t.get(u).unwrap().unwrap(), m, "{src} {u}");
             }
             assert!(t.get("nope").unwrap().is_none());
+        }
+    }
+
+    /// Kaldi's scp ranges (issue 70: read as a file name): `[r1:r2]` keeps rows r1..=r2,
+    /// `[r1:r2,c1:c2]` columns too; a range past the matrix, a reversed one and a negative
+    /// offset are errors naming the line or the utterance.
+    #[test]
+    fn scp_row_and_column_ranges_follow_kaldi() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let m = mat(5, 4, 1.0);
+        write_ark(&d.join("b.ark"), [("u", &m)], true).unwrap();
+        let at = ArkReader::open(&d.join("b.ark"))
+            .unwrap()
+            .next_with_offset()
+            .unwrap()
+            .unwrap()
+            .1;
+        std::fs::write(
+            d.join("s.scp"),
+            format!("rows b.ark:{at}[1:3]\nboth b.ark:{at}[0:1,2:3]\npast b.ark:{at}[2:5]\n"),
+        )
+        .unwrap();
+        let t = ScoreTable::open(&d.join("s.scp")).unwrap();
+        let rows = t.get("rows").unwrap().unwrap();
+        assert_eq!((rows.rows(), rows.cols()), (3, 4));
+        assert_eq!(rows.row(0), m.row(1));
+        assert_eq!(rows.row(2), m.row(3));
+        let both = t.get("both").unwrap().unwrap();
+        assert_eq!((both.rows(), both.cols()), (2, 2));
+        assert_eq!(both.row(1), &m.row(1)[2..4]);
+        let e = t.get("past").unwrap_err().to_string();
+        assert!(
+            e.contains("utterance past") && e.contains("[2:5,0:3]") && e.contains("5×4"),
+            "{e}"
+        );
+        for (line, want) in [
+            (format!("u b.ark:{at}[3:1]\n"), "before the first"),
+            (format!("u b.ark:{at}[a:2]\n"), "not a whole number"),
+            ("u b.ark:-40\n".to_string(), "byte offset -40 is negative"),
+        ] {
+            std::fs::write(d.join("bad.scp"), line).unwrap();
+            let e = ScoreTable::open(&d.join("bad.scp"))
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                e.contains("bad.scp") && e.contains(":1") && e.contains(want),
+                "{e}"
+            );
         }
     }
 

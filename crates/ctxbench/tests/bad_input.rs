@@ -724,6 +724,26 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "an scp row range past its matrix (issue 70: Kaldi ranges were read as a file name; the negative offset is in ctx-core's reader test)",
+            Box::new(|b| {
+                let d = b.case_dir("scp-ranges");
+                let p = b.ark(&d, |_| {});
+                let scp = d.join("s.scp");
+                let idx = ctx_core::score_table::ScoreTable::open(&p).unwrap();
+                let mut s = String::new();
+                for (k, u) in idx.ids().iter().enumerate() {
+                    // Utterance 1 keeps rows 0..=999999 of its matrix: past its end.
+                    let range = if k == 1 { "[0:999999]" } else { "" };
+                    s.push_str(&format!("{u} {}:{}{range}\n", p.display(), offsets(&p)[k]));
+                }
+                std::fs::write(&scp, s).unwrap();
+                (
+                    b.decode(&scp, &b.data, &[]),
+                    Expect::Fails(vec![b.id(1), "[0:999999".into(), "past its".into()]),
+                )
+            }),
+        ),
+        (
             "a binary entry whose header says one row more than it holds",
             Box::new(|b| {
                 let d = b.case_dir("rows-off");
