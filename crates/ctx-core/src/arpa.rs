@@ -260,25 +260,8 @@ impl ArpaLm {
                             ))
                         }
                     };
-                    let p = parse_log(fields[0]).ok_or_else(|| {
-                        CoreError::parse(
-                            path,
-                            lineno,
-                            format!("bad log10 probability {:?}", fields[0]),
-                        )
-                    })?;
-                    // A probability above 1 (issue 70: `0.5` was accepted); a writer's rounding
-                    // of log10 1 may leave a few millionths.
-                    if p > 1e-4 {
-                        return Err(CoreError::parse(
-                            path,
-                            lineno,
-                            format!(
-                                "log10 probability {} is above 0: a probability above 1",
-                                fields[0]
-                            ),
-                        ));
-                    }
+                    let p =
+                        parse_prob(fields[0]).map_err(|msg| CoreError::parse(path, lineno, msg))?;
                     let bo = if with_bo {
                         parse_log(fields[n + 1]).ok_or_else(|| {
                             CoreError::parse(
@@ -485,6 +468,18 @@ impl ArpaLm {
 
 fn section_marker(t: &str) -> Option<usize> {
     t.strip_prefix('\\')?.strip_suffix("-grams:")?.parse().ok()
+}
+
+/// An n-gram's log10 probability: a number, and not above 0 (issue 70: `0.5` was accepted; a
+/// writer's rounding of log10 1 may leave a few millionths, so up to 1e-4 passes).
+fn parse_prob(s: &str) -> std::result::Result<f32, String> {
+    let p = parse_log(s).ok_or_else(|| format!("bad log10 probability {s:?}"))?;
+    if p > 1e-4 {
+        return Err(format!(
+            "log10 probability {s} is above 0: a probability above 1"
+        ));
+    }
+    Ok(p)
 }
 
 fn parse_log(s: &str) -> Option<f32> {

@@ -625,16 +625,19 @@ mod tests {
         compile_bounded(text, topo, None)
     }
 
-    fn compile_bounded(text: &str, topo: CtcTopology, max_blanks: Option<u32>) -> ContextGraph {
-        let list = ContextList::parse(text, Path::new("ctx"), 2.0, true).unwrap();
-        // Unknown-looking words, spelled by hand: zorblax = 7 7 9, corp = 4, zorro = 7 5.
-        let spell = |w: &str| match w {
+    /// Unknown-looking words, spelled by hand: zorblax = 7 7 9, corp = 4, zorro = 7 5, mute = 6.
+    fn spell(w: &str) -> Option<Vec<u32>> {
+        match w {
             "zorblax" => Some(vec![7, 7, 9]),
             "corp" => Some(vec![4]),
             "zorro" => Some(vec![7, 5]),
             "mute" => Some(vec![6]),
             _ => None,
-        };
+        }
+    }
+
+    fn compile_bounded(text: &str, topo: CtcTopology, max_blanks: Option<u32>) -> ContextGraph {
+        let list = ContextList::parse(text, Path::new("ctx"), 2.0, true).unwrap();
         ContextGraph::compile(&list, spell, topo, max_blanks).unwrap()
     }
 
@@ -645,13 +648,6 @@ mod tests {
     fn a_uniform_class_cost_prices_every_phrase_at_ln_n() {
         let text = "zorblax corp\t3\nzorro\nmute\t-1.5\nzorblax\n";
         let list = ContextList::parse(text, Path::new("ctx"), 2.0, true).unwrap();
-        let spell = |w: &str| match w {
-            "zorblax" => Some(vec![7, 7, 9]),
-            "corp" => Some(vec![4]),
-            "zorro" => Some(vec![7, 5]),
-            "mute" => Some(vec![6]),
-            _ => None,
-        };
         let ln4 = 4f32.ln();
         let close = |got: Option<(f32, Vec<u32>)>, cost: f32, words: &[u32]| {
             let (c, w) = got.expect("the phrase reads");

@@ -70,8 +70,10 @@ pub struct PhraseArcFinder<'g> {
 }
 
 /// A state with at least this many arcs is a hub ([`PhraseArcFinder`]). On Earnings-21's HCLG
-/// with 20,000 phrases: 64 → 20.7 s (the hubs too few to cut the walks), 8 → 1.0 s, 4 → 2.6 s
-/// (regions too small: the hub graph walked instead); each adds its one-time walk (~0.1 s).
+/// with 20,000 phrases (`context_s` of `ctxbench decode --dataset earnings21 --limit 20
+/// --method arc-boosting --arcs-list file:datasets/scale-lists/vocab-phrases-20000.txt.gz`,
+/// rebuilt with each value): 64 → 20.7 s (the hubs too few to cut the walks), 8 → 1.0 s,
+/// 4 → 2.6 s (regions too small: the hub graph walked instead); the one-time walk adds ~0.1 s.
 const HUB_ARCS: usize = 8;
 
 impl<'g> PhraseArcFinder<'g> {

@@ -416,10 +416,6 @@ impl Experiment {
             };
             let row =
                 take_str("row")?.ok_or_else(|| anyhow!("{what}: missing 'row' (its label)"))?;
-            // table.md's cells are split at '|' (issue 70: such a label broke its row).
-            if row.contains('|') {
-                bail!("{what}: row label '{row}' holds '|', which splits a Markdown table cell");
-            }
             let section = take_str("section")?.unwrap_or_default();
             let method = cat
                 .method(&take_str("method")?.unwrap_or_else(|| "baseline".into()))
@@ -440,16 +436,8 @@ impl Experiment {
                     k,
                     &format!("{file} [sweep] for row '{row}' (method {method})"),
                 )?;
-                // The sweep's values would replace the row's own (issue 70: it was lost
-                // without a word); a row's own sweep of the key is its way to differ.
-                if own.contains_key(k) && !row_sweep.iter().any(|(rk, _)| rk == k) {
-                    bail!(
-                        "{what} sets '{k}', which {file} [sweep] also sweeps: the sweep's values \
-                         would replace the row's; give the row its own sweep of '{k}' (a \
-                         one-value list) or take '{k}' out of [sweep]"
-                    );
-                }
             }
+            check_row(&what, &row, &own, &row_sweep, &sweep, &file)?;
             rows.push(RowSpec {
                 row,
                 section,
@@ -686,6 +674,32 @@ pub fn discover(dir: &Path) -> Result<Vec<PathBuf>> {
         .collect();
     out.sort();
     Ok(out)
+}
+
+/// What a row may not do (issue 70): a label holding '|' splits table.md's cell; a setting
+/// the experiment's `[sweep]` also sweeps would be replaced by the sweep's values without a
+/// word (a row's own sweep of the key is its way to differ).
+fn check_row(
+    what: &str,
+    row: &str,
+    own: &Settings,
+    row_sweep: &[(String, Vec<Value>)],
+    sweep: &[(String, Vec<Value>)],
+    file: &str,
+) -> Result<()> {
+    if row.contains('|') {
+        bail!("{what}: row label '{row}' holds '|', which splits a Markdown table cell");
+    }
+    for (k, _) in sweep {
+        if own.contains_key(k) && !row_sweep.iter().any(|(rk, _)| rk == k) {
+            bail!(
+                "{what} sets '{k}', which {file} [sweep] also sweeps: the sweep's values would \
+                 replace the row's; give the row its own sweep of '{k}' (a one-value list) or \
+                 take '{k}' out of [sweep]"
+            );
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
