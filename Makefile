@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: fidelity librispeech-tts librispeech-tts-full librispeech-bias nvrtc-venv python-venv python python-test peers-python sphinx-lm lm-en-us-3gram gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm bataev-derived
+.PHONY: fidelity librispeech-tts librispeech-tts-full librispeech-bias nvrtc-venv python-venv python python-test peers-python sphinx-lm lm-en-us-3gram gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm peer-kaldi-ctc bataev-derived
 
 all: build
 
@@ -310,8 +310,32 @@ peer-kenlm: lm-earnings22
 peers-ctc: build
 	scripts/peers_ctc.sh
 
+## Issue 70: Kaldi's FasterDecoder (PyPI kaldi-decoder, .venv-peers) on the exported ATCO2-1h CTC
+## set beside `ctxbench decode` at its defaults (a CTC model decoded whole): the 1-best word
+## sequences compared utterance by utterance (results/peers-ctc/kaldi-faster-decoder.txt).
+## FasterDecoder's min_active 20 keeps tokens past the beam; ours has none, so both runs are
+## written: min-active 0 must be identical on every utterance (the make target fails otherwise).
+peer-kaldi-ctc: build
+	test -x .venv-peers/bin/python || python3 -m venv .venv-peers
+	.venv-peers/bin/python -c "import kaldi_decoder, kaldifst, numpy" 2>/dev/null || \
+		.venv-peers/bin/pip install -q kaldi-decoder kaldifst numpy || \
+		{ echo "peer-kaldi-ctc: kaldi-decoder is not installable here; skipped"; exit 0; }
+	test -f cache/peers-kaldi/atco2-sim-1h/graph/TLG.fst || { rm -rf cache/peers-kaldi/atco2-sim-1h.tmp && \
+		$(BIN) export --dataset atco2-sim-1h --kind tlg-normal --format npy \
+		--out cache/peers-kaldi/atco2-sim-1h.tmp && mv cache/peers-kaldi/atco2-sim-1h.tmp cache/peers-kaldi/atco2-sim-1h; }
+	$(BIN) decode --registry cache/peers-kaldi/atco2-sim-1h/datasets.toml \
+		--dataset atco2-sim-1h-files --beam 15 --max-active 7000 --threads 1 --methods none \
+		--hyp-dir cache/peers-kaldi/ours
+	mkdir -p results/peers-ctc
+	{ .venv-peers/bin/python scripts/peer_kaldi_decoder.py cache/peers-kaldi/atco2-sim-1h \
+		cache/peers-kaldi/ours/none.txt --min-active 20 || true; \
+	  .venv-peers/bin/python scripts/peer_kaldi_decoder.py cache/peers-kaldi/atco2-sim-1h \
+		cache/peers-kaldi/ours/none.txt --min-active 0; } > results/peers-ctc/kaldi-faster-decoder.txt.tmp
+	mv results/peers-ctc/kaldi-faster-decoder.txt.tmp results/peers-ctc/kaldi-faster-decoder.txt
+	cat results/peers-ctc/kaldi-faster-decoder.txt
+
 ## Every peer comparison.
-peers: peer-kenlm peers-ctc peer-ngpu-lm peers-python
+peers: peer-kenlm peers-ctc peer-ngpu-lm peers-python peer-kaldi-ctc
 
 ## Issue 56: the Python API (release wheel) beside pyctcdecode + KenLM (PyPI, .venv-peers) and
 ## beside the CLI on the exported ATCO2-1h set: results/python/table.md.

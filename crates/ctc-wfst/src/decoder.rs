@@ -72,11 +72,12 @@ impl<'g> CtcDecoder<'g> {
         &self.config
     }
 
-    /// The search engine over the graph, with the blank as its silence label (and the class
-    /// slot, when the graph has one).
+    /// The search engine over the graph, with the blank as its silence label read only at word
+    /// ends (endpoints never fire inside a word) and the class slot, when the graph has one.
     pub fn engine(&self) -> Result<Decoder<'_>> {
         let d = Decoder::new(&self.graph, self.config.search.clone())?
-            .with_silence(&[self.config.blank + 1]);
+            .with_silence(&[self.config.blank + 1])
+            .with_word_end_endpoints();
         Ok(match self.config.context_slot {
             Some(w) => d.with_context_slot(w)?,
             None => d,

@@ -22,6 +22,17 @@ use ctx_core::scores::ScoreMatrix;
 use rayon::prelude::*;
 use std::collections::HashMap;
 
+/// One utterance's final hypotheses (label sequences), best first.
+pub type NBest = Vec<Vec<u32>>;
+
+/// The best of each n-best list (empty where a search ended with no hypothesis).
+fn firsts(lists: Vec<NBest>) -> Vec<Vec<u32>> {
+    lists
+        .into_iter()
+        .map(|l| l.into_iter().next().unwrap_or_default())
+        .collect()
+}
+
 /// The label sequences of one search as a prefix tree: a hypothesis holds a node, so extending
 /// and merging hypotheses never copies label sequences. Node 0 is the empty sequence.
 struct Trie {
@@ -163,8 +174,15 @@ impl Prefix {
     }
 }
 
-/// CTC prefix beam search of each score matrix (log-probabilities, column 0 blank).
+/// CTC prefix beam search of each score matrix (log-probabilities, column 0 blank): the best
+/// label sequence of each.
 pub fn beam_ctc(mats: &[&ScoreMatrix], f: &Fusion, beam: usize) -> Result<Vec<Vec<u32>>> {
+    Ok(firsts(beam_ctc_nbest(mats, f, beam)?))
+}
+
+/// [`beam_ctc`]'s final beam per utterance, best first (at most `beam` label sequences): what
+/// an n-best oracle error rate is measured on.
+pub fn beam_ctc_nbest(mats: &[&ScoreMatrix], f: &Fusion, beam: usize) -> Result<Vec<NBest>> {
     crate::fusion::check_matrices(mats, f)?;
     let beam = beam.max(1);
     Ok(mats
@@ -174,7 +192,7 @@ pub fn beam_ctc(mats: &[&ScoreMatrix], f: &Fusion, beam: usize) -> Result<Vec<Ve
         .collect())
 }
 
-fn ctc_one(m: &ScoreMatrix, sc: Scorer, beam: usize) -> Vec<u32> {
+fn ctc_one(m: &ScoreMatrix, sc: Scorer, beam: usize) -> NBest {
     let ninf = f32::NEG_INFINITY;
     let mut trie = Trie::new();
     let mut hyps = vec![Prefix {
@@ -229,9 +247,7 @@ fn ctc_one(m: &ScoreMatrix, sc: Scorer, beam: usize) -> Vec<u32> {
         hyps.truncate(beam);
     }
     hyps.sort_by(by_score(|p: &Prefix| (p.score() + sc.fin(p.lm), p.node)));
-    hyps.first()
-        .map(|p| trie.labels(p.node))
-        .unwrap_or_default()
+    hyps.iter().map(|p| trie.labels(p.node)).collect()
 }
 
 /// A transducer hypothesis.
@@ -254,13 +270,24 @@ impl THyp {
     }
 }
 
-/// Transducer beam search (modified beam search for an RNN-T; for a TDT, see the module doc).
+/// Transducer beam search (modified beam search for an RNN-T; for a TDT, see the module doc):
+/// the best label sequence of each utterance.
 pub fn beam_transducer<M: Transducer + Sync>(
     models: &[M],
     f: &Fusion,
     beam: usize,
     max_symbols: usize,
 ) -> Result<Vec<Vec<u32>>> {
+    Ok(firsts(beam_transducer_nbest(models, f, beam, max_symbols)?))
+}
+
+/// [`beam_transducer`]'s final hypotheses per utterance, best first (at most `beam`).
+pub fn beam_transducer_nbest<M: Transducer + Sync>(
+    models: &[M],
+    f: &Fusion,
+    beam: usize,
+    max_symbols: usize,
+) -> Result<Vec<NBest>> {
     check_inputs(f, models.iter().map(|m| m.width()))?;
     let beam = beam.max(1);
     models
@@ -303,7 +330,7 @@ fn start_hyp<M: Transducer>(m: &M, sc: Scorer) -> THyp {
     }
 }
 
-fn rnnt_one<M: Transducer>(m: &M, utt: usize, sc: Scorer, beam: usize) -> Result<Vec<u32>> {
+fn rnnt_one<M: Transducer>(m: &M, utt: usize, sc: Scorer, beam: usize) -> Result<NBest> {
     let mut lab = vec![0f32; m.width()];
     let mut trie = Trie::new();
     let mut hyps = vec![start_hyp(m, sc)];
@@ -344,11 +371,9 @@ fn rnnt_one<M: Transducer>(m: &M, utt: usize, sc: Scorer, beam: usize) -> Result
     Ok(best_final(hyps, sc, &trie))
 }
 
-fn best_final(mut hyps: Vec<THyp>, sc: Scorer, trie: &Trie) -> Vec<u32> {
+fn best_final(mut hyps: Vec<THyp>, sc: Scorer, trie: &Trie) -> NBest {
     hyps.sort_by(by_score(|h: &THyp| (h.score() + sc.fin(h.lm), h.node)));
-    hyps.first()
-        .map(|h| trie.labels(h.node))
-        .unwrap_or_default()
+    hyps.iter().map(|h| trie.labels(h.node)).collect()
 }
 
 fn tdt_one<M: Transducer>(
@@ -357,7 +382,7 @@ fn tdt_one<M: Transducer>(
     sc: Scorer,
     beam: usize,
     max_symbols: usize,
-) -> Result<Vec<u32>> {
+) -> Result<NBest> {
     let (w, ds) = (m.width(), m.durations().to_vec());
     let (mut lab, mut dur) = (vec![0f32; w], vec![0f32; ds.len()]);
     let frames = m.frames();
@@ -453,8 +478,14 @@ struct AHyp {
     len: usize,
 }
 
-/// AED beam search: hypotheses end with end of sequence (column 0) or at the length limit.
+/// AED beam search: hypotheses end with end of sequence (column 0) or at the length limit; the
+/// best label sequence of each utterance.
 pub fn beam_aed<M: Aed + Sync>(models: &[M], f: &Fusion, beam: usize) -> Result<Vec<Vec<u32>>> {
+    Ok(firsts(beam_aed_nbest(models, f, beam)?))
+}
+
+/// [`beam_aed`]'s ended hypotheses per utterance, best first by length-normalised score.
+pub fn beam_aed_nbest<M: Aed + Sync>(models: &[M], f: &Fusion, beam: usize) -> Result<Vec<NBest>> {
     check_inputs(f, models.iter().map(|m| m.width()))?;
     let beam = beam.max(1);
     models
@@ -464,7 +495,7 @@ pub fn beam_aed<M: Aed + Sync>(models: &[M], f: &Fusion, beam: usize) -> Result<
         .collect()
 }
 
-fn aed_one<M: Aed>(m: &M, utt: usize, sc: Scorer, beam: usize) -> Result<Vec<u32>> {
+fn aed_one<M: Aed>(m: &M, utt: usize, sc: Scorer, beam: usize) -> Result<NBest> {
     let mut dist = vec![0f32; m.width()];
     let mut trie = Trie::new();
     let mut active = vec![AHyp {
@@ -521,8 +552,5 @@ fn aed_one<M: Aed>(m: &M, utt: usize, sc: Scorer, beam: usize) -> Result<Vec<u32
     // favours short ones).
     let norm = |h: &AHyp| (h.score / (h.len + 1) as f32, h.node);
     finished.sort_by(by_score(norm));
-    Ok(finished
-        .first()
-        .map(|h| trie.labels(h.node))
-        .unwrap_or_default())
+    Ok(finished.iter().map(|h| trie.labels(h.node)).collect())
 }

@@ -10,7 +10,7 @@ use common::random_lm;
 use ctx_core::e2e::{Aed, Transducer};
 use ctx_core::scores::ScoreMatrix;
 use ctx_data::rng::Rng;
-use ngpu_lm::beam::{beam_aed, beam_ctc, beam_transducer};
+use ngpu_lm::beam::{beam_aed, beam_ctc, beam_ctc_nbest, beam_transducer};
 use ngpu_lm::fusion::{greedy_ctc, Fusion};
 use ngpu_lm::NgramLm;
 use std::collections::HashMap;
@@ -55,7 +55,8 @@ fn lm_total(f: &Fusion, labels: &[u32]) -> f64 {
     total + (f.alpha * lm.final_weight(s)) as f64
 }
 
-fn best_of(scores: HashMap<Vec<u32>, f64>, f: &Fusion) -> (Vec<u32>, f64) {
+/// Every label sequence with its total score, best first.
+fn ranked(scores: HashMap<Vec<u32>, f64>, f: &Fusion) -> Vec<(Vec<u32>, f64)> {
     let mut all: Vec<(Vec<u32>, f64)> = scores
         .into_iter()
         .map(|(l, s)| {
@@ -64,7 +65,11 @@ fn best_of(scores: HashMap<Vec<u32>, f64>, f: &Fusion) -> (Vec<u32>, f64) {
         })
         .collect();
     all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    all.swap_remove(0)
+    all
+}
+
+fn best_of(scores: HashMap<Vec<u32>, f64>, f: &Fusion) -> (Vec<u32>, f64) {
+    ranked(scores, f).swap_remove(0)
 }
 
 fn fusions(lm: &NgramLm) -> Vec<Fusion<'_>> {
@@ -120,6 +125,19 @@ fn ctc_prefix_beam_search_equals_brute_force() {
             let (want, _) = best_of(by_labels.clone(), &f);
             let got = beam_ctc(&[&m], &f, 1000).unwrap();
             assert_eq!(got[0], want, "case {case}, α {}", f.alpha);
+            // The final beam is the ranking of every sequence (its first five; the n-best
+            // oracle reads it).
+            let nbest = beam_ctc_nbest(&[&m], &f, 1000).unwrap();
+            let want: Vec<Vec<u32>> = ranked(by_labels.clone(), &f)
+                .into_iter()
+                .take(5)
+                .map(|(l, _)| l)
+                .collect();
+            assert_eq!(nbest[0][..5], want[..], "case {case}, α {}", f.alpha);
+            // A beam of 3 keeps at most 3, the best first.
+            let narrow = beam_ctc_nbest(&[&m], &f, 3).unwrap();
+            assert!(narrow[0].len() <= 3);
+            assert_eq!(narrow[0][0], beam_ctc(&[&m], &f, 3).unwrap()[0]);
         }
     }
 }

@@ -19,6 +19,9 @@ pub struct Decoder<'g> {
     max_ilabel: u32,
     /// The graph's class slot, when its streams may carry open-vocabulary contexts.
     slot: Option<SlotInfo>,
+    /// With [`Self::with_word_end_endpoints`] (CTC): the states where a path may end; trailing
+    /// silence counts toward an endpoint only there.
+    may_end: Option<Vec<bool>>,
 }
 
 /// One finished segment (an utterance, or the part of a stream between endpoints).
@@ -102,7 +105,34 @@ impl<'g> Decoder<'g> {
             config,
             silence: Vec::new(),
             slot: None,
+            may_end: None,
         })
+    }
+
+    /// A CTC model's endpoints. CTC emits blank between a word's pieces as between words, and a
+    /// path that reads a word's first spike as blank can be best for a few frames while a close
+    /// competitor carries the word (issue 70: Kaldi's rules then ended the segment and the word
+    /// was lost). So trailing silence counts only while the best path may end
+    /// ([`crate::endpoint::may_end`]), and only as far back as every frontier token within the
+    /// lattice beam of the best has been silent.
+    pub fn with_word_end_endpoints(mut self) -> Self {
+        self.may_end = Some(crate::endpoint::may_end(self.graph));
+        self
+    }
+
+    /// The trailing silence rows and whether the best path has a word, as the endpoint rules
+    /// read them ([`Self::with_word_end_endpoints`]: no trailing silence inside a word or while
+    /// a close competitor is still emitting).
+    pub(crate) fn endpoint_facts(&self, stream: &Stream) -> (u32, bool) {
+        let (trailing, has_words) = stream.trailing_facts();
+        match (&self.may_end, stream.best_state()) {
+            (Some(ok), Some(s)) if !ok[s as usize] => (0, has_words),
+            (Some(_), _) => (
+                trailing.min(stream.trailing_within(self.config.lattice_beam)),
+                has_words,
+            ),
+            _ => (trailing, has_words),
+        }
     }
 
     /// Declares the graph's class slot (the output label of `LangSymbols::context_slot`), so
@@ -245,7 +275,7 @@ impl<'g> Decoder<'g> {
             }
             stream.step_row(self, m.row(t))?;
             if let Some(ep) = endpoint {
-                let (trailing, has_words) = stream.trailing_facts();
+                let (trailing, has_words) = self.endpoint_facts(stream);
                 if ep.detected(stream.segment_rows(), trailing, has_words, || {
                     stream.relative_final_cost(self.graph)
                 }) {

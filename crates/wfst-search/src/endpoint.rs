@@ -2,6 +2,8 @@
 //! when the best path has enough trailing silence (silence input labels, or CTC blank), given
 //! how close it is to a final state and how long the utterance is.
 
+use ctx_graph::csr::DecodingGraph;
+
 /// One endpoint rule: it fires when every condition holds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EndpointRule {
@@ -76,6 +78,49 @@ impl EndpointConfig {
         }
         false
     }
+}
+
+/// The states where a path may end a segment: final states and those that reach one by arcs
+/// reading no frame. A CTC model's blank runs inside words as well as between them, so for CTC
+/// an endpoint's trailing silence counts only while the best path is at such a state — never
+/// inside a word, whose path could not end there (issue 70: Kaldi's rules on CTC output cut a
+/// word in flight; the best final path then lacked it).
+///
+/// ```
+/// use ctx_graph::csr::DecodingGraph;
+/// // 0 -a-> 1 -b-> 2 -ε-> 3 (final): 2 and 3 may end, 0 and 1 may not.
+/// let g = DecodingGraph {
+///     start: 0,
+///     final_cost: vec![f32::INFINITY, f32::INFINITY, f32::INFINITY, 0.0],
+///     e_offsets: vec![0, 1, 2, 2, 2],
+///     ne_offsets: vec![2, 2, 2, 3, 3],
+///     ilabel: vec![1, 2, 0],
+///     olabel: vec![0, 5, 0],
+///     weight: vec![0.0; 3],
+///     next: vec![1, 2, 3],
+/// };
+/// assert_eq!(wfst_search::endpoint::may_end(&g), vec![false, false, true, true]);
+/// ```
+pub fn may_end(g: &DecodingGraph) -> Vec<bool> {
+    let n = g.num_states();
+    // Reverse ε arcs, then a search back from every final state.
+    let mut into: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for s in 0..n as u32 {
+        for a in g.non_emitting(s) {
+            into[g.next[a] as usize].push(s);
+        }
+    }
+    let mut ok: Vec<bool> = g.final_cost.iter().map(|c| c.is_finite()).collect();
+    let mut stack: Vec<u32> = (0..n as u32).filter(|&s| ok[s as usize]).collect();
+    while let Some(s) = stack.pop() {
+        for &p in &into[s as usize] {
+            if !ok[p as usize] {
+                ok[p as usize] = true;
+                stack.push(p);
+            }
+        }
+    }
+    ok
 }
 
 #[cfg(test)]

@@ -1310,6 +1310,29 @@ impl Stream {
         ))
     }
 
+    /// The graph state of the best frontier token.
+    pub(crate) fn best_state(&self) -> Option<u32> {
+        let i = self.best_token()?;
+        self.frames.last().map(|f| f.toks[i].state)
+    }
+
+    /// The fewest trailing silence rows among the frontier tokens within `margin` of the best
+    /// cost: on CTC output a path that read a word's first spike as blank can be best for a few
+    /// frames while a close competitor carries the word; its silence is not yet certain.
+    pub(crate) fn trailing_within(&self, margin: f32) -> u32 {
+        let Some(f) = self.frames.last() else {
+            return 0;
+        };
+        let best = f.toks.iter().map(|t| t.cost).fold(f32::INFINITY, f32::min);
+        f.toks
+            .iter()
+            .zip(&self.aux)
+            .filter(|(t, _)| t.cost <= best + margin)
+            .map(|(_, a)| a.sil)
+            .min()
+            .unwrap_or(0)
+    }
+
     /// Trailing silence rows of the best frontier token's path and whether it has a word.
     pub fn trailing_facts(&self) -> (u32, bool) {
         match self.best_token() {

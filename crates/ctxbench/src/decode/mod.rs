@@ -90,7 +90,7 @@ impl DecodeRequest {
             common.subset = "quick".into();
         }
         if a.no_endpointing {
-            common.endpointing = false;
+            common.endpointing = Some(false);
         }
         common.backend = resolve_backend(a.backend)?;
         common.write(&mut st);

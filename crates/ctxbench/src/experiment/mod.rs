@@ -44,6 +44,7 @@ pub const MEASURES: &[&str] = &[
     "graph_arcs",
     "lattice_density",
     "oracle_wer",
+    "endpoints",
     "words_c0",
     "words_c1_2",
     "words_c3_10",

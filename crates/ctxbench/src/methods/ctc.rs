@@ -287,6 +287,7 @@ fn streaming(
     )?;
     let endpoint = settings
         .endpointing
+        .unwrap_or(false)
         .then(|| wfst_search::EndpointConfig::kaldi(st.frame_s as f32));
     let mut server = CtcServer {
         s: dec.streaming_on(endpoint, settings.backend)?,

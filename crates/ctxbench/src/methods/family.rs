@@ -137,7 +137,7 @@ pub(crate) fn decode_key_of(c: &Common) -> String {
         c.lattice_beam,
         c.acoustic_scale.map_or(String::new(), |x| x.to_string()),
         c.chunk_s,
-        c.endpointing,
+        c.endpointing.map_or(String::new(), |x| x.to_string()),
         c.threads,
         c.gpu_batch,
     )
@@ -255,6 +255,7 @@ pub(crate) fn base_measures(
     put("graph_mb", Some(graph_bytes(&st.csr) as f64 / 1e6));
     put("lattice_density", Some(lattice.0));
     put("oracle_wer", lattice.1);
+    put("endpoints", Some(pipeline::endpoints(run) as f64));
     m.extend(rarity_measures(
         st.training_counts(),
         &st.dataset.utterances,

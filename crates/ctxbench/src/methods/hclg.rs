@@ -250,6 +250,7 @@ impl Family for HclgBoost {
                 rescore_endpoints: output == "endpoints",
                 endpoint: settings
                     .endpointing
+                    .unwrap_or(true)
                     .then(|| EndpointConfig::kaldi(st.frame_s as f32)),
                 threads: settings.threads,
             },

@@ -17,8 +17,8 @@ pub use lists::{dataset_list_of, static_list, ListKind, OpenList};
 pub use memory::{peak_mem_mb, reset_peak_mem};
 pub use otf_lm::OtfGBoost;
 pub use output::{
-    active_tokens, best_hyps, best_timed, lattice_bias, lattice_bias_timed, lattice_density,
-    oracle_wer, output, targets, timed_words, Output, TimedWord,
+    active_tokens, best_hyps, best_timed, endpoints, lattice_bias, lattice_bias_timed,
+    lattice_density, nbest_oracle_wer, oracle_wer, output, targets, timed_words, Output, TimedWord,
 };
 pub use scoring::score_dataset;
 pub use search::{

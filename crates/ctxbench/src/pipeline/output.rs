@@ -227,6 +227,42 @@ pub fn active_tokens(run: &DecodeRun) -> f64 {
     toks / rows.max(1.0)
 }
 
+/// Segments an endpoint rule ended over a run (0 when decoded whole): how often the online
+/// decoder split its streams.
+pub fn endpoints(run: &DecodeRun) -> usize {
+    run.results
+        .iter()
+        .flat_map(|r| &r.segments)
+        .filter(|s| s.endpoint)
+        .count()
+}
+
+/// The n-best oracle WER in percent (the thesis's Table 4.2 "oracle": the best of the final
+/// beam): per utterance the fewest word errors of any hypothesis of its final beam against the
+/// reference words as spoken, summed over the set, over the reference words.
+pub fn nbest_oracle_wer(
+    utts: &[ctx_data::utterance::Utterance],
+    nbest: &[ngpu_lm::beam::NBest],
+    words: impl Fn(&[u32]) -> Vec<String>,
+) -> f64 {
+    let (mut errors, mut n) = (0usize, 0usize);
+    for (u, list) in utts.iter().zip(nbest) {
+        let fewest = list
+            .iter()
+            .map(|l| {
+                ctx_core::metrics::align::align_words(&u.words, &words(l))
+                    .iter()
+                    .filter(|s| s.op != ctx_core::metrics::align::EditOp::Match)
+                    .count()
+            })
+            .min()
+            .unwrap_or(u.words.len());
+        errors += fewest;
+        n += u.words.len();
+    }
+    100.0 * errors as f64 / n.max(1) as f64
+}
+
 /// Lattice arcs per frame over a run (0 without lattices).
 pub fn lattice_density(run: &DecodeRun) -> f64 {
     let segs = run.results.iter().flat_map(|r| &r.segments);
@@ -260,4 +296,39 @@ pub fn oracle_wer(setup: &Setup, run: &DecodeRun) -> Option<f64> {
         n += reference.len();
     }
     Some(100.0 * errors as f64 / n.max(1) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ngpu_lm::beam::NBest;
+
+    fn utt(words: &str) -> ctx_data::utterance::Utterance {
+        ctx_data::utterance::Utterance {
+            id: "u".into(),
+            doc: None,
+            words: words.split(' ').map(String::from).collect(),
+            duration_s: 1.0,
+            entities: vec![],
+            callsign: None,
+        }
+    }
+
+    #[test]
+    fn nbest_oracle_takes_each_utterances_closest_hypothesis() {
+        // Labels are word indices into a toy vocabulary.
+        let vocab = ["turn", "left", "right", "heading", "two"];
+        let words = |l: &[u32]| l.iter().map(|&i| vocab[i as usize].to_string()).collect();
+        let utts = [utt("turn left"), utt("heading two")];
+        let nbest: Vec<NBest> = vec![
+            // The best is wrong (1 error), the second right: 0 errors.
+            vec![vec![0, 2], vec![0, 1]],
+            // Both wrong: the closer one (1 deletion) counts.
+            vec![vec![0, 2, 4], vec![3]],
+        ];
+        assert_eq!(nbest_oracle_wer(&utts, &nbest, words), 25.0);
+        // An empty beam counts every reference word as deleted.
+        let empty: Vec<NBest> = vec![vec![vec![0, 1]], vec![]];
+        assert_eq!(nbest_oracle_wer(&utts, &empty, words), 50.0);
+    }
 }

@@ -22,8 +22,9 @@ pub struct DecodeSettings {
     pub config: DecoderConfig,
     /// Online chunk length in seconds (partial hypotheses after each).
     pub chunk_s: f64,
-    /// Split streams at endpoints (Kaldi rules).
-    pub endpointing: bool,
+    /// Split streams at endpoints (Kaldi rules); `None`: the model's default (hybrid on, CTC
+    /// off: CTC models are decoded as whole utterances, as riva and FasterDecoder do).
+    pub endpointing: Option<bool>,
     /// Decoding threads (CPU backend).
     pub threads: usize,
     /// Where the frame step runs: the CPU reference, a GPU, or the GPU kernels on the CPU shim.
@@ -41,7 +42,7 @@ impl Default for DecodeSettings {
         Self {
             config: DecoderConfig::default(),
             chunk_s: 0.5,
-            endpointing: true,
+            endpointing: None,
             threads: 2,
             backend: ctx_cuda::Backend::Cpu,
             gpu_batch: 256,
@@ -357,6 +358,11 @@ impl<'g> Searcher<'g> {
             }
         };
         let dec = Decoder::new(searched, settings.config.clone())?.with_silence(graph.silence);
+        // CTC: the blank is silence for the endpoint rules only where a path may end.
+        let dec = match graph.ctc_blank {
+            Some(_) => dec.with_word_end_endpoints(),
+            None => dec,
+        };
         // A graph with the slot declares it, with contexts or without (its arcs are no word).
         let dec = match slot {
             Some(w) => dec.with_context_slot(w)?,
@@ -404,6 +410,7 @@ impl<'g> Searcher<'g> {
         let chunk_rows = ((settings.chunk_s / graph.frame_s).round() as usize).max(1);
         let endpoint = settings
             .endpointing
+            .unwrap_or(graph.ctc_blank.is_none())
             .then(|| EndpointConfig::kaldi(graph.frame_s as f32));
         let n = utts.len();
         let mut results = Vec::with_capacity(n);

@@ -27,8 +27,9 @@ crate::settings_block! {
         acoustic_scale: Option<f64> = None,
         /// online chunk in seconds
         chunk_s: f64 = 0.5,
-        /// split streams at Kaldi endpoints
-        endpointing: bool = true,
+        /// split streams at Kaldi endpoints (default: on for hybrid models, off for CTC, which
+        /// riva and Kaldi's FasterDecoder decode as whole utterances)
+        endpointing: Option<bool> = None,
         /// decoding threads
         threads: usize = 2,
         /// acoustic noise override (calibration only)

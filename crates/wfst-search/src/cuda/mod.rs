@@ -574,7 +574,7 @@ impl<'g> GpuDecoder<'g> {
                     }
                     s.gpu_epoch = base + i as u64 + 1;
                     let Some(ep) = endpoint else { return };
-                    let (trailing, has_words) = s.trailing_facts();
+                    let (trailing, has_words) = dec.endpoint_facts(s);
                     let g = dec.graph();
                     if ep.detected(s.segment_rows(), trailing, has_words, || {
                         s.relative_final_cost(g)
