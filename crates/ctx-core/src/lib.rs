@@ -29,5 +29,6 @@ pub mod sphinx_lm;
 pub mod symbols;
 pub mod timing;
 pub mod transition;
+pub mod wav;
 
 pub use error::{CoreError, Result};

@@ -618,7 +618,7 @@ impl Decoder {
                     (n, [seg]) => {
                         let lat = seg.lattice.as_ref().ok_or_else(|| {
                             PyValueError::new_err(format!(
-                                "nbest: {}: no lattice recorded (lattice_beam is 0)",
+                                "nbest: {}: no lattice recorded (the decoder was built with lattice=False)",
                                 r.id
                             ))
                         })?;

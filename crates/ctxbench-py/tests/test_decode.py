@@ -150,3 +150,20 @@ def test_lattices_are_the_clis_and_nbest_lists_start_with_the_best_path(export, 
         assert texts[0] == h.text and costs[0] == pytest.approx(h.cost, abs=1e-3)
         assert len(set(texts)) == len(texts) and costs == sorted(costs)
     assert max(len(h.nbest) for h in dec.decode_batch(arrays[:8], nbest=5)) == 5
+
+
+def test_one_best_without_lattices_has_the_same_text(export):
+    """``lattice=False`` (issue 70): no lattice recorded, the same best path; n-best lists and
+    lattices, which need one, are refused naming the argument."""
+    e, ids, arrays = export
+    with_lat = decoder(e, acoustic_scale=2.0).decode_batch(arrays[:8], ids[:8])
+    dec = decoder(e, acoustic_scale=2.0, lattice=False)
+    without = dec.decode_batch(arrays[:8], ids[:8])
+    assert [h.text for h in without] == [h.text for h in with_lat]
+    assert dec.settings["lattice"] is False
+    with pytest.raises(ValueError) as info:
+        dec.decode(arrays[0], nbest=2)
+    assert "nbest" in str(info.value) and "lattice=False" in str(info.value)
+    with pytest.raises(ValueError) as info:
+        dec.decode_batch(arrays[:1], lattices=True)
+    assert "lattice" in str(info.value)

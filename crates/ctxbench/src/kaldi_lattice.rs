@@ -42,7 +42,7 @@ pub fn write_utterance(out: &mut String, r: &UtteranceResult, acoustic_scale: f3
     for (k, seg) in r.segments.iter().enumerate() {
         let lat: &WordLattice = seg.lattice.as_ref().ok_or_else(|| {
             anyhow!(
-                "{}: segment {} has no lattice (lattices are not recorded; use a lattice beam > 0)",
+                "{}: segment {} has no lattice (decoded with lattice = false; lattice output needs lattice = true)",
                 r.id,
                 k + 1
             )

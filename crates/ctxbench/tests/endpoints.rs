@@ -3,7 +3,8 @@
 //! between them, and a path that reads a word's first spike as blank can be best for a few
 //! frames while a competitor carries the word: Kaldi's rules on the best path alone ended 15
 //! segments of the quick ATCO2-1h set there and lost the word in flight ("good morning easy
-//! six zero …" came out without "easy"). A CTC model is decoded whole unless asked.
+//! six zero …" came out without "easy"). A CTC model is decoded whole unless asked. And the
+//! 1-best without lattices (`--lattice false`) has the words of the 1-best with them.
 
 mod common;
 
@@ -169,4 +170,71 @@ fn ctc_is_decoded_whole_by_default() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     assert_eq!(v["outputs"][0]["endpoints"].as_f64(), Some(0.0), "{v}");
+}
+
+/// `--lattice false` (issue 70): the 1-best without recording lattices gives every utterance
+/// the words it has with them, on a hybrid and a CTC graph and on the GPU kernels (the shim);
+/// lattice biasing is refused.
+#[test]
+fn one_best_without_lattices_has_the_same_words() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["hclg", "tlg-normal"] {
+        let run = |lattice: &str, backend: &str| {
+            let hyp = dir.path().join(format!("{kind}-{lattice}-{backend}"));
+            let json = hyp.with_extension("json");
+            let out = ctxbench(&[
+                "decode",
+                "--dataset",
+                "atco2-sim-1h",
+                "--quick",
+                "--limit",
+                "20",
+                "--kind",
+                kind,
+                "--methods",
+                "none",
+                "--lattice",
+                lattice,
+                "--backend",
+                backend,
+                "--hyp-dir",
+                hyp.to_str().unwrap(),
+                "--json",
+                json.to_str().unwrap(),
+            ]);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+            (
+                std::fs::read_to_string(hyp.join("none.txt")).unwrap(),
+                v["outputs"][0]["lattice_density"].as_f64().unwrap(),
+            )
+        };
+        let (with, density) = run("true", "cpu");
+        let (without, none) = run("false", "cpu");
+        assert!(density > 1.0, "{kind}: {density} lattice arcs per frame");
+        assert_eq!(none, 0.0, "{kind}: no lattice recorded");
+        assert_eq!(with, without, "{kind}");
+        let (shim, _) = run("false", "shim");
+        assert_eq!(shim, without, "{kind}: the GPU kernels on the shim");
+    }
+    common::fails_with(
+        &[
+            "decode",
+            "--dataset",
+            "atco2-sim-1h",
+            "--quick",
+            "--limit",
+            "2",
+            "--lattice",
+            "false",
+            "--methods",
+            "unigrams",
+        ],
+        "needs lattice = true",
+    );
 }

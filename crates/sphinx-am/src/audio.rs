@@ -18,7 +18,8 @@ pub fn read_wav(path: &Path, rate: u32) -> Result<Vec<i16>> {
         path: path.to_path_buf(),
         what,
     };
-    let mut r = hound::WavReader::open(path).map_err(|e| match e {
+    // RIFF's pad bytes respected (ctx_core::wav): hound alone refuses an odd-sized chunk.
+    let mut r = ctx_core::wav::open(path).map_err(|e| match e {
         hound::Error::IoError(e) => SphinxError::Io {
             path: path.to_path_buf(),
             err: e,
@@ -40,4 +41,33 @@ pub fn read_wav(path: &Path, rate: u32) -> Result<Vec<i16>> {
     r.samples::<i16>()
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|e| bad(format!("unreadable samples: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A valid WAV whose odd-sized `LIST` chunk (with RIFF's pad byte) comes before its data
+    /// reads as the same file without it (issue 70: hound alone refused it).
+    #[test]
+    fn an_odd_sized_chunk_before_the_data_is_read() {
+        let dir =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/pocketsphinx-test/cards");
+        let plain = std::fs::read(dir.join("001.wav")).unwrap();
+        let want = read_wav(&dir.join("001.wav"), 16_000).unwrap();
+        // RIFF header, the LIST chunk (5 bytes + pad), then the original chunks.
+        let mut w = plain[..12].to_vec();
+        w.extend(b"LIST\x05\0\0\0INFOx\0");
+        w.extend(&plain[12..]);
+        let n = (w.len() - 8) as u32;
+        w[4..8].copy_from_slice(&n.to_le_bytes());
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("list.wav");
+        std::fs::write(&p, &w).unwrap();
+        assert!(
+            hound::WavReader::open(&p).is_err(),
+            "hound alone reads it now"
+        );
+        assert_eq!(read_wav(&p, 16_000).unwrap(), want);
+    }
 }

@@ -108,7 +108,7 @@ fn parse_secs(path: &Path, line: usize, s: &str) -> Result<f64> {
 
 /// Duration of a WAV file from its header.
 pub fn wav_duration(path: &Path) -> Result<f64> {
-    let r = hound::WavReader::open(path)
+    let r = crate::wav::open(path)
         .map_err(|e| CoreError::format(path, format!("cannot read WAV header: {e}")))?;
     let spec = r.spec();
     Ok(r.duration() as f64 / spec.sample_rate as f64)

@@ -130,11 +130,12 @@ pub(crate) fn setup_key_of(family: &str, c: &Common) -> String {
 /// The common settings a decode depends on besides its setup (the engine's).
 pub(crate) fn decode_key_of(c: &Common) -> String {
     format!(
-        ";backend={};beam={};max_active={};lattice_beam={};acoustic_scale={};chunk_s={};endpointing={};threads={};gpu_batch={}",
+        ";backend={};beam={};max_active={};lattice_beam={};lattice={};acoustic_scale={};chunk_s={};endpointing={};threads={};gpu_batch={}",
         c.backend,
         c.beam,
         c.max_active,
         c.lattice_beam,
+        c.lattice,
         c.acoustic_scale.map_or(String::new(), |x| x.to_string()),
         c.chunk_s,
         c.endpointing.map_or(String::new(), |x| x.to_string()),

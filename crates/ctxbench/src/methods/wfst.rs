@@ -122,7 +122,9 @@ impl FamilySpec for Wfst {
         let b = Blocks::read(s).with_context(|| what.to_string())?;
         (|| {
             b.open.check()?;
-            b.lattice.rescoring()?;
+            if b.lattice.rescoring()?.is_some() && !b.common.lattice {
+                bail!("lattice biasing (bias_list) rescores the search's lattices: it needs lattice = true");
+            }
             search::check_all(self.search, s)?;
             b.gboost.check()?;
             // One word booster per stream: its delta needs the graph's output labels, which a

@@ -271,7 +271,8 @@ pub fn lattice_density(run: &DecodeRun) -> f64 {
         .filter_map(|s| s.lattice.as_ref())
         .map(|l| l.arcs.len() as f64)
         .sum();
-    arcs / rows.max(1.0)
+    // An empty sum is −0.0: + 0.0 prints it as 0.
+    arcs / rows.max(1.0) + 0.0
 }
 
 /// The lattice oracle WER in percent (002 Table 1's OWER): per utterance the fewest word errors

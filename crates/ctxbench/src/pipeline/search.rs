@@ -61,6 +61,7 @@ impl DecodeSettings {
                 beam: c.beam as f32,
                 max_active: c.max_active,
                 lattice_beam: c.lattice_beam as f32,
+                lattice: c.lattice,
                 acoustic_scale: c.acoustic_scale.map_or(model_scale, |x| x as f32),
                 ..DecoderConfig::default()
             },

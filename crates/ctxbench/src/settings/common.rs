@@ -23,6 +23,10 @@ crate::settings_block! {
         max_active: usize = wfst_search::DecoderConfig::default().max_active,
         /// lattice beam (graph-cost units)
         lattice_beam: f64 = wfst_search::DecoderConfig::default().lattice_beam as f64,
+        /// record word lattices (false: the 1-best only, no lattice links or pruning, as Kaldi's
+        /// FasterDecoder and riva's best path; lattice biasing, n-best lists, lattice output
+        /// and the lattice oracle need them)
+        lattice: bool = true,
         /// acoustic scale (default: the acoustic model's own)
         acoustic_scale: Option<f64> = None,
         /// online chunk in seconds
