@@ -339,7 +339,11 @@ pub fn read_npy(path: &Path) -> Result<ScoreMatrix> {
         cols,
         data: Values::Owned(data),
     };
-    let name = path.display().to_string();
+    // A scores folder names each utterance by its file's stem (the error also names the file).
+    let name = path.file_stem().map_or_else(
+        || path.display().to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
     m.check_finite(&name).map_err(|e| bad(e.to_string()))?;
     Ok(m)
 }

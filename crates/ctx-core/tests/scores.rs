@@ -84,6 +84,8 @@ fn npy_errors() {
     std::fs::write(&p, npy_bytes("<f4", false, "(2, 2)", &body)).unwrap();
     let e = read_npy(&p).unwrap_err().to_string();
     assert!(e.contains("frame 0, column 1") && e.contains("NaN"), "{e}");
+    // The file, then the utterance it holds by its stem (not the path twice).
+    assert!(e.contains("bad.npy: utterance bad: frame 0"), "{e}");
     std::fs::write(&p, b"not numpy").unwrap();
     assert!(read_npy(&p).unwrap_err().to_string().contains("magic"));
 }
