@@ -273,6 +273,17 @@ impl ArpaLm {
                     } else {
                         0.0
                     };
+                    // No n-gram extends one of the highest order: its back-off would never be
+                    // read. A zero one is harmless (some tools write it); another is refused.
+                    if bo != 0.0 && n == header_counts.len() {
+                        return Err(CoreError::parse(
+                            path,
+                            lineno,
+                            format!(
+                                "a back-off weight ({bo}) on a {n}-gram of the LM's highest order, which no longer history uses"
+                            ),
+                        ));
+                    }
                     let ids = if n == 1 {
                         vec![lm
                             .add_word(fields[1])

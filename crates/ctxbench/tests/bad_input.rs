@@ -1560,6 +1560,32 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "an ARPA back-off weight on an n-gram of the highest order (issue 70 hunt: ignored)",
+            Box::new(|b| {
+                let d = b.case_dir("arpa-top-backoff");
+                let lm = d.join("lm.arpa");
+                std::fs::write(
+                    &lm,
+                    "\\data\\\nngram 1=4\nngram 2=1\n\n\\1-grams:\n-1.0\t<s>\t-0.5\n-1.0\t</s>\n\
+                     -1.0\ta\t-0.5\n-1.0\tb\n\n\\2-grams:\n-0.5\ta b\t-0.3\n\n\\end\\\n",
+                )
+                .unwrap();
+                let text = d.join("text.txt");
+                std::fs::write(&text, "a b\n").unwrap();
+                (
+                    strs(&[
+                        "lm",
+                        "ppl",
+                        "--lm",
+                        lm.to_str().unwrap(),
+                        "--text",
+                        text.to_str().unwrap(),
+                    ]),
+                    Expect::Fails(strs(&["lm.arpa:12", "back-off weight (-0.3)", "highest order"])),
+                )
+            }),
+        ),
+        (
             "lm from-sphinx: an ARPA file given as pocketsphinx's binary LM",
             Box::new(|b| {
                 let d = b.case_dir("sphinx-arpa");
