@@ -72,12 +72,11 @@ impl<'g> CtcDecoder<'g> {
         &self.config
     }
 
-    /// The search engine over the graph, with the blank as its silence label read only at word
-    /// ends (endpoints never fire inside a word) and the class slot, when the graph has one.
+    /// The search engine over the graph, with the blank as its silence label (and the class
+    /// slot, when the graph has one).
     pub fn engine(&self) -> Result<Decoder<'_>> {
         let d = Decoder::new(&self.graph, self.config.search.clone())?
-            .with_silence(&[self.config.blank + 1])
-            .with_word_end_endpoints();
+            .with_silence(&[self.config.blank + 1]);
         Ok(match self.config.context_slot {
             Some(w) => d.with_context_slot(w)?,
             None => d,
@@ -159,9 +158,14 @@ impl<'g> CtcDecoder<'g> {
         endpoint: Option<EndpointConfig>,
         backend: ctx_cuda::Backend,
     ) -> Result<StreamingCtc<'_>> {
+        // With endpoints, the blank is silence only where a path may end (never inside a word).
+        let engine = match endpoint {
+            Some(_) => self.engine()?.with_word_end_endpoints(),
+            None => self.engine()?,
+        };
         Ok(StreamingCtc {
             dec: self,
-            engine: Engine::open(self.engine()?, backend)?,
+            engine: Engine::open(engine, backend)?,
             endpoint,
             channels: HashMap::new(),
         })

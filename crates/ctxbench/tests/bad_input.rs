@@ -1547,14 +1547,7 @@ fn cases() -> Vec<Case> {
                 let text = d.join("text.txt");
                 std::fs::write(&text, "a\n").unwrap();
                 (
-                    strs(&[
-                        "lm",
-                        "ppl",
-                        "--lm",
-                        lm.to_str().unwrap(),
-                        "--text",
-                        text.to_str().unwrap(),
-                    ]),
+                    ppl_args(&lm, &text),
                     Expect::Fails(strs(&["lm.arpa", ":6", "0.5 is above 0", "above 1"])),
                 )
             }),
@@ -1573,14 +1566,7 @@ fn cases() -> Vec<Case> {
                 let text = d.join("text.txt");
                 std::fs::write(&text, "a b\n").unwrap();
                 (
-                    strs(&[
-                        "lm",
-                        "ppl",
-                        "--lm",
-                        lm.to_str().unwrap(),
-                        "--text",
-                        text.to_str().unwrap(),
-                    ]),
+                    ppl_args(&lm, &text),
                     Expect::Fails(strs(&["lm.arpa:12", "back-off weight (-0.3)", "highest order"])),
                 )
             }),
@@ -1665,6 +1651,18 @@ fn sphinx_args(bin: &Path, out: &Path) -> Vec<String> {
         bin.display().to_string(),
         "--out".into(),
         out.display().to_string(),
+    ]
+}
+
+/// `lm ppl --lm LM --text TEXT`.
+fn ppl_args(lm: &Path, text: &Path) -> Vec<String> {
+    vec![
+        "lm".into(),
+        "ppl".into(),
+        "--lm".into(),
+        lm.display().to_string(),
+        "--text".into(),
+        text.display().to_string(),
     ]
 }
 

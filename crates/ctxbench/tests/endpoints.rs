@@ -14,27 +14,21 @@ use ctx_core::scores::{read_npy, write_npy, ScoreMatrix};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Decodes the exported set with endpointing on or off: (utterance → words, endpoints fired).
-fn decode(registry: &Path, endpointing: bool) -> (BTreeMap<String, String>, f64) {
+/// `ctxbench decode --methods none` with `args` (the dataset and settings): the unbiased
+/// output's words per utterance and its measures (the JSON's first output).
+fn decode(args: &[&str]) -> (BTreeMap<String, String>, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let hyp = dir.path().join("hyp");
     let json = dir.path().join("out.json");
-    let on = endpointing.to_string();
-    let out = ctxbench(&[
-        "decode",
-        "--registry",
-        registry.to_str().unwrap(),
-        "--dataset",
-        "atco2-sim-1h-files",
-        "--methods",
-        "none",
-        "--endpointing",
-        &on,
+    let mut a = vec!["decode", "--methods", "none"];
+    a.extend_from_slice(args);
+    a.extend([
         "--hyp-dir",
         hyp.to_str().unwrap(),
         "--json",
         json.to_str().unwrap(),
     ]);
+    let out = ctxbench(&a);
     assert!(
         out.status.success(),
         "{}",
@@ -50,7 +44,22 @@ fn decode(registry: &Path, endpointing: bool) -> (BTreeMap<String, String>, f64)
         .collect();
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
-    (hyps, v["outputs"][0]["endpoints"].as_f64().unwrap())
+    (hyps, v["outputs"][0].clone())
+}
+
+/// The exported set decoded with endpointing on or off: (words, endpoints fired).
+fn decode_export(registry: &Path, endpointing: bool) -> (BTreeMap<String, String>, f64) {
+    let on = endpointing.to_string();
+    let reg = registry.to_str().unwrap();
+    let (hyps, m) = decode(&[
+        "--registry",
+        reg,
+        "--dataset",
+        "atco2-sim-1h-files",
+        "--endpointing",
+        &on,
+    ]);
+    (hyps, m["endpoints"].as_f64().unwrap())
 }
 
 /// Offline words missing from the online hypothesis (a minimum-edit alignment's deletions),
@@ -133,9 +142,9 @@ fn export_with_pauses(dir: &Path, n: usize) -> std::path::PathBuf {
 fn ctc_endpoints_fire_at_pauses_and_lose_no_word() {
     let dir = tempfile::tempdir().unwrap();
     let registry = export_with_pauses(dir.path(), 12);
-    let (offline, none) = decode(&registry, false);
+    let (offline, none) = decode_export(&registry, false);
     assert_eq!(none, 0.0, "decoded whole: no endpoint");
-    let (online, endpoints) = decode(&registry, true);
+    let (online, endpoints) = decode_export(&registry, true);
     assert!(
         endpoints >= 12.0,
         "every pause ends a segment: {endpoints} endpoints"
@@ -146,10 +155,7 @@ fn ctc_endpoints_fire_at_pauses_and_lose_no_word() {
 
 #[test]
 fn ctc_is_decoded_whole_by_default() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("out.json");
-    let out = ctxbench(&[
-        "decode",
+    let (_, m) = decode(&[
         "--dataset",
         "atco2-sim-1h",
         "--quick",
@@ -157,19 +163,8 @@ fn ctc_is_decoded_whole_by_default() {
         "3",
         "--kind",
         "tlg-normal",
-        "--methods",
-        "none",
-        "--json",
-        json.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
-    assert_eq!(v["outputs"][0]["endpoints"].as_f64(), Some(0.0), "{v}");
+    assert_eq!(m["endpoints"].as_f64(), Some(0.0), "{m}");
 }
 
 /// `--lattice false` (issue 70): the 1-best without recording lattices gives every utterance
@@ -177,13 +172,9 @@ fn ctc_is_decoded_whole_by_default() {
 /// lattice biasing is refused.
 #[test]
 fn one_best_without_lattices_has_the_same_words() {
-    let dir = tempfile::tempdir().unwrap();
     for kind in ["hclg", "tlg-normal"] {
         let run = |lattice: &str, backend: &str| {
-            let hyp = dir.path().join(format!("{kind}-{lattice}-{backend}"));
-            let json = hyp.with_extension("json");
-            let out = ctxbench(&[
-                "decode",
+            let (hyps, m) = decode(&[
                 "--dataset",
                 "atco2-sim-1h",
                 "--quick",
@@ -191,28 +182,12 @@ fn one_best_without_lattices_has_the_same_words() {
                 "20",
                 "--kind",
                 kind,
-                "--methods",
-                "none",
                 "--lattice",
                 lattice,
                 "--backend",
                 backend,
-                "--hyp-dir",
-                hyp.to_str().unwrap(),
-                "--json",
-                json.to_str().unwrap(),
             ]);
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let v: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
-            (
-                std::fs::read_to_string(hyp.join("none.txt")).unwrap(),
-                v["outputs"][0]["lattice_density"].as_f64().unwrap(),
-            )
+            (hyps, m["lattice_density"].as_f64().unwrap())
         };
         let (with, density) = run("true", "cpu");
         let (without, none) = run("false", "cpu");

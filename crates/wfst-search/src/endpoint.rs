@@ -103,17 +103,31 @@ impl EndpointConfig {
 /// ```
 pub fn may_end(g: &DecodingGraph) -> Vec<bool> {
     let n = g.num_states();
-    // Reverse ε arcs, then a search back from every final state.
-    let mut into: Vec<Vec<u32>> = vec![Vec::new(); n];
+    // The ε arcs reversed in CSR form (sources grouped by destination), then a search back
+    // from every final state.
+    let mut start = vec![0u32; n + 1];
     for s in 0..n as u32 {
         for a in g.non_emitting(s) {
-            into[g.next[a] as usize].push(s);
+            start[g.next[a] as usize + 1] += 1;
+        }
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut from = vec![0u32; start[n] as usize];
+    for s in 0..n as u32 {
+        for a in g.non_emitting(s) {
+            let d = g.next[a] as usize;
+            from[fill[d] as usize] = s;
+            fill[d] += 1;
         }
     }
     let mut ok: Vec<bool> = g.final_cost.iter().map(|c| c.is_finite()).collect();
     let mut stack: Vec<u32> = (0..n as u32).filter(|&s| ok[s as usize]).collect();
     while let Some(s) = stack.pop() {
-        for &p in &into[s as usize] {
+        let s = s as usize;
+        for &p in &from[start[s] as usize..start[s + 1] as usize] {
             if !ok[p as usize] {
                 ok[p as usize] = true;
                 stack.push(p);

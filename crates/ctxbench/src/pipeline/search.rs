@@ -359,10 +359,10 @@ impl<'g> Searcher<'g> {
             }
         };
         let dec = Decoder::new(searched, settings.config.clone())?.with_silence(graph.silence);
-        // CTC: the blank is silence for the endpoint rules only where a path may end.
-        let dec = match graph.ctc_blank {
-            Some(_) => dec.with_word_end_endpoints(),
-            None => dec,
+        // CTC with endpoints: the blank is silence for the rules only where a path may end.
+        let dec = match (graph.ctc_blank, settings.endpointing) {
+            (Some(_), Some(true)) => dec.with_word_end_endpoints(),
+            _ => dec,
         };
         // A graph with the slot declares it, with contexts or without (its arcs are no word).
         let dec = match slot {
