@@ -40,6 +40,9 @@ pub struct Dataset {
     pub list_scope: ListScope,
     /// Extra named lists (Earnings: the global `oracle` and `distractor` lists).
     pub global_lists: BTreeMap<String, BiasList>,
+    /// Named per-document lists: name → document → list (Earnings: ConEC's `conec`, each
+    /// call's words from its slides, press release and participants). `list:NAME` reads them.
+    pub doc_lists: BTreeMap<String, BTreeMap<String, BiasList>>,
     /// LM training sentences.
     pub lm_text: Vec<String>,
     /// Whether utterances carry a callsign ground truth (ATC).
@@ -77,6 +80,8 @@ pub struct DatasetStats {
     pub lm_words: usize,
     /// Sizes of the global lists (Earnings oracle/distractor).
     pub global_lists: BTreeMap<String, usize>,
+    /// Median phrases per document of each named per-document list (Earnings `conec`).
+    pub doc_lists: BTreeMap<String, f64>,
 }
 
 fn median(v: &mut [usize]) -> f64 {
@@ -217,6 +222,8 @@ impl Dataset {
         match spec {
             DatasetSpec::Earnings {
                 path,
+                references,
+                doc_lists,
                 lm_text,
                 segment_s,
                 entity_classes,
@@ -225,7 +232,13 @@ impl Dataset {
                 ..
             } => {
                 let classes: BTreeSet<String> = entity_classes.into_iter().collect();
-                let e = earnings::load_segments(&reg.resolve(&path), segment_s, &classes)?;
+                let references = references.map(|r| reg.resolve(&r));
+                let e = earnings::load_segments(
+                    &reg.resolve(&path),
+                    references.as_deref(),
+                    segment_s,
+                    &classes,
+                )?;
                 let (mut utterances, mut segments) = (e.utterances, e.segments);
                 if subset == Subset::Quick {
                     let keep: Vec<bool> = {
@@ -250,16 +263,30 @@ impl Dataset {
                     .into_iter()
                     .filter(|(d, _)| docs.contains(d.as_str()))
                     .collect();
+                let doc_lists = doc_lists
+                    .iter()
+                    .map(|(list, dir)| {
+                        let lists =
+                            earnings::read_doc_lists(&reg.resolve(dir), docs.iter().copied())
+                                .map_err(|e| {
+                                    DataError::Invalid(format!(
+                                        "dataset {name}, list '{list}': {e}"
+                                    ))
+                                })?;
+                        Ok((list.clone(), lists))
+                    })
+                    .collect::<Result<_, DataError>>()?;
                 Ok(Self {
                     name: shown,
                     utterances,
                     lists,
                     list_scope: ListScope::Document,
                     global_lists: e.global_lists,
+                    doc_lists,
                     lm_text: lm_text_of(reg, &lm_text)?,
                     has_callsigns: false,
                     segments,
-                    source: Some(reg.resolve(&path)),
+                    source: Some(references.unwrap_or_else(|| reg.resolve(&path))),
                 })
             }
             DatasetSpec::AtcSim {
@@ -337,6 +364,7 @@ impl Dataset {
                     lists,
                     list_scope: ListScope::Utterance,
                     global_lists,
+                    doc_lists: BTreeMap::new(),
                     lm_text: sim.lm_text,
                     has_callsigns: true,
                     segments: Vec::new(),
@@ -360,6 +388,29 @@ impl Dataset {
             ListScope::Utterance => self.lists.get(&u.id),
             ListScope::Document => u.doc.as_ref().and_then(|d| self.lists.get(d)),
         }
+    }
+
+    /// Whether `list:NAME` names a list of this dataset (a global or a per-document one).
+    pub fn has_list(&self, name: &str) -> bool {
+        self.global_lists.contains_key(name) || self.doc_lists.contains_key(name)
+    }
+
+    /// The named list `u` is biased with under `list:NAME`: the global list, or the one of its
+    /// document; `None` when the dataset has no such list (or `u` no document).
+    pub fn named_list(&self, name: &str, u: &Utterance) -> Option<&BiasList> {
+        match self.global_lists.get(name) {
+            Some(l) => Some(l),
+            None => self.doc_lists.get(name)?.get(u.doc.as_deref()?),
+        }
+    }
+
+    /// The names `list:NAME` accepts, global lists first.
+    pub fn list_names(&self) -> Vec<&str> {
+        self.global_lists
+            .keys()
+            .chain(self.doc_lists.keys())
+            .map(String::as_str)
+            .collect()
     }
 
     /// The LM vocabulary (distinct words of the LM text).
@@ -431,11 +482,20 @@ impl Dataset {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.len()))
                 .collect(),
+            doc_lists: self
+                .doc_lists
+                .iter()
+                .map(|(k, per_doc)| {
+                    let mut sizes: Vec<usize> = per_doc.values().map(BiasList::len).collect();
+                    (k.clone(), median(&mut sizes))
+                })
+                .collect(),
         }
     }
 
     /// Writes the dataset as a data folder: `text`, `utt2dur`, `entities.tsv`, the lists
-    /// (`bias_table.tsv` per utterance, or `bias/<doc>.txt` per document plus the global lists),
+    /// (`bias_table.tsv` per utterance, or `bias/<doc>.txt` per document plus the global lists
+    /// and each named per-document list as `bias-<name>/<doc>.txt`),
     /// `callsigns.tsv` (ATC), `utt2doc` and `segments.tsv` (Earnings), `lm_text.txt.gz` and
     /// `stats.json`. Everything goes to a temporary folder renamed at the end, so a failed run
     /// leaves no half-written dataset.
@@ -492,6 +552,13 @@ impl Dataset {
                 }
                 for (name, l) in &self.global_lists {
                     l.write(&tmp.join(format!("{name}_list.txt")))?;
+                }
+                for (name, per_doc) in &self.doc_lists {
+                    let dir = tmp.join(format!("bias-{name}"));
+                    std::fs::create_dir_all(&dir).map_err(|e| ctx_core::CoreError::io(&dir, e))?;
+                    for (doc, l) in per_doc {
+                        l.write(&dir.join(format!("{doc}.txt")))?;
+                    }
                 }
                 lines("utt2doc", &|w| {
                     for u in &self.utterances {
@@ -613,6 +680,7 @@ fn load_spoken(
         lists: std::mem::take(&mut source.lists),
         list_scope: source.list_scope,
         global_lists: std::mem::take(&mut source.global_lists),
+        doc_lists: std::mem::take(&mut source.doc_lists),
         lm_text: std::mem::take(&mut source.lm_text),
         has_callsigns: source.has_callsigns,
         segments,
@@ -719,6 +787,7 @@ fn load_files(
         lists,
         list_scope,
         global_lists,
+        doc_lists: BTreeMap::new(),
         lm_text: Vec::new(),
         has_callsigns: false,
         segments: Vec::new(),

@@ -109,9 +109,55 @@ fn cuts(toks: &[NlpToken], k: usize) -> Vec<usize> {
     out
 }
 
-/// Loads every call of `dir` and cuts it into segments.
+/// Reads a folder of per-call lists for the calls `docs`: `<call>.txt` (or `.txt.gz`), a word
+/// or phrase per line, optionally followed by a count (ConEC's `word 3`), normalised as the
+/// references are; repeated phrases are kept once, in file order. A call without a file, or a
+/// file without a phrase, is an error naming it (it would decode that call unbiased under a
+/// biased row's label).
+pub fn read_doc_lists<'a>(
+    dir: &Path,
+    docs: impl IntoIterator<Item = &'a str>,
+) -> Result<BTreeMap<String, BiasList>, DataError> {
+    let norm = TextNorm::Fstalign;
+    let mut out = BTreeMap::new();
+    for doc in docs {
+        let path =
+            ctx_core::io::find_maybe_gz(&dir.join(format!("{doc}.txt"))).ok_or_else(|| {
+                DataError::Invalid(format!(
+                    "{}: no list for call {doc} ({doc}.txt)",
+                    dir.display()
+                ))
+            })?;
+        let text = ctx_core::io::read_text(&path)?;
+        let mut seen = BTreeSet::new();
+        let mut phrases = Vec::new();
+        for line in text.lines() {
+            let mut fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.len() > 1 && fields.last().is_some_and(|c| c.parse::<u64>().is_ok()) {
+                fields.pop();
+            }
+            let words = norm.words(&fields);
+            if !words.is_empty() && seen.insert(words.clone()) {
+                phrases.push(words);
+            }
+        }
+        if phrases.is_empty() {
+            return Err(DataError::Invalid(format!(
+                "{}: the list holds no phrase",
+                path.display()
+            )));
+        }
+        out.insert(doc.to_string(), BiasList { phrases });
+    }
+    Ok(out)
+}
+
+/// Loads every call of `dir` and cuts it into segments; the transcripts and entity tags come
+/// from `references` where given (a folder with `nlp_references/` and `wer_tags/`, such as
+/// ConEC's corrected ones), everything else from `dir`.
 pub fn load_segments(
     dir: &Path,
+    references: Option<&Path>,
     segment_s: f64,
     classes: &BTreeSet<String>,
 ) -> Result<EarningsSegments, DataError> {
@@ -134,7 +180,8 @@ pub fn load_segments(
             ("distractor".to_string(), distractor),
         ]),
     };
-    for (id, path) in EarningsDoc::list_dir(&dir.join("nlp_references"))? {
+    let transcripts = references.unwrap_or(dir).join("nlp_references");
+    for (id, path) in EarningsDoc::list_dir(&transcripts)? {
         let doc = EarningsDoc::load(&path)?;
         let len = *lengths.get(&id).ok_or_else(|| {
             DataError::Invalid(format!(

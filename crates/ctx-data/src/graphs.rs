@@ -186,6 +186,8 @@ pub fn dataset_graph_with(
 ) -> Result<GraphBuildReport, DataError> {
     let gboost = extras.gboost;
     let t0 = Instant::now();
+    // A variant decodes with its base set's graph (same LM text and lexicon).
+    let name = reg.get(name)?.graph_of(name);
     match reg.get(name)? {
         crate::registry::DatasetSpec::Files(f) => {
             return Err(DataError::Invalid(format!(

@@ -293,6 +293,18 @@ pub enum DatasetSpec {
     Earnings {
         /// Folder with nlp_references/, wer_tags/, normalizations/, bias_lists/, metadata.
         path: String,
+        /// A folder whose `nlp_references/` and `wer_tags/` replace `path`'s (ConEC's corrected
+        /// transcripts); the rest still comes from `path`.
+        #[serde(default)]
+        references: Option<String>,
+        /// Named per-call lists: name → a folder of `<call>.txt` files (a word or phrase per
+        /// line, optionally followed by a count, as ConEC's lists are), read as `list:NAME`.
+        #[serde(default)]
+        doc_lists: BTreeMap<String, String>,
+        /// The dataset whose graph this one decodes with (same LM text and lexicon): a variant
+        /// of a set shares its graph instead of building an identical one under another name.
+        #[serde(default)]
+        graph_of: Option<String>,
         /// The dataset whose text trains the LM.
         lm_text: String,
         /// Target segment length in seconds.
@@ -469,6 +481,16 @@ impl DatasetSpec {
                 E2eKind::Aed => acoustic_aed.as_ref(),
             },
             DatasetSpec::LmText { .. } | DatasetSpec::Files(_) | DatasetSpec::Audio(_) => None,
+        }
+    }
+
+    /// The dataset whose graph this one decodes with: `graph_of` where set, else itself.
+    pub fn graph_of<'a>(&'a self, name: &'a str) -> &'a str {
+        match self {
+            DatasetSpec::Earnings {
+                graph_of: Some(g), ..
+            } => g,
+            _ => name,
         }
     }
 
@@ -791,14 +813,11 @@ pub struct Registry {
 /// `kind` tag, which hides from the parser's message which key of the table had the wrong
 /// value (`frame_shift_s = "0.03"` was reported at the table's header). Each key of the failing
 /// entry is left out in turn; the one whose absence changes the error is named.
-fn explain(text: &str, e: toml::de::Error) -> String {
+fn explain(table: &toml::Table, e: toml::de::Error) -> String {
     use serde::Deserialize;
     let message = e.to_string();
-    let Ok(table) = text.parse::<toml::Table>() else {
-        return message;
-    };
     let read = |t: &toml::Table| DatasetSpec::deserialize(toml::Value::Table(t.clone()));
-    for (name, entry) in &table {
+    for (name, entry) in table {
         let Some(entry) = entry.as_table() else {
             continue;
         };
@@ -829,16 +848,67 @@ fn explain(text: &str, e: toml::de::Error) -> String {
     message
 }
 
+/// Expands `like = "NAME"` entries: an entry takes every top-level key of NAME's entry that it
+/// does not set itself (a sub-table such as `acoustic` whole), so a variant of a set (ConEC's
+/// corrected Earnings-21) states only what differs. Chains resolve; a cycle or an unknown name is
+/// an error naming the entry.
+fn expand_like(table: &mut toml::Table) -> Result<(), String> {
+    let names: Vec<String> = table.keys().cloned().collect();
+    for name in names {
+        let mut seen = vec![name.clone()];
+        loop {
+            let Some(entry) = table.get(&name).and_then(toml::Value::as_table) else {
+                break;
+            };
+            let Some(like) = entry.get("like") else {
+                break;
+            };
+            let base_name = like
+                .as_str()
+                .ok_or_else(|| format!("[{name}] like = {like}: expected a dataset name"))?
+                .to_string();
+            if seen.contains(&base_name) {
+                return Err(format!(
+                    "[{name}] like = \"{base_name}\": a cycle ({} -> {base_name})",
+                    seen.join(" -> ")
+                ));
+            }
+            let base = table
+                .get(&base_name)
+                .and_then(toml::Value::as_table)
+                .cloned()
+                .ok_or_else(|| format!("[{name}] like = \"{base_name}\": no such dataset"))?;
+            seen.push(base_name);
+            let entry = table
+                .get_mut(&name)
+                .and_then(toml::Value::as_table_mut)
+                .expect("checked above");
+            entry.remove("like");
+            for (k, v) in base {
+                entry.entry(k).or_insert(v);
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Registry {
     /// Reads `datasets.toml`; an error names the dataset and, for a value of the wrong type, the
     /// key.
     pub fn read(path: &Path) -> Result<Self, RegistryError> {
+        use serde::Deserialize;
         let text = ctx_core::io::read_text(path)?;
-        let datasets: BTreeMap<String, DatasetSpec> =
-            toml::from_str(&text).map_err(|e| RegistryError::Invalid {
-                path: path.to_path_buf(),
-                message: explain(&text, e),
-            })?;
+        let invalid = |message: String| RegistryError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+        let mut table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| invalid(e.to_string()))?;
+        expand_like(&mut table).map_err(invalid)?;
+        let datasets =
+            BTreeMap::<String, DatasetSpec>::deserialize(toml::Value::Table(table.clone()))
+                .map_err(|e| invalid(explain(&table, e)))?;
         let root = path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())

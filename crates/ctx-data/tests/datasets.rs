@@ -173,6 +173,78 @@ fn earnings21_segments_cover_every_call_without_splitting_entities() {
     assert!(quick.hours < 0.15);
 }
 
+/// ConEC (datasets/conec): each call's context list as `list:conec`, and the corrected
+/// transcripts as their own set with the base set's graph.
+#[test]
+fn conec_lists_and_corrected_references() {
+    let reg = registry();
+    let ds = Dataset::load(&reg, "earnings21", Subset::Quick).unwrap();
+    let u = &ds.utterances[0];
+    assert_eq!(u.doc.as_deref(), Some("4320211"));
+    let conec = ds.named_list("conec", u).unwrap();
+    // 4320211.txt: 745 lines of `word count`, 736 distinct words (the participants' names and
+    // firms, added after the slides' words, repeat some); the counts are not words.
+    assert!(conec.phrases.iter().all(|p| p.len() == 1));
+    assert!(conec.phrases.iter().all(|p| p[0].parse::<u64>().is_err()));
+    assert!(conec.phrases.contains(&vec!["stember".to_string()]));
+    assert_eq!(conec.phrases.len(), 736);
+    assert!(ds.has_list("conec") && ds.has_list("oracle") && !ds.has_list("slides"));
+    assert_eq!(ds.list_names(), ["distractor", "oracle", "conec"]);
+    // A global list is the same for every utterance; a per-call one is the call's.
+    assert!(ds.named_list("oracle", u).is_some());
+    let full = Dataset::load(&reg, "earnings21", Subset::Full).unwrap();
+    let other = full
+        .utterances
+        .iter()
+        .find(|v| v.doc.as_deref() == Some("4330115"))
+        .unwrap();
+    assert_ne!(full.named_list("conec", other), Some(conec));
+    assert_eq!(full.doc_lists["conec"].len(), 44);
+
+    // The corrected set: same calls and segmenting, more entities tagged, its own words.
+    let fixed = Dataset::load(&reg, "earnings21-conec", Subset::Full).unwrap();
+    let s = fixed.stats();
+    assert_eq!(s.documents, 44);
+    assert_eq!(s.entities, 7402);
+    assert_ne!(s.words, 361_302);
+    assert_eq!(
+        reg.get("earnings21-conec")
+            .unwrap()
+            .graph_of("earnings21-conec"),
+        "earnings21"
+    );
+    assert_eq!(
+        reg.get("earnings21").unwrap().graph_of("earnings21"),
+        "earnings21"
+    );
+}
+
+/// `like = "NAME"` takes the keys an entry does not set from NAME's (chains resolve); an unknown
+/// base and a cycle are errors naming the entry.
+#[test]
+fn registry_entries_inherit_with_like() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("datasets.toml");
+    let base = "[a]\nkind = \"lm-text\"\npath = \"a.txt\"\nlicence = \"L\"\ndescription = \"A\"\n";
+    std::fs::write(
+        &p,
+        format!(
+            "{base}[b]\nlike = \"a\"\ndescription = \"B\"\n[c]\nlike = \"b\"\npath = \"c.txt\"\n"
+        ),
+    )
+    .unwrap();
+    let reg = Registry::read(&p).unwrap();
+    assert_eq!(reg.get("b").unwrap().description(), "B");
+    assert_eq!(reg.get("c").unwrap().description(), "B");
+    assert_eq!(reg.get("c").unwrap().kind_name(), "lm-text");
+    std::fs::write(&p, format!("{base}[b]\nlike = \"z\"\n")).unwrap();
+    let e = Registry::read(&p).unwrap_err().to_string();
+    assert!(e.contains("[b] like = \"z\": no such dataset"), "{e}");
+    std::fs::write(&p, "[b]\nlike = \"c\"\n[c]\nlike = \"b\"\n").unwrap();
+    let e = Registry::read(&p).unwrap_err().to_string();
+    assert!(e.contains("a cycle (b -> c -> b)"), "{e}");
+}
+
 #[test]
 fn bad_registry_entries_are_named() {
     let dir = tempfile::tempdir().unwrap();

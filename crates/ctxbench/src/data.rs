@@ -156,6 +156,9 @@ pub fn run_data(cmd: &DataCommand) -> Result<()> {
                 for (k, v) in &s.global_lists {
                     println!("{:<21} {v} phrases", format!("{k} list"));
                 }
+                for (k, v) in &s.doc_lists {
+                    println!("{:<21} median {v} phrases a document", format!("{k} list"));
+                }
             }
         }
         DataCommand::Scores {
@@ -253,7 +256,13 @@ pub fn run_data(cmd: &DataCommand) -> Result<()> {
             for u in &ds.utterances {
                 words.extend(u.words.iter().map(String::as_str));
             }
-            for l in ds.lists.values().chain(ds.global_lists.values()) {
+            let named = ds.doc_lists.values().flat_map(|m| m.values());
+            for l in ds
+                .lists
+                .values()
+                .chain(ds.global_lists.values())
+                .chain(named)
+            {
                 words.extend(l.phrases.iter().flatten().map(String::as_str));
             }
             let mut lex = ctx_core::lexicon::Lexicon::new();

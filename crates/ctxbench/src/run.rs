@@ -83,6 +83,7 @@ fn dataset_version(reg: &Registry, ds: &Dataset) -> Result<String> {
     }
     k.add("lists", format!("{:?}", ds.lists).as_bytes());
     k.add("global", format!("{:?}", ds.global_lists).as_bytes());
+    k.add("doc-lists", format!("{:?}", ds.doc_lists).as_bytes());
     for l in &ds.lm_text {
         k.add("lm", l.as_bytes());
     }

@@ -1275,7 +1275,7 @@ fn cases() -> Vec<Case> {
                         "--open-vocab",
                         "list:nosuch",
                     ]),
-                    Expect::Fails(strs(&["open_vocab 'list:nosuch'", "no global list"])),
+                    Expect::Fails(strs(&["open_vocab 'list:nosuch'", "has no list"])),
                 )
             }),
         ),
@@ -1293,7 +1293,7 @@ fn cases() -> Vec<Case> {
                     ]),
                     Expect::Fails(strs(&[
                         "open_vocab 'list:nosuch'",
-                        "no global list 'nosuch'",
+                        "has no list 'nosuch'",
                     ])),
                 )
             }),

@@ -107,7 +107,7 @@ fn bad_input_fails_before_decoding() {
     );
     fails_with(
         &[&base[..], &["--methods", "none,list:rare"]].concat(),
-        "has no global list 'rare'",
+        "has no list 'rare' (it has no named list)",
     );
     fails_with(
         &[&base[..], &["--targets", "rare"]].concat(),
@@ -338,7 +338,21 @@ fn word_boosting_a_ctc_decode_helps_the_boosted_entities() {
             "--word-boost",
             "list:nope",
         ],
-        "no global list 'nope'",
+        "has no list 'nope'",
+    );
+    // Earnings-21's named lists: the global ones and ConEC's per-call one.
+    fails_with(
+        &[
+            "decode",
+            "--dataset",
+            "earnings21",
+            "--quick",
+            "--kind",
+            "tlg-normal",
+            "--word-boost",
+            "list:slides",
+        ],
+        "has no list 'slides' (it has: distractor, oracle, conec)",
     );
 }
 
@@ -405,7 +419,7 @@ fn arc_boosting_helps_entities_on_both_backends() {
     let base = ["decode", "--dataset", "atco2-sim-1h", "--quick"];
     fails_with(
         &[&base[..], &["--arc-boost", "list:nope"]].concat(),
-        "arcs_list 'list:nope': dataset atco2-sim-1h-quick has no global list 'nope'",
+        "arcs_list 'list:nope': dataset atco2-sim-1h-quick has no list 'nope'",
     );
     fails_with(
         &[&base[..], &["--arc-boost", "trigrams"]].concat(),

@@ -287,7 +287,7 @@ fn bad_experiments_fail_before_any_decoding() {
         (
             "nolist",
             "[settings]\ndataset = \"atco2-sim-1h\"\n[[rows]]\nrow = \"a\"\nmethod = \"lattice-biasing\"\nbias_list = \"list:rare\"\n",
-            "has no global list 'rare'",
+            "has no list 'rare'",
         ),
         (
             "nogboost",

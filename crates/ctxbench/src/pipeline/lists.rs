@@ -34,11 +34,20 @@ pub fn static_list(dataset: &Dataset, name: &str) -> Result<Vec<Vec<String>>> {
         other if other.starts_with("file:") && other.len() > 5 => {
             set.extend(bias_list_of(&*file_list(Path::new(&other[5..]))?).phrases);
         }
-        other => match dataset.global_lists.get(other) {
-            Some(l) => set.extend(l.phrases.iter().cloned()),
-            None => {
+        other => match (
+            dataset.global_lists.get(other),
+            dataset.doc_lists.get(other),
+        ) {
+            (Some(l), _) => set.extend(l.phrases.iter().cloned()),
+            // A per-document list as one static list: the union of the documents' lists.
+            (None, Some(per_doc)) => {
+                for l in per_doc.values() {
+                    set.extend(l.phrases.iter().cloned());
+                }
+            }
+            (None, None) => {
                 let mut names = vec!["sequences", "unigrams", "gt"];
-                names.extend(dataset.global_lists.keys().map(String::as_str));
+                names.extend(dataset.list_names());
                 bail!(
                     "dataset {} has no list '{other}' (available: {})",
                     dataset.name,
@@ -60,7 +69,8 @@ pub enum ListKind {
     Unigrams,
     /// Only the ground-truth entity of the utterance (ATC callsign; oracle).
     GroundTruth,
-    /// A global list of the dataset for every utterance (ATC `rare`, Earnings `oracle`).
+    /// A named list of the dataset (`list:NAME`): a global one for every utterance (ATC
+    /// `rare`, Earnings `oracle`) or a per-document one (Earnings `conec`, each call's list).
     Global(String),
     /// Every distinct word of the references being decoded, for every utterance (001 Fig. 6's
     /// "accurate" list).
@@ -146,7 +156,7 @@ pub fn dataset_list_of(ds: &Dataset, u: &Utterance, kind: &ListKind) -> Option<B
         ListKind::GroundTruth => BiasList {
             phrases: entity_phrases(u).collect(),
         },
-        ListKind::Global(name) => ds.global_lists.get(name).cloned().unwrap_or_default(),
+        ListKind::Global(name) => ds.named_list(name, u).cloned().unwrap_or_default(),
         // Read (once per process) when the run's lists were checked ([`check_global`]).
         ListKind::File(path) => return file_list(path).ok().map(|l| bias_list_of(&l)),
         ListKind::TestWords | ListKind::OtherWords => return None,
@@ -185,13 +195,35 @@ pub fn file_list(path: &Path) -> Result<Arc<ContextList>> {
     Ok(l)
 }
 
+/// What an error about a missing `list:NAME` says the dataset has.
+pub fn lists_it_has(ds: &Dataset) -> String {
+    match ds.list_names() {
+        names if names.is_empty() => "it has no named list".into(),
+        names => format!("it has: {}", names.join(", ")),
+    }
+}
+
+/// A `list:NAME` the dataset lacks, refused with the names it has (every method checks this
+/// before it builds anything).
+pub fn require_named(ds: &Dataset, kind: &ListKind) -> Result<()> {
+    match kind {
+        ListKind::Global(n) if !ds.has_list(n) => bail!(
+            "dataset {} has no list '{n}' ({})",
+            ds.name,
+            lists_it_has(ds)
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// A list setting naming a global list (`list:NAME`) must name one of `ds`; one naming a phrase
 /// file (`file:PATH`) must read and hold a phrase (read here, once, before anything decodes).
 pub fn check_global(ds: &Dataset, key: &str, list: Option<&str>) -> Result<()> {
     match list.map(ListKind::parse) {
-        Some(Some(ListKind::Global(n))) if !ds.global_lists.contains_key(&n) => bail!(
-            "{key} 'list:{n}': dataset {} has no global list '{n}'",
-            ds.name
+        Some(Some(ListKind::Global(n))) if !ds.has_list(&n) => bail!(
+            "{key} 'list:{n}': dataset {} has no list '{n}' ({})",
+            ds.name,
+            lists_it_has(ds)
         ),
         Some(Some(ListKind::File(path))) => {
             file_list(&path)

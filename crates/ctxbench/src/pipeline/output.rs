@@ -5,7 +5,7 @@ use crate::pipeline::lists::ListKind;
 use crate::pipeline::search::DecodeRun;
 use crate::pipeline::setup::Setup;
 use crate::pipeline::utterance_lists::list_of;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, Result};
 use ctx_core::metrics::score::ScoreTotals;
 use ctx_data::dataset::Dataset;
 use ctx_graph::biasing::build_biasing_fst;
@@ -93,11 +93,7 @@ pub fn lattice_bias_timed(
     kind: &ListKind,
     discount: f32,
 ) -> Result<(Vec<Vec<TimedWord>>, PhraseReport, f64)> {
-    if let ListKind::Global(name) = kind {
-        if !setup.dataset.global_lists.contains_key(name) {
-            bail!("dataset {} has no global list '{name}'", setup.dataset.name);
-        }
-    }
+    crate::pipeline::lists::require_named(&setup.dataset, kind)?;
     let t = Instant::now();
     let mut report = PhraseReport::default();
     let mut hyps = Vec::with_capacity(run.results.len());

@@ -22,6 +22,8 @@ pub fn set_list(setup: &Setup, kind: &ListKind) -> Option<BiasList> {
         ListKind::File(path) => crate::pipeline::lists::file_list(path)
             .ok()
             .map(|l| crate::pipeline::lists::bias_list_of(&l)),
+        // A per-document named list is no set-wide list.
+        ListKind::Global(name) if setup.dataset.doc_lists.contains_key(name) => None,
         ListKind::Global(name) => Some(
             setup
                 .dataset

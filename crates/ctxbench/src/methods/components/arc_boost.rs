@@ -8,7 +8,7 @@ use crate::pipeline::lists::ListKind;
 use crate::pipeline::setup::Setup;
 use crate::pipeline::utterance_lists::{list_of, set_list};
 use crate::settings::{Block, SettingSpec, Settings};
-use anyhow::{bail, Result};
+use anyhow::Result;
 use ctx_core::bias::BiasList;
 use ctx_data::dataset::Dataset;
 use ctx_graph::phrase_arcs::PhraseArcFinder;
@@ -37,11 +37,7 @@ impl ArcBoosters {
     /// Finds the arcs of every utterance's list of `kind` in `setup`'s graph, one search per
     /// distinct list, in parallel on `threads`.
     pub fn new(setup: &Setup, kind: &ListKind, discount: f32, threads: usize) -> Result<Self> {
-        if let ListKind::Global(name) = kind {
-            if !setup.dataset.global_lists.contains_key(name) {
-                bail!("dataset {} has no global list '{name}'", setup.dataset.name);
-            }
-        }
+        crate::pipeline::lists::require_named(&setup.dataset, kind)?;
         let t = Instant::now();
         // A list for the whole set (a global list, a phrase file) is searched and built once,
         // not copied and compared per utterance (20,000 phrases × every utterance).

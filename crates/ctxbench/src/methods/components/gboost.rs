@@ -84,11 +84,7 @@ pub fn otf_boosters(
                 req.list
             )
         })?;
-        if let ListKind::Global(n) = &kind {
-            if !setup.dataset.global_lists.contains_key(n) {
-                bail!("dataset {} has no global list '{n}'", setup.dataset.name);
-            }
-        }
+        crate::pipeline::lists::require_named(&setup.dataset, &kind)?;
         utts.iter()
             .map(|u| list_of(setup, u, &kind).phrases)
             .collect()

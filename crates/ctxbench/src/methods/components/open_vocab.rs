@@ -96,10 +96,8 @@ pub fn open_contexts(
             Spell::Pieces(..) => None,
         }
     };
-    if let OpenList::Dataset(ListKind::Global(name)) = list {
-        if !setup.dataset.global_lists.contains_key(name) {
-            bail!("dataset {} has no global list '{name}'", setup.dataset.name);
-        }
+    if let OpenList::Dataset(kind) = list {
+        crate::pipeline::lists::require_named(&setup.dataset, kind)?;
     }
     let t = Instant::now();
     // A phrase file is read as a list arrives (its time counts); errors name file and line.
@@ -350,10 +348,11 @@ impl OpenVocab {
                     );
                 }
             }
-            Some(OpenList::Dataset(ListKind::Global(n))) if !ds.global_lists.contains_key(&n) => {
+            Some(OpenList::Dataset(ListKind::Global(n))) if !ds.has_list(&n) => {
                 bail!(
-                    "open_vocab 'list:{n}': dataset {} has no global list '{n}'",
-                    ds.name
+                    "open_vocab 'list:{n}': dataset {} has no list '{n}' ({})",
+                    ds.name,
+                    crate::pipeline::lists::lists_it_has(&ds)
                 );
             }
             _ => {}

@@ -83,11 +83,7 @@ impl ContextBoosters {
         key: impl Fn(&BiasList) -> K,
         mut make: impl FnMut(&K) -> Result<ctc_wfst::ContextBoost>,
     ) -> Result<Self> {
-        if let ListKind::Global(name) = kind {
-            if !setup.dataset.global_lists.contains_key(name) {
-                bail!("dataset {} has no global list '{name}'", setup.dataset.name);
-            }
-        }
+        crate::pipeline::lists::require_named(&setup.dataset, kind)?;
         let t = Instant::now();
         let mut out = Self {
             boosters: Vec::with_capacity(setup.dataset.utterances.len()),
