@@ -856,13 +856,11 @@ fn expand_like(table: &mut toml::Table) -> Result<(), String> {
     let names: Vec<String> = table.keys().cloned().collect();
     for name in names {
         let mut seen = vec![name.clone()];
-        loop {
-            let Some(entry) = table.get(&name).and_then(toml::Value::as_table) else {
-                break;
-            };
-            let Some(like) = entry.get("like") else {
-                break;
-            };
+        while let Some(like) = table
+            .get(&name)
+            .and_then(toml::Value::as_table)
+            .and_then(|e| e.get("like"))
+        {
             let base_name = like
                 .as_str()
                 .ok_or_else(|| format!("[{name}] like = {like}: expected a dataset name"))?

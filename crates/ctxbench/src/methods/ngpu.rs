@@ -10,6 +10,7 @@
 //! the graph cache. RTFx counts the model (the simulated network's outputs) and the search, as
 //! 004's counts the network and the decoding.
 
+use super::components::ctc_ws::{CtcWs, WordSpotter};
 use super::family::{
     accuracy_measures, check_global, check_targets, common, record, setup_key_of, Component,
     Family, FamilySpec, GroupContext, SetupCache,
@@ -54,6 +55,10 @@ const COMPONENTS: &[Component] = &[
     Component {
         name: "kb",
         doc: "keyword boosting: each utterance's list as an Aho-Corasick trie over its BPE pieces (003 §4.1.3; icefall's ContextGraph)",
+    },
+    Component {
+        name: "ctc-ws",
+        doc: "CTC-WS: each utterance's phrases spotted in the CTC model's outputs and merged into the greedy hypothesis where they beat its words (NeMo's CTC-based word spotter; model = \"ctc\", greedy)",
     },
     Component {
         name: "wl",
@@ -138,6 +143,7 @@ struct Blocks {
     lm: NgpuFusion,
     kb: Keywords,
     wl: WordLm,
+    ws: CtcWs,
 }
 
 impl Blocks {
@@ -149,6 +155,7 @@ impl Blocks {
             lm: NgpuFusion::read(s)?,
             kb: Keywords::read(s)?,
             wl: WordLm::read(s)?,
+            ws: CtcWs::read(s)?,
         })
     }
 }
@@ -173,6 +180,7 @@ impl FamilySpec for E2e {
             NgpuFusion::SPECS,
             Keywords::SPECS,
             WordLm::SPECS,
+            CtcWs::SPECS,
         ]
         .concat()
     }
@@ -223,6 +231,7 @@ impl FamilySpec for E2e {
                     bail!("{k} {x} must be a finite number (≥ 0 for the scaling)");
                 }
             }
+            b.ws.check()?;
             if LmQuery::parse(&b.lm.lm_query).is_none() {
                 bail!("lm_query '{}' (full or pruned)", b.lm.lm_query);
             }
@@ -248,6 +257,17 @@ impl Family for E2e {
         check_targets(ds, p)?;
         check_backend(p)?;
         let b = Blocks::read(&p.settings)?;
+        if p.method.has("ctc-ws") {
+            let others = ["beam", "ngpu-lm", "kb", "wl"];
+            if b.model.model.as_deref() != Some("ctc") || others.iter().any(|c| p.method.has(c)) {
+                bail!(
+                    "method {}: CTC-WS merges its spots into a CTC model's greedy hypothesis (model = \"ctc\", without {})",
+                    p.method,
+                    others.join(", ")
+                );
+            }
+            check_global(ds, crate::key!(CtcWs, ws_list), b.ws.ws_list.as_deref())?;
+        }
         check_global(ds, crate::key!(Keywords, kb_list), b.kb.kb_list.as_deref())
     }
 
@@ -277,6 +297,7 @@ impl Family for E2e {
             b.lm.key(),
             b.kb.key(),
             b.wl.key(),
+            b.ws.key(),
         ]
         .join(";")
     }
@@ -305,6 +326,11 @@ impl Family for E2e {
         let kb = match b.kb.kb_list.as_deref() {
             Some(l) if first.method.has("kb") => Some(keyword_trees(&st, &b, l, wl.as_deref())?),
             _ => None,
+        };
+        let ws = if first.method.has("ctc-ws") {
+            Some(WordSpotter::new(&st.dataset, &st.bpe, &b.ws)?)
+        } else {
+            None
         };
         let kb_s = t_kb.elapsed().as_secs_f64();
         use ngpu_lm::fusion::Contexts;
@@ -376,11 +402,25 @@ impl Family for E2e {
                                 .collect();
                             let mats = mats.into_iter().collect::<Result<Vec<_>>>()?;
                             let refs: Vec<&ScoreMatrix> = mats.iter().collect();
-                            out.extend(if beam {
+                            let mut got = if beam {
                                 ngpu_lm::beam::beam_ctc_nbest(&refs, &fusion, beam_size)?
                             } else {
                                 one(ngpu_lm::fusion::greedy_ctc(&refs, &fusion)?)
-                            });
+                            };
+                            if let Some(ws) = &ws {
+                                let first = k * slice;
+                                got = got
+                                    .into_par_iter()
+                                    .zip(&mats)
+                                    .enumerate()
+                                    .map(|(i, (mut n, m))| {
+                                        let greedy = std::mem::take(&mut n[0]);
+                                        n[0] = ws.apply(first + i, m, greedy, &st.bpe)?;
+                                        Ok(n)
+                                    })
+                                    .collect::<Result<Vec<NBest>>>()?;
+                            }
+                            out.extend(got);
                         }
                         out
                     }
@@ -485,6 +525,11 @@ impl Family for E2e {
                 if wl.is_some() {
                     m.insert("keywords_in_lm".into(), k.in_lm as f64);
                 }
+            }
+            if let Some(w) = &ws {
+                m.insert("context_s".into(), kb_s);
+                m.insert("phrases_kept".into(), w.kept as f64);
+                m.insert("phrases_dropped".into(), w.dropped as f64);
             }
             if let Some(w) = &wl {
                 m.insert("wl_ngrams".into(), w.ngrams as f64);

@@ -5,6 +5,7 @@
 //! "Adding a biasing component".
 
 pub mod arc_boost;
+pub mod ctc_ws;
 pub mod gboost;
 pub mod hclg_boost;
 pub mod lattice_bias;

@@ -352,7 +352,7 @@ impl OpenVocab {
                 bail!(
                     "open_vocab 'list:{n}': dataset {} has no list '{n}' ({})",
                     ds.name,
-                    crate::pipeline::lists::lists_it_has(&ds)
+                    crate::pipeline::lists::lists_it_has(ds)
                 );
             }
             _ => {}
