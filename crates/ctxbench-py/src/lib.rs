@@ -11,6 +11,7 @@
 //! - `settings.rs`: keyword settings typed by the CLI's setting specs.
 //! - `ngram.rs`: `NgramLM`, NGPU-LM's batched n-gram queries into numpy arrays.
 //! - `score.rs`: `ctxbench score` on files.
+//! - `spotter.rs`: `WordSpotter`, NeMo's CTC-based word spotter on numpy arrays.
 
 mod arrays;
 mod contexts;
@@ -18,6 +19,7 @@ mod decoder;
 mod ngram;
 mod score;
 mod settings;
+mod spotter;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -35,6 +37,7 @@ fn _ctxbench(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<decoder::Hypothesis>()?;
     m.add_class::<decoder::Word>()?;
     m.add_class::<ngram::NgramLM>()?;
+    m.add_class::<spotter::WordSpotter>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

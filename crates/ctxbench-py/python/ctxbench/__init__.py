@@ -20,9 +20,10 @@ import warnings
 
 from . import _ctxbench
 from ._ctxbench import Decoder as _Decoder, Hypothesis, NgramLM as _NgramLM, Word, __version__
+from ._ctxbench import WordSpotter as _WordSpotter
 
-__all__ = ["CtcDecoder", "WfstDecoder", "Hypothesis", "NgramLM", "Word", "as_array", "score",
-           "__version__"]
+__all__ = ["CtcDecoder", "WfstDecoder", "Hypothesis", "NgramLM", "Word", "WordSpotter",
+           "as_array", "score", "__version__"]
 
 
 def as_array(x, what="log_probs"):
@@ -91,6 +92,25 @@ class CtcDecoder(_Decoding, _Decoder):
                    lexicon=None if lexicon is None else str(lexicon), cache_dir=cache_dir,
                    **settings)
 
+
+
+class WordSpotter(_WordSpotter):
+    """NVIDIA NeMo's CTC-based word spotter (CTC-WS, Andrusenko et al. 2024), built once from
+    the model's ``labels`` (``▁`` starts a word; ``blank`` its column) and ``phrases``, a dict
+    phrase → spellings (each a string of pieces separated by spaces, or label ids; several:
+    NeMo's spelling variants, ``{"gpu": ["▁gpu", "▁g ▁p ▁u"]}``). ``spot(log_probs)`` gives
+    ``(phrase, score, first frame, last frame)`` tuples, ``decode(log_probs)`` the greedy text
+    with the spots merged in, ``decode_batch`` a list of them; ``log_probs`` ``[T, V]`` float32
+    (numpy, or torch tensors converted). Settings: NeMo's script's defaults."""
+
+    def spot(self, log_probs):
+        return super().spot(as_array(log_probs))
+
+    def decode(self, log_probs):
+        return super().decode(as_array(log_probs))
+
+    def decode_batch(self, log_probs):
+        return super().decode_batch([as_array(x) for x in log_probs])
 
 
 class NgramLM(_NgramLM):

@@ -30,6 +30,26 @@ def score(
     lenient: bool = ...,
 ) -> Dict[str, Any]: ...
 
+class WordSpotter:
+    """NeMo's CTC-based word spotter over a model's labels, built once from the phrases."""
+    def __init__(
+        self,
+        labels: List[str],
+        phrases: Dict[str, List[Union[str, List[int]]]],
+        blank: int = ...,
+        beam: float = ...,
+        context_score: float = ...,
+        ali_token_weight: float = ...,
+        keyword_threshold: float = ...,
+        blank_threshold: float = ...,
+        non_blank_threshold: float = ...,
+        spot_overlap: float = ...,
+        merge_overlap: float = ...,
+    ) -> None: ...
+    def spot(self, log_probs: Any) -> List[Tuple[str, float, int, int]]: ...
+    def decode(self, log_probs: Any) -> str: ...
+    def decode_batch(self, log_probs: Sequence[Any]) -> List[str]: ...
+
 class NgramLM:
     """An ARPA LM as NGPU-LM's arrays, queried in batches (natural-log probabilities)."""
     def __init__(self, arpa: str, labels: Optional[List[str]] = ..., threads: int = ...) -> None: ...
