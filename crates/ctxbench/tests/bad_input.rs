@@ -1280,6 +1280,46 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "CTC-WS joined with beam search",
+            Box::new(|_| {
+                (
+                    strs(&[
+                        "decode",
+                        "--dataset",
+                        "atco2-sim-1h",
+                        "--quick",
+                        "--method",
+                        "e2e+beam+ctc-ws",
+                        "--set",
+                        "model=ctc",
+                        "--set",
+                        "ws_list=sequences",
+                    ]),
+                    Expect::Fails(strs(&["e2e+beam+ctc-ws", "greedy hypothesis"])),
+                )
+            }),
+        ),
+        (
+            "a CTC-WS list the dataset lacks, among distractors",
+            Box::new(|_| {
+                (
+                    strs(&[
+                        "decode",
+                        "--dataset",
+                        "atco2-sim-1h",
+                        "--quick",
+                        "--method",
+                        "e2e+ctc-ws",
+                        "--set",
+                        "model=ctc",
+                        "--set",
+                        "ws_list=list:nosuch+file:datasets/scale-lists/invented-names-1000.txt.gz",
+                    ]),
+                    Expect::Fails(strs(&["ws_list", "has no list 'nosuch'"])),
+                )
+            }),
+        ),
+        (
             "an open-vocabulary global list the dataset lacks",
             Box::new(|_| {
                 (

@@ -16,6 +16,7 @@
 
 pub mod components;
 pub mod ctc;
+mod e2e_device;
 pub mod family;
 pub mod hclg;
 pub mod load;

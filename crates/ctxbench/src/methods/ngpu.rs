@@ -11,6 +11,7 @@
 //! 004's counts the network and the decoding.
 
 use super::components::ctc_ws::{CtcWs, WordSpotter};
+use super::e2e_device::open_device;
 use super::family::{
     accuracy_measures, check_global, check_targets, common, record, setup_key_of, Component,
     Family, FamilySpec, GroupContext, SetupCache,
@@ -209,7 +210,8 @@ impl FamilySpec for E2e {
                         | ListKind::Unigrams
                         | ListKind::GroundTruth
                         | ListKind::Global(_)
-                        | ListKind::File(_),
+                        | ListKind::File(_)
+                        | ListKind::Plus(..),
                     ) => {}
                     _ => bail!("kb_list '{l}' (sequences, unigrams, gt, list:NAME or file:PATH)"),
                 }
@@ -258,15 +260,7 @@ impl Family for E2e {
         check_backend(p)?;
         let b = Blocks::read(&p.settings)?;
         if p.method.has("ctc-ws") {
-            let others = ["beam", "ngpu-lm", "kb", "wl"];
-            if b.model.model.as_deref() != Some("ctc") || others.iter().any(|c| p.method.has(c)) {
-                bail!(
-                    "method {}: CTC-WS merges its spots into a CTC model's greedy hypothesis (model = \"ctc\", without {})",
-                    p.method,
-                    others.join(", ")
-                );
-            }
-            check_global(ds, crate::key!(CtcWs, ws_list), b.ws.ws_list.as_deref())?;
+            b.ws.check_point(ds, &p.method, b.model.model.as_deref())?;
         }
         check_global(ds, crate::key!(Keywords, kb_list), b.kb.kb_list.as_deref())
     }
@@ -360,7 +354,9 @@ impl Family for E2e {
         };
         // The LM's arrays and the trees go to the device once, like loading the LM (not timed;
         // building the trees is timed above).
-        let (device_lm, device_ctx) = open_device(first, fusion.lm, &fusion.contexts)?;
+        check_backend(first)?;
+        let (device_lm, device_ctx) =
+            open_device(common(first)?.backend, fusion.lm, &fusion.contexts)?;
         let device = match (&device_lm, &device_ctx) {
             (Some(d), _) => d.lock().unwrap_or_else(|e| e.into_inner()).device_name(),
             (None, Some(c)) => c.lock().unwrap_or_else(|e| e.into_inner()).device_name(),
@@ -408,17 +404,7 @@ impl Family for E2e {
                                 one(ngpu_lm::fusion::greedy_ctc(&refs, &fusion)?)
                             };
                             if let Some(ws) = &ws {
-                                let first = k * slice;
-                                got = got
-                                    .into_par_iter()
-                                    .zip(&mats)
-                                    .enumerate()
-                                    .map(|(i, (mut n, m))| {
-                                        let greedy = std::mem::take(&mut n[0]);
-                                        n[0] = ws.apply(first + i, m, greedy, &st.bpe)?;
-                                        Ok(n)
-                                    })
-                                    .collect::<Result<Vec<NBest>>>()?;
+                                got = ws.apply_all(k * slice, got, &mats, &st.bpe)?;
                             }
                             out.extend(got);
                         }
@@ -572,42 +558,6 @@ fn check_backend(p: &Point) -> Result<()> {
     bail!(
         "backend '{b}': the e2e family runs greedy decoding's LM and context-tree queries on the device; {why} (set backend = \"cpu\")"
     )
-}
-
-/// The fused LM and the context trees on the point's device (`None`s on the CPU backend).
-type OnDevice = (
-    Option<Mutex<ngpu_lm::cuda::DeviceLm>>,
-    Option<Mutex<ngpu_lm::fusion::DeviceContexts>>,
-);
-
-/// Uploads the LM and the context trees to the point's device (each its own device object).
-fn open_device(
-    first: &Point,
-    lm: Option<&NgramLm>,
-    contexts: &ngpu_lm::fusion::Contexts,
-) -> Result<OnDevice> {
-    check_backend(first)?;
-    let backend = common(first)?.backend;
-    let open = || -> Result<Option<Box<dyn ctx_cuda::Device>>> {
-        Ok(match ctx_cuda::open(backend)? {
-            ctx_cuda::Opened::Cpu => None,
-            ctx_cuda::Opened::Device(d) => Some(d),
-        })
-    };
-    let lm_dev = match lm {
-        Some(lm) => open()?
-            .map(|d| ngpu_lm::cuda::DeviceLm::new(lm, d).map(Mutex::new))
-            .transpose()?,
-        None => None,
-    };
-    let ctx_dev = match contexts {
-        ngpu_lm::fusion::Contexts::None => None,
-        _ => match open()? {
-            Some(d) => ngpu_lm::fusion::DeviceContexts::new(contexts, d)?.map(Mutex::new),
-            None => None,
-        },
-    };
-    Ok((lm_dev, ctx_dev))
 }
 
 fn parse_prune(p: &str) -> Result<Vec<u64>> {

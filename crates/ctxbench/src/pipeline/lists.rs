@@ -83,6 +83,10 @@ pub enum ListKind {
     /// is a suppression there and left out of the other methods' lists): the list a user
     /// holds, at any size.
     File(std::path::PathBuf),
+    /// Each utterance's list of a kind plus one phrase file's phrases (`KIND+file:PATH`): the
+    /// utterance's own phrases among distractors, the "global" list of issue 68 (a phrase in
+    /// both counts once).
+    Plus(Box<ListKind>, std::path::PathBuf),
 }
 
 impl ListKind {
@@ -94,8 +98,20 @@ impl ListKind {
     /// assert_eq!(ListKind::parse("file:names.tsv"), Some(ListKind::File("names.tsv".into())));
     /// assert_eq!(ListKind::parse("file:"), None);
     /// assert_eq!(ListKind::parse("list:rare"), Some(ListKind::Global("rare".into())));
+    /// assert_eq!(
+    ///     ListKind::parse("sequences+file:d.txt"),
+    ///     Some(ListKind::Plus(Box::new(ListKind::Sequences), "d.txt".into()))
+    /// );
+    /// assert_eq!(ListKind::parse("file:a+file:b"), None);
     /// ```
     pub fn parse(s: &str) -> Option<Self> {
+        if let Some((own, path)) = s.split_once("+file:") {
+            let own = Self::parse(own)?;
+            if path.is_empty() || matches!(own, Self::File(_) | Self::Plus(..)) {
+                return None;
+            }
+            return Some(Self::Plus(Box::new(own), path.into()));
+        }
         if let Some(p) = s.strip_prefix("file:") {
             return (!p.is_empty()).then(|| Self::File(p.into()));
         }
@@ -159,8 +175,27 @@ pub fn dataset_list_of(ds: &Dataset, u: &Utterance, kind: &ListKind) -> Option<B
         ListKind::Global(name) => ds.named_list(name, u).cloned().unwrap_or_default(),
         // Read (once per process) when the run's lists were checked ([`check_global`]).
         ListKind::File(path) => return file_list(path).ok().map(|l| bias_list_of(&l)),
+        ListKind::Plus(own, path) => {
+            let own = dataset_list_of(ds, u, own)?;
+            let file = file_list(path).ok().map(|l| bias_list_of(&l))?;
+            union(own, file)
+        }
         ListKind::TestWords | ListKind::OtherWords => return None,
     })
+}
+
+/// `a`'s phrases, then those of `b` that `a` lacks.
+pub fn union(a: BiasList, b: BiasList) -> BiasList {
+    let seen: std::collections::HashSet<&Vec<String>> = a.phrases.iter().collect();
+    let extra: Vec<Vec<String>> = b
+        .phrases
+        .iter()
+        .filter(|p| !seen.contains(p))
+        .cloned()
+        .collect();
+    let mut phrases = a.phrases;
+    phrases.extend(extra);
+    BiasList { phrases }
 }
 
 /// The phrases of a phrase file that a list of phrases without weights holds: those with a
@@ -207,6 +242,7 @@ pub fn lists_it_has(ds: &Dataset) -> String {
 /// before it builds anything).
 pub fn require_named(ds: &Dataset, kind: &ListKind) -> Result<()> {
     match kind {
+        ListKind::Plus(own, _) => require_named(ds, own),
         ListKind::Global(n) if !ds.has_list(n) => bail!(
             "dataset {} has no list '{n}' ({})",
             ds.name,
@@ -219,7 +255,13 @@ pub fn require_named(ds: &Dataset, kind: &ListKind) -> Result<()> {
 /// A list setting naming a global list (`list:NAME`) must name one of `ds`; one naming a phrase
 /// file (`file:PATH`) must read and hold a phrase (read here, once, before anything decodes).
 pub fn check_global(ds: &Dataset, key: &str, list: Option<&str>) -> Result<()> {
-    match list.map(ListKind::parse) {
+    let parsed = list.map(ListKind::parse);
+    if let Some(Some(ListKind::Plus(own, path))) = &parsed {
+        require_named(ds, own).map_err(|e| anyhow::anyhow!("{key}: {e:#}"))?;
+        file_list(path).map_err(|e| anyhow::anyhow!("{key} 'file:{}': {e:#}", path.display()))?;
+        return Ok(());
+    }
+    match parsed {
         Some(Some(ListKind::Global(n))) if !ds.has_list(&n) => bail!(
             "{key} 'list:{n}': dataset {} has no list '{n}' ({})",
             ds.name,
@@ -232,4 +274,69 @@ pub fn check_global(ds: &Dataset, key: &str, list: Option<&str>) -> Result<()> {
         _ => {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctx_data::dataset::ListScope;
+
+    fn phrases(l: &[&str]) -> Vec<Vec<String>> {
+        l.iter()
+            .map(|p| p.split_whitespace().map(String::from).collect())
+            .collect()
+    }
+
+    /// `KIND+file:PATH`: each utterance's own phrases first, then the file's it lacks; a
+    /// per-document named list works as the own part.
+    #[test]
+    fn a_list_plus_a_file_is_the_own_phrases_among_the_distractors() {
+        let dir = tempfile::tempdir().unwrap();
+        let u = Utterance {
+            id: "u1".into(),
+            doc: Some("c1".into()),
+            words: vec!["acme".into()],
+            duration_s: 1.0,
+            entities: vec![],
+            callsign: None,
+        };
+        let ds = Dataset {
+            name: "t".into(),
+            utterances: vec![u.clone()],
+            lists: BTreeMap::from([(
+                "c1".into(),
+                BiasList {
+                    phrases: phrases(&["acme", "beta"]),
+                },
+            )]),
+            list_scope: ListScope::Document,
+            global_lists: BTreeMap::new(),
+            doc_lists: BTreeMap::from([(
+                "slides".into(),
+                BTreeMap::from([(
+                    "c1".into(),
+                    BiasList {
+                        phrases: phrases(&["gamma"]),
+                    },
+                )]),
+            )]),
+            lm_text: vec![],
+            has_callsigns: false,
+            segments: vec![],
+            source: None,
+        };
+        let f2 = dir.path().join("d2.txt");
+        std::fs::write(&f2, "zeta corp\nacme\n").unwrap();
+        let k = ListKind::parse(&format!("sequences+file:{}", f2.display())).unwrap();
+        let got = dataset_list_of(&ds, &u, &k).unwrap();
+        assert_eq!(got.phrases, phrases(&["acme", "beta", "zeta corp"]));
+        let k = ListKind::parse(&format!("list:slides+file:{}", f2.display())).unwrap();
+        assert_eq!(
+            dataset_list_of(&ds, &u, &k).unwrap().phrases,
+            phrases(&["gamma", "zeta corp", "acme"])
+        );
+        let k = ListKind::parse(&format!("list:nope+file:{}", f2.display())).unwrap();
+        let e = require_named(&ds, &k).unwrap_err().to_string();
+        assert!(e.contains("has no list 'nope' (it has: slides)"), "{e}");
+    }
 }

@@ -22,6 +22,13 @@ pub fn set_list(setup: &Setup, kind: &ListKind) -> Option<BiasList> {
         ListKind::File(path) => crate::pipeline::lists::file_list(path)
             .ok()
             .map(|l| crate::pipeline::lists::bias_list_of(&l)),
+        ListKind::Plus(own, path) => {
+            let own = set_list(setup, own)?;
+            let file = crate::pipeline::lists::file_list(path)
+                .ok()
+                .map(|l| crate::pipeline::lists::bias_list_of(&l))?;
+            Some(crate::pipeline::lists::union(own, file))
+        }
         // A per-document named list is no set-wide list.
         ListKind::Global(name) if setup.dataset.doc_lists.contains_key(name) => None,
         ListKind::Global(name) => Some(

@@ -57,7 +57,8 @@ impl CtcWs {
                     | ListKind::Unigrams
                     | ListKind::GroundTruth
                     | ListKind::Global(_)
-                    | ListKind::File(_),
+                    | ListKind::File(_)
+                    | ListKind::Plus(..),
                 ) => {}
                 _ => {
                     anyhow::bail!("ws_list '{l}' (sequences, unigrams, gt, list:NAME or file:PATH)")
@@ -66,6 +67,30 @@ impl CtcWs {
         }
         self.config().check().context("ctc-ws settings (ws_*)")?;
         Ok(())
+    }
+}
+
+impl CtcWs {
+    /// A point of `e2e+ctc-ws` must decode a CTC model greedily, alone, and name a list `ds`
+    /// has.
+    pub fn check_point(
+        &self,
+        ds: &Dataset,
+        method: &crate::experiment::Method,
+        model: Option<&str>,
+    ) -> Result<()> {
+        let others = ["beam", "ngpu-lm", "kb", "wl"];
+        if model != Some("ctc") || others.iter().any(|c| method.has(c)) {
+            anyhow::bail!(
+                "method {method}: CTC-WS merges its spots into a CTC model's greedy hypothesis (model = \"ctc\", without {})",
+                others.join(", ")
+            );
+        }
+        crate::pipeline::lists::check_global(
+            ds,
+            crate::key!(CtcWs, ws_list),
+            self.ws_list.as_deref(),
+        )
     }
 }
 
@@ -148,6 +173,27 @@ impl WordSpotter {
             dropped,
             build_s: t0.elapsed().as_secs_f64(),
         })
+    }
+
+    /// [`Self::apply`] to each utterance's greedy hypothesis (the first of its n-best) of a
+    /// slice of the set starting at utterance `first`, in parallel.
+    pub fn apply_all(
+        &self,
+        first: usize,
+        got: Vec<ngpu_lm::beam::NBest>,
+        mats: &[ScoreMatrix],
+        bpe: &Bpe,
+    ) -> Result<Vec<ngpu_lm::beam::NBest>> {
+        use rayon::prelude::*;
+        got.into_par_iter()
+            .zip(mats)
+            .enumerate()
+            .map(|(i, (mut n, m))| {
+                let greedy = std::mem::take(&mut n[0]);
+                n[0] = self.apply(first + i, m, greedy, bpe)?;
+                Ok(n)
+            })
+            .collect()
     }
 
     /// Utterance `i`'s hypothesis: its greedy `labels` (token ids) with the spots of `lp`
