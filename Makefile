@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: fidelity librispeech-tts librispeech-tts-full librispeech-bias nvrtc-venv python-venv python python-test peers-python sphinx-lm lm-en-us-3gram gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm peer-kaldi-ctc bataev-derived
+.PHONY: fidelity librispeech-tts librispeech-tts-full librispeech-bias nvrtc-venv python-venv python python-test peers-python sphinx-lm lm-en-us-3gram gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep slurm-check bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm peer-kaldi-ctc bataev-derived
 
 all: build
 
@@ -251,6 +251,20 @@ selfcheck: build
 ## A Slurm job array for a big sweep: make slurm-sweep EXP=experiments/x.toml SHARDS=8
 slurm-sweep: build
 	scripts/slurm-sweep.sh $(EXP) $(SHARDS)
+
+## The sweep on a real Slurm: a private single-node cluster (munged, slurmctld, slurmd under a
+## temporary folder, stopped at the end) runs a 3-shard array of the quick ablation-beam, one
+## shard cancelled mid-run and resubmitted, and its merge; the merged points must equal one
+## process's (scripts/slurm-check.sh). Installs Debian's slurm-wlm and munge when missing. CI
+## runs it on the binary `make test` built.
+slurm-check:
+	@command -v slurmctld >/dev/null && command -v munged >/dev/null || { \
+		echo "slurm-check: installing slurm-wlm and munge (Debian)"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -q slurm-wlm munge >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null && apt-get install -y -q slurm-wlm munge >/dev/null; }; }
+	@test -x $(TEST_BIN) || $(CARGO) build --profile $(TEST_PROFILE) -p ctxbench
+	CTXBENCH_BIN=$(abspath $(TEST_BIN)) scripts/slurm-check.sh
 
 bench: bench-score bench-decode bench-overhead
 

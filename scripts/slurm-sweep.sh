@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes (and, with SUBMIT=1, submits) a Slurm job array that runs one experiment as N shards
 # (`ctxbench run --shard K/N`, each a deterministic slice of the grid) and a dependent job that
-# joins them (`ctxbench merge`). Shards write into one results root on a shared filesystem;
+# joins them (`ctxbench merge`). CTXBENCH_BIN names the binary (default target/release),
+# SLURM_SWEEP_DIR where the job files and logs go (default slurm/). Shards write into one results root on a shared filesystem;
 # finished points are skipped, so a failed array task can simply be resubmitted.
 #
 #   scripts/slurm-sweep.sh EXPERIMENT.toml N [extra ctxbench run args, e.g. --set beam=13]
@@ -13,24 +14,25 @@ shift 2
 [[ -f "$exp" ]] || { echo "no experiment file $exp" >&2; exit 2; }
 [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "N must be a positive integer (got $n)" >&2; exit 2; }
 id=$(basename "$exp" .toml)
-bin=$(pwd)/target/release/ctxbench
-mkdir -p slurm
-array=slurm/$id.array.sbatch
-merge=slurm/$id.merge.sbatch
+bin=${CTXBENCH_BIN:-$(pwd)/target/release/ctxbench}
+dir=${SLURM_SWEEP_DIR:-slurm}
+mkdir -p "$dir"
+array=$dir/$id.array.sbatch
+merge=$dir/$id.merge.sbatch
 cat > "$array" <<SB
 #!/usr/bin/env bash
 #SBATCH --job-name=ctxbench-$id
 #SBATCH --array=1-$n
 #SBATCH --cpus-per-task=2
 #SBATCH --mem=16G
-#SBATCH --output=slurm/$id-%a.log
+#SBATCH --output=$dir/$id-%a.log
 cd $(pwd)
 $bin run $exp --shard \${SLURM_ARRAY_TASK_ID}/$n $*
 SB
 cat > "$merge" <<SB
 #!/usr/bin/env bash
 #SBATCH --job-name=ctxbench-$id-merge
-#SBATCH --output=slurm/$id-merge.log
+#SBATCH --output=$dir/$id-merge.log
 cd $(pwd)
 $bin merge $exp $*
 SB
