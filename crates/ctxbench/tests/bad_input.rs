@@ -1280,6 +1280,26 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "lattice biasing asked of a decode without lattices",
+            Box::new(|_| {
+                (
+                    strs(&[
+                        "decode",
+                        "--dataset",
+                        "atco2-sim-1h",
+                        "--quick",
+                        "--limit",
+                        "2",
+                        "--lattice",
+                        "false",
+                        "--methods",
+                        "unigrams",
+                    ]),
+                    Expect::Fails(strs(&["bias_list", "needs lattice = true"])),
+                )
+            }),
+        ),
+        (
             "CTC-WS joined with beam search",
             Box::new(|_| {
                 (

@@ -197,19 +197,5 @@ fn one_best_without_lattices_has_the_same_words() {
         let (shim, _) = run("false", "shim");
         assert_eq!(shim, without, "{kind}: the GPU kernels on the shim");
     }
-    common::fails_with(
-        &[
-            "decode",
-            "--dataset",
-            "atco2-sim-1h",
-            "--quick",
-            "--limit",
-            "2",
-            "--lattice",
-            "false",
-            "--methods",
-            "unigrams",
-        ],
-        "needs lattice = true",
-    );
+    // Lattice biasing without lattices is refused: a case of tests/bad_input.rs.
 }
