@@ -60,7 +60,7 @@ crate::settings_block! {
     /// The family's per-stream context settings (000 §4).
     pub struct PerStream in "hclg-boost" {
         /// each stream's context: its utterance's list of this kind (sequences, unigrams, gt,
-        /// list:NAME or file:PATH); unset: no context
+        /// list:NAME, file:PATH or KIND+file:PATH); unset: no context
         ctx_list: Option<String> = None,
         /// partial (arcs boosted during the search, output = the search's best path) or
         /// endpoints (unbiased search, lattice biasing at each endpoint)

@@ -113,7 +113,7 @@ crate::settings_block! {
 crate::settings_block! {
     /// Keyword boosting with Aho-Corasick trees (003's context-biasing; `kb`).
     pub struct Keywords in "kb" {
-        /// each utterance's keyword list: sequences, unigrams, gt, list:NAME or file:PATH
+        /// each utterance's keyword list: sequences, unigrams, gt, list:NAME, file:PATH or KIND+file:PATH
         kb_list: Option<String> = None => required,
         /// bonus per matched piece, taken back when a keyword breaks off (003: 2.0)
         kb_score: f64 = 2.0,
@@ -213,7 +213,7 @@ impl FamilySpec for E2e {
                         | ListKind::File(_)
                         | ListKind::Plus(..),
                     ) => {}
-                    _ => bail!("kb_list '{l}' (sequences, unigrams, gt, list:NAME or file:PATH)"),
+                    _ => bail!("kb_list '{l}' (sequences, unigrams, gt, list:NAME, file:PATH or KIND+file:PATH)"),
                 }
             }
             if ngpu_lm::boost::Matching::parse(&b.kb.kb_mode).is_none() {

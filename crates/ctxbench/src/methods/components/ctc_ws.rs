@@ -16,7 +16,7 @@ use std::time::Instant;
 crate::settings_block! {
     /// CTC-WS (`ctc-ws`; defaults: NeMo's script).
     pub struct CtcWs in "ctc-ws" {
-        /// each utterance's phrases to spot: sequences, unigrams, gt, list:NAME or file:PATH
+        /// each utterance's phrases to spot: sequences, unigrams, gt, list:NAME, file:PATH or KIND+file:PATH
         ws_list: Option<String> = None => required,
         /// beam of the spotter's token passing (NeMo 5.0)
         ws_beam: f64 = 5.0,
@@ -61,7 +61,7 @@ impl CtcWs {
                     | ListKind::Plus(..),
                 ) => {}
                 _ => {
-                    anyhow::bail!("ws_list '{l}' (sequences, unigrams, gt, list:NAME or file:PATH)")
+                    anyhow::bail!("ws_list '{l}' (sequences, unigrams, gt, list:NAME, file:PATH or KIND+file:PATH)")
                 }
             }
         }

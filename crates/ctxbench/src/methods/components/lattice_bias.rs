@@ -9,7 +9,7 @@ use anyhow::Result;
 crate::settings_block! {
     /// Lattice biasing's settings.
     pub struct LatticeBias in "lattice-biasing" {
-        /// lattice-biasing list: sequences, unigrams, gt, list:NAME or file:PATH
+        /// lattice-biasing list: sequences, unigrams, gt, list:NAME, file:PATH or KIND+file:PATH
         bias_list: Option<String> = None => required,
         /// lattice-biasing discount per word (graph units; negative = boost)
         discount: f64 = -2.0,
