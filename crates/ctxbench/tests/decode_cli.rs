@@ -774,3 +774,65 @@ fn a_phrase_file_weights_each_phrase_and_negative_weights_suppress() {
         "{err}"
     );
 }
+
+/// The end-to-end family writes each output's hypotheses as a Kaldi `text` file (no CTM: its
+/// decoders give no word times), and CTC-WS's words differ from greedy decoding's where it
+/// spotted something; lattices and partials are refused by name.
+#[test]
+fn the_end_to_end_family_writes_hypotheses() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut texts = Vec::new();
+    for (m, sub) in [("e2e", "greedy"), ("e2e+ctc-ws", "ws")] {
+        let d = dir.path().join(sub);
+        let mut a = vec![
+            "decode",
+            "--dataset",
+            "atco2-sim-1h",
+            "--quick",
+            "--method",
+            m,
+            "--set",
+            "model=ctc",
+            "--hyp-dir",
+            d.to_str().unwrap(),
+        ];
+        if sub == "ws" {
+            a.extend(["--set", "ws_list=sequences"]);
+        }
+        let out = ctxbench(&a);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(d.join("none.txt")).unwrap();
+        assert_eq!(text.lines().count(), 60);
+        assert!(text.starts_with("atco2-sim-1h-"), "{text}");
+        assert!(!d.join("none.ctm").exists());
+        texts.push(text);
+    }
+    let differ = texts[0]
+        .lines()
+        .zip(texts[1].lines())
+        .filter(|(a, b)| a != b)
+        .count();
+    assert!(
+        (1..60).contains(&differ),
+        "{differ} utterances changed by CTC-WS"
+    );
+    fails_with(
+        &[
+            "decode",
+            "--dataset",
+            "atco2-sim-1h",
+            "--quick",
+            "--method",
+            "e2e",
+            "--set",
+            "model=ctc",
+            "--lattice-out",
+            "x.lat",
+        ],
+        "the e2e family makes no lattices",
+    );
+}

@@ -137,9 +137,15 @@ impl DecodeRequest {
             lattice_words: Mutex::new(None),
         };
         let fam = family_of(&points[0].method);
-        if files.any() && !fam.writes_outputs() {
+        if (files.lattice_out.is_some() || files.partials_out.is_some()) && !fam.writes_outputs() {
             bail!(
-                "--hyp-dir, --lattice-out and --partials-out: the {} family writes no hypothesis files",
+                "--lattice-out and --partials-out: the {} family makes no lattices or partial hypotheses",
+                fam.name()
+            );
+        }
+        if files.hyp_dir.is_some() && !fam.writes_text() {
+            bail!(
+                "--hyp-dir: the {} family writes no hypothesis files",
                 fam.name()
             );
         }

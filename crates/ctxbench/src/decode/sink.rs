@@ -24,10 +24,6 @@ pub(super) struct DecodeFiles {
 }
 
 impl DecodeFiles {
-    pub(super) fn any(&self) -> bool {
-        self.hyp_dir.is_some() || self.lattice_out.is_some() || self.partials_out.is_some()
-    }
-
     /// Writes the lattices and partials gathered (atomically, once every group ran).
     pub(super) fn finish(&self) -> Result<()> {
         for (path, text, what) in [
@@ -121,19 +117,14 @@ impl OutputSink for DecodeFiles {
             return Ok(());
         };
         let name = &self.outputs[point];
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let mut text = String::new();
-        for (u, h) in st.dataset.utterances.iter().zip(&o.hyps) {
-            text.push_str(&u.id);
-            for w in h {
-                text.push(' ');
-                text.push_str(w);
-            }
-            text.push('\n');
-        }
-        ctx_core::io::write_atomic(&dir.join(format!("{name}.txt")), |w| {
-            w.write_all(text.as_bytes())
-        })?;
+        let hyps: Vec<(&str, &[String])> = st
+            .dataset
+            .utterances
+            .iter()
+            .zip(&o.hyps)
+            .map(|(u, h)| (u.id.as_str(), h.as_slice()))
+            .collect();
+        self.text(point, &hyps)?;
         // CTM: utterance, channel, start, duration, word (times from the frame shift).
         let mut ctm = String::new();
         // (The words as written in the text: context words spelled as in their list.)
@@ -147,6 +138,27 @@ impl OutputSink for DecodeFiles {
         }
         ctx_core::io::write_atomic(&dir.join(format!("{name}.ctm")), |w| {
             w.write_all(ctm.as_bytes())
+        })?;
+        Ok(())
+    }
+
+    fn text(&self, point: usize, hyps: &[(&str, &[String])]) -> Result<()> {
+        let Some(dir) = &self.hyp_dir else {
+            return Ok(());
+        };
+        let name = &self.outputs[point];
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut text = String::new();
+        for (id, h) in hyps {
+            text.push_str(id);
+            for w in h.iter() {
+                text.push(' ');
+                text.push_str(w);
+            }
+            text.push('\n');
+        }
+        ctx_core::io::write_atomic(&dir.join(format!("{name}.txt")), |w| {
+            w.write_all(text.as_bytes())
         })?;
         Ok(())
     }

@@ -69,6 +69,9 @@ pub trait OutputSink: Sync {
     fn decoded(&self, st: &Setup, run: &DecodeRun) -> Result<()>;
     /// Point `point`'s output: its 1-best (or lattice-biased 1-best) with word times.
     fn output(&self, point: usize, st: &Setup, o: &Output) -> Result<()>;
+    /// Point `point`'s hypotheses without word times (a family whose decoders give none):
+    /// `(utterance id, words)` in dataset order.
+    fn text(&self, point: usize, hyps: &[(&str, &[String])]) -> Result<()>;
     /// A line for the person who asked for the decode (what a list kept, how long a context
     /// took to build).
     fn report(&self, line: &str);
@@ -98,6 +101,11 @@ pub trait Family: FamilySpec {
     /// lattices, running partials).
     fn writes_outputs(&self) -> bool {
         false
+    }
+    /// Whether its group runs hand their hypotheses as text to [`OutputSink::text`] (the
+    /// families that write full outputs do so through [`OutputSink::output`]).
+    fn writes_text(&self) -> bool {
+        self.writes_outputs()
     }
     /// Decodes one group (points of one decode key) and scores each of its points.
     fn run_group(

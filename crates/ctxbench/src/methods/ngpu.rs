@@ -277,6 +277,10 @@ impl Family for E2e {
         )
     }
 
+    fn writes_text(&self) -> bool {
+        true
+    }
+
     fn decode_key(&self, p: &Point) -> String {
         let Ok(b) = Blocks::read(&p.settings) else {
             return String::new();
@@ -491,6 +495,14 @@ impl Family for E2e {
         let mut out = Vec::new();
         for &i in group {
             let p = &cx.points[i];
+            if let Some(sink) = cx.sink {
+                let text: Vec<(&str, &[String])> = utts
+                    .iter()
+                    .zip(&hyps)
+                    .map(|(u, h)| (u.id.as_str(), h.as_slice()))
+                    .collect();
+                sink.text(i, &text)?;
+            }
             let targets = pipeline::targets(&st.dataset, common(p)?.targets.as_deref())?;
             let t = pipeline::score_dataset(&st.dataset, &hyps, targets.as_ref().map(|(_, t)| t))?;
             let mut m: BTreeMap<String, f64> = accuracy_measures(&t);
