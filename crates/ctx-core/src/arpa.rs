@@ -139,21 +139,6 @@ impl ArpaLm {
         }
         let mut state = State::Preamble;
         let mut lineno = 0;
-        let close_section = |lm: &ArpaLm, n: usize, start: usize, counts: &[(usize, usize)]| {
-            let have = lm.orders[n - 1].len();
-            let (want, hline) = counts[n - 1];
-            if have != want {
-                Err(CoreError::parse(
-                    path,
-                    start,
-                    format!(
-                        "the header (line {hline}) announces {want} {n}-grams but the section lists {have}"
-                    ),
-                ))
-            } else {
-                Ok(())
-            }
-        };
         for line in reader.lines() {
             lineno += 1;
             let line = line.map_err(|e| CoreError::io(path, e))?;
@@ -169,25 +154,7 @@ impl ArpaLm {
                         continue;
                     }
                     if let Some(rest) = t.strip_prefix("ngram ") {
-                        let (n, c) = rest.split_once('=').ok_or_else(|| {
-                            CoreError::parse(path, lineno, format!("bad count line {t:?}"))
-                        })?;
-                        let n: usize = n.trim().parse().map_err(|_| {
-                            CoreError::parse(path, lineno, format!("bad order in {t:?}"))
-                        })?;
-                        let c: usize = c.trim().parse().map_err(|_| {
-                            CoreError::parse(path, lineno, format!("bad count in {t:?}"))
-                        })?;
-                        if n != header_counts.len() + 1 {
-                            return Err(CoreError::parse(
-                                path,
-                                lineno,
-                                format!(
-                                    "expected the count of {}-grams, got {t:?}",
-                                    header_counts.len() + 1
-                                ),
-                            ));
-                        }
+                        let c = header_count(path, lineno, t, rest, header_counts.len() + 1)?;
                         header_counts.push((c, lineno));
                     } else if let Some(n) = section_marker(t) {
                         if header_counts.is_empty() {
@@ -216,7 +183,7 @@ impl ArpaLm {
                         continue;
                     }
                     if t == "\\end\\" {
-                        close_section(&lm, n, start, &header_counts)?;
+                        close_section(path, &lm, n, start, &header_counts)?;
                         if n != header_counts.len() {
                             return Err(CoreError::parse(
                                 path,
@@ -231,7 +198,7 @@ impl ArpaLm {
                         continue;
                     }
                     if let Some(m) = section_marker(t) {
-                        close_section(&lm, n, start, &header_counts)?;
+                        close_section(path, &lm, n, start, &header_counts)?;
                         if m != n + 1 || m > header_counts.len() {
                             return Err(CoreError::parse(
                                 path,
@@ -244,65 +211,7 @@ impl ArpaLm {
                         state = State::Section(m, lineno);
                         continue;
                     }
-                    let fields: Vec<&str> = t.split_whitespace().collect();
-                    let with_bo = match fields.len() {
-                        k if k == n + 1 => false,
-                        k if k == n + 2 => true,
-                        k => {
-                            return Err(CoreError::parse(
-                                path,
-                                lineno,
-                                format!(
-                                    "a {n}-gram line needs {} or {} fields, found {k}",
-                                    n + 1,
-                                    n + 2
-                                ),
-                            ))
-                        }
-                    };
-                    let p =
-                        parse_prob(fields[0]).map_err(|msg| CoreError::parse(path, lineno, msg))?;
-                    let bo = if with_bo {
-                        parse_log(fields[n + 1]).ok_or_else(|| {
-                            CoreError::parse(
-                                path,
-                                lineno,
-                                format!("bad back-off weight {:?}", fields[n + 1]),
-                            )
-                        })?
-                    } else {
-                        0.0
-                    };
-                    // No n-gram extends one of the highest order: its back-off would never be
-                    // read. A zero one is harmless (some tools write it); another is refused.
-                    if bo != 0.0 && n == header_counts.len() {
-                        return Err(CoreError::parse(
-                            path,
-                            lineno,
-                            format!(
-                                "a back-off weight ({bo}) on a {n}-gram of the LM's highest order, which no longer history uses"
-                            ),
-                        ));
-                    }
-                    let ids = if n == 1 {
-                        vec![lm
-                            .add_word(fields[1])
-                            .map_err(|e| CoreError::parse(path, lineno, e.to_string()))?]
-                    } else {
-                        let mut ids = Vec::with_capacity(n);
-                        for w in &fields[1..=n] {
-                            ids.push(*lm.word_ids.get(*w).ok_or_else(|| {
-                                CoreError::parse(
-                                    path,
-                                    lineno,
-                                    format!("word {w:?} is not among the 1-grams"),
-                                )
-                            })?);
-                        }
-                        ids
-                    };
-                    lm.push_entry(n - 1, ids, p, bo)
-                        .map_err(|e| CoreError::parse(path, lineno, e.to_string()))?;
+                    parse_ngram(&mut lm, path, lineno, t, n, header_counts.len())?;
                 }
                 State::End => {
                     if !t.is_empty() {
@@ -475,6 +384,121 @@ impl ArpaLm {
             oov,
         })
     }
+}
+
+/// The `n`-grams section begun at line `start` must list as many n-grams as the header
+/// (`counts`: count and line per order) announced.
+fn close_section(
+    path: &Path,
+    lm: &ArpaLm,
+    n: usize,
+    start: usize,
+    counts: &[(usize, usize)],
+) -> Result<()> {
+    let have = lm.orders[n - 1].len();
+    let (want, hline) = counts[n - 1];
+    if have != want {
+        Err(CoreError::parse(
+            path,
+            start,
+            format!(
+                "the header (line {hline}) announces {want} {n}-grams but the section lists {have}"
+            ),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// Reads one line of the `n`-grams section (line `lineno` of `path`: probability, words, an
+/// optional back-off) into `lm`, whose highest order is `top`.
+fn parse_ngram(
+    lm: &mut ArpaLm,
+    path: &Path,
+    lineno: usize,
+    t: &str,
+    n: usize,
+    top: usize,
+) -> Result<()> {
+    let fields: Vec<&str> = t.split_whitespace().collect();
+    let with_bo = match fields.len() {
+        k if k == n + 1 => false,
+        k if k == n + 2 => true,
+        k => {
+            return Err(CoreError::parse(
+                path,
+                lineno,
+                format!(
+                    "a {n}-gram line needs {} or {} fields, found {k}",
+                    n + 1,
+                    n + 2
+                ),
+            ))
+        }
+    };
+    let p = parse_prob(fields[0]).map_err(|msg| CoreError::parse(path, lineno, msg))?;
+    let bo = if with_bo {
+        parse_log(fields[n + 1]).ok_or_else(|| {
+            CoreError::parse(
+                path,
+                lineno,
+                format!("bad back-off weight {:?}", fields[n + 1]),
+            )
+        })?
+    } else {
+        0.0
+    };
+    // No n-gram extends one of the highest order: its back-off would never be
+    // read. A zero one is harmless (some tools write it); another is refused.
+    if bo != 0.0 && n == top {
+        return Err(CoreError::parse(
+            path,
+            lineno,
+            format!(
+                "a back-off weight ({bo}) on a {n}-gram of the LM's highest order, which no longer history uses"
+            ),
+        ));
+    }
+    let ids = if n == 1 {
+        vec![lm
+            .add_word(fields[1])
+            .map_err(|e| CoreError::parse(path, lineno, e.to_string()))?]
+    } else {
+        let mut ids = Vec::with_capacity(n);
+        for w in &fields[1..=n] {
+            ids.push(*lm.word_ids.get(*w).ok_or_else(|| {
+                CoreError::parse(path, lineno, format!("word {w:?} is not among the 1-grams"))
+            })?);
+        }
+        ids
+    };
+    lm.push_entry(n - 1, ids, p, bo)
+        .map_err(|e| CoreError::parse(path, lineno, e.to_string()))?;
+    Ok(())
+}
+
+/// The count of an `ngram N=count` header line (`rest`: after `ngram `), which must announce
+/// order `want` (the orders in turn).
+fn header_count(path: &Path, lineno: usize, t: &str, rest: &str, want: usize) -> Result<usize> {
+    let (n, c) = rest
+        .split_once('=')
+        .ok_or_else(|| CoreError::parse(path, lineno, format!("bad count line {t:?}")))?;
+    let n: usize = n
+        .trim()
+        .parse()
+        .map_err(|_| CoreError::parse(path, lineno, format!("bad order in {t:?}")))?;
+    let c: usize = c
+        .trim()
+        .parse()
+        .map_err(|_| CoreError::parse(path, lineno, format!("bad count in {t:?}")))?;
+    if n != want {
+        return Err(CoreError::parse(
+            path,
+            lineno,
+            format!("expected the count of {}-grams, got {t:?}", want),
+        ));
+    }
+    Ok(c)
 }
 
 fn section_marker(t: &str) -> Option<usize> {

@@ -230,65 +230,22 @@ impl Dataset {
                 quick_docs,
                 quick_segments,
                 ..
-            } => {
-                let classes: BTreeSet<String> = entity_classes.into_iter().collect();
-                let references = references.map(|r| reg.resolve(&r));
-                let e = earnings::load_segments(
-                    &reg.resolve(&path),
-                    references.as_deref(),
-                    segment_s,
-                    &classes,
-                )?;
-                let (mut utterances, mut segments) = (e.utterances, e.segments);
-                if subset == Subset::Quick {
-                    let keep: Vec<bool> = {
-                        let mut per_doc: BTreeMap<&str, usize> = BTreeMap::new();
-                        segments
-                            .iter()
-                            .map(|s| {
-                                let n = per_doc.entry(s.doc.as_str()).or_default();
-                                *n += 1;
-                                quick_docs.contains(&s.doc) && *n <= quick_segments
-                            })
-                            .collect()
-                    };
-                    let mut k = keep.iter();
-                    utterances.retain(|_| *k.next().unwrap());
-                    let mut k = keep.iter();
-                    segments.retain(|_| *k.next().unwrap());
-                }
-                let docs: BTreeSet<&str> = segments.iter().map(|s| s.doc.as_str()).collect();
-                let lists = e
-                    .doc_lists
-                    .into_iter()
-                    .filter(|(d, _)| docs.contains(d.as_str()))
-                    .collect();
-                let doc_lists = doc_lists
-                    .iter()
-                    .map(|(list, dir)| {
-                        let lists =
-                            earnings::read_doc_lists(&reg.resolve(dir), docs.iter().copied())
-                                .map_err(|e| {
-                                    DataError::Invalid(format!(
-                                        "dataset {name}, list '{list}': {e}"
-                                    ))
-                                })?;
-                        Ok((list.clone(), lists))
-                    })
-                    .collect::<Result<_, DataError>>()?;
-                Ok(Self {
-                    name: shown,
-                    utterances,
-                    lists,
-                    list_scope: ListScope::Document,
-                    global_lists: e.global_lists,
+            } => load_earnings(
+                reg,
+                name,
+                shown,
+                subset,
+                EarningsSource {
+                    path,
+                    references,
                     doc_lists,
-                    lm_text: lm_text_of(reg, &lm_text)?,
-                    has_callsigns: false,
-                    segments,
-                    source: Some(references.unwrap_or_else(|| reg.resolve(&path))),
-                })
-            }
+                    lm_text,
+                    segment_s,
+                    entity_classes,
+                    quick_docs,
+                    quick_segments,
+                },
+            ),
             DatasetSpec::AtcSim {
                 resources,
                 seed,
@@ -322,36 +279,12 @@ impl Dataset {
                     Subset::Full => sim.utterances.len(),
                     Subset::Quick => quick_utterances.min(sim.utterances.len()),
                 };
-                let mut utts = Vec::with_capacity(take);
-                let mut lists = BTreeMap::new();
-                for u in sim.utterances.into_iter().take(take) {
-                    let mut phones = 0usize;
-                    for w in &u.words {
-                        let (p, _) = pron
-                            .pronounce(w)
-                            .map_err(|e| DataError::Invalid(format!("utterance {}: {e}", u.id)))?;
-                        phones += p[0].len();
-                    }
-                    let duration_s = 2.0 * edge_silence_s + phone_s * phones as f64;
-                    let mut phrases: Vec<Vec<String>> = Vec::new();
-                    for cs in &u.radar {
-                        let (code, id) = atc::split_callsign(cs);
-                        phrases.extend(atc::callsign_variants(&res.telephony[code], id));
-                    }
-                    lists.insert(u.id.clone(), BiasList { phrases });
-                    let entities = u
-                        .callsign_span
-                        .map(|(s, e)| vec![("CALLSIGN".to_string(), s, e)])
-                        .unwrap_or_default();
-                    utts.push(Utterance {
-                        id: u.id,
-                        doc: None,
-                        words: u.words,
-                        duration_s: (duration_s * 100.0).round() / 100.0,
-                        entities,
-                        callsign: u.callsign,
-                    });
-                }
+                let (utts, lists) = atc_utterances(
+                    sim.utterances.into_iter().take(take),
+                    &res,
+                    &pron,
+                    (phone_s, edge_silence_s),
+                )?;
                 // The rare waypoints are the set's one global list (003 Table 3.4's targets).
                 let mut global_lists = BTreeMap::new();
                 if !sim.rare_words.is_empty() {
@@ -685,6 +618,133 @@ fn load_spoken(
         has_callsigns: source.has_callsigns,
         segments,
         source: source.source.take(),
+    })
+}
+
+/// ATC utterances as the dataset holds them: each one's duration from its phones (`phone_s`
+/// a phone, `edge_s` of silence at each end), its callsign span as the entity, and its radar
+/// list (every spoken variant of each callsign in the area) keyed by utterance.
+fn atc_utterances(
+    sim: impl Iterator<Item = atc::AtcUtterance>,
+    res: &AtcResources,
+    pron: &Pronouncer,
+    (phone_s, edge_silence_s): (f64, f64),
+) -> Result<(Vec<Utterance>, BTreeMap<String, BiasList>), DataError> {
+    let mut utts = Vec::new();
+    let mut lists = BTreeMap::new();
+    for u in sim {
+        let mut phones = 0usize;
+        for w in &u.words {
+            let (p, _) = pron
+                .pronounce(w)
+                .map_err(|e| DataError::Invalid(format!("utterance {}: {e}", u.id)))?;
+            phones += p[0].len();
+        }
+        let duration_s = 2.0 * edge_silence_s + phone_s * phones as f64;
+        let mut phrases: Vec<Vec<String>> = Vec::new();
+        for cs in &u.radar {
+            let (code, id) = atc::split_callsign(cs);
+            phrases.extend(atc::callsign_variants(&res.telephony[code], id));
+        }
+        lists.insert(u.id.clone(), BiasList { phrases });
+        let entities = u
+            .callsign_span
+            .map(|(s, e)| vec![("CALLSIGN".to_string(), s, e)])
+            .unwrap_or_default();
+        utts.push(Utterance {
+            id: u.id,
+            doc: None,
+            words: u.words,
+            duration_s: (duration_s * 100.0).round() / 100.0,
+            entities,
+            callsign: u.callsign,
+        });
+    }
+    Ok((utts, lists))
+}
+
+/// What an Earnings registry entry says about where its calls, lists and text are.
+struct EarningsSource {
+    path: String,
+    references: Option<String>,
+    doc_lists: BTreeMap<String, String>,
+    lm_text: String,
+    segment_s: f64,
+    entity_classes: Vec<String>,
+    quick_docs: Vec<String>,
+    quick_segments: usize,
+}
+
+/// An Earnings set: its calls cut into segments (the quick subset: the first segments of the
+/// quick calls), the per-call oracle lists, the named per-call lists, the LM text.
+fn load_earnings(
+    reg: &Registry,
+    name: &str,
+    shown: String,
+    subset: Subset,
+    src: EarningsSource,
+) -> Result<Dataset, DataError> {
+    let EarningsSource {
+        path,
+        references,
+        doc_lists,
+        lm_text,
+        segment_s,
+        entity_classes,
+        quick_docs,
+        quick_segments,
+    } = src;
+    let classes: BTreeSet<String> = entity_classes.into_iter().collect();
+    let references = references.map(|r| reg.resolve(&r));
+    let e = earnings::load_segments(
+        &reg.resolve(&path),
+        references.as_deref(),
+        segment_s,
+        &classes,
+    )?;
+    let (mut utterances, mut segments) = (e.utterances, e.segments);
+    if subset == Subset::Quick {
+        let keep: Vec<bool> = {
+            let mut per_doc: BTreeMap<&str, usize> = BTreeMap::new();
+            segments
+                .iter()
+                .map(|s| {
+                    let n = per_doc.entry(s.doc.as_str()).or_default();
+                    *n += 1;
+                    quick_docs.contains(&s.doc) && *n <= quick_segments
+                })
+                .collect()
+        };
+        let mut k = keep.iter();
+        utterances.retain(|_| *k.next().unwrap());
+        let mut k = keep.iter();
+        segments.retain(|_| *k.next().unwrap());
+    }
+    let docs: BTreeSet<&str> = segments.iter().map(|s| s.doc.as_str()).collect();
+    let lists = e
+        .doc_lists
+        .into_iter()
+        .filter(|(d, _)| docs.contains(d.as_str()))
+        .collect();
+    let doc_lists = doc_lists
+        .iter()
+        .map(|(list, dir)| {
+            let lists = earnings::read_doc_lists(&reg.resolve(dir), docs.iter().copied())
+                .map_err(|e| DataError::Invalid(format!("dataset {name}, list '{list}': {e}")))?;
+            Ok((list.clone(), lists))
+        })
+        .collect::<Result<_, DataError>>()?;
+    Ok(Dataset {
+        name: shown,
+        utterances,
+        lists,
+        list_scope: ListScope::Document,
+        global_lists: e.global_lists,
+        doc_lists,
+        lm_text: lm_text_of(reg, &lm_text)?,
+        has_callsigns: false,
+        segments,
+        source: Some(references.unwrap_or_else(|| reg.resolve(&path))),
     })
 }
 

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use wfst_search::Booster;
 
 /// One utterance's phrases as Python gave them: (words, weight).
-type Phrases = Vec<(Vec<String>, f32)>;
+pub(crate) type Phrases = Vec<(Vec<String>, f32)>;
 
 /// `contexts` as each of `n` utterances' phrases: `None`; one list of phrases for all (each a
 /// string, at `weight`, or a `(string, weight)` pair); or a list of `n` such lists (or `None`),

@@ -158,6 +158,69 @@ pub(crate) struct Decoder {
     contexts: Mutex<contexts::Cache>,
 }
 
+/// A CTC decoder's TLG loaded with its words table: the blank column from `blank` or the
+/// token table, whose labels spell contexts.
+fn load_ctc(
+    graph: &Path,
+    words: &Path,
+    blank: Option<u32>,
+    tokens: Option<&Path>,
+    topo: CtcTopology,
+    lexicon: bool,
+) -> PyResult<Loaded> {
+    if lexicon {
+        return Err(PyTypeError::new_err(
+            "lexicon: a loaded graph has its lexicon built in (lexicon= is for from_lm)",
+        ));
+    }
+    let g = ctx_graph::external::load_graph(graph, words, None, GraphKind::Tlg(topo))
+        .map_err(|e| PyValueError::new_err(format!("graph: {e}")))?;
+    let csr = pipeline::checked_csr(&g, graph).map_err(value_err)?;
+    let blank = pipeline::ctc_blank_column(blank, tokens, None)
+        .map_err(value_err)?
+        .ok_or_else(|| PyValueError::new_err("blank: no score column"))?;
+    let labels = tokens.map(|t| table_labels(t, blank)).transpose()?;
+    Ok(Loaded::ctc(g, csr, blank, topo, labels, Default::default()))
+}
+
+/// A CTC decoder's TLG built from the model's labels and a word LM (`CtcDecoder.from_lm`),
+/// cached; what the build did goes to `info`.
+fn from_labels(
+    labels: &[String],
+    blank: Option<u32>,
+    delimiter: Option<usize>,
+    lm: &Path,
+    opts: &LabelGraphOptions,
+    info: &mut Settings,
+) -> PyResult<Loaded> {
+    let labels = CtcLabels::new(labels, blank.map(|b| b as usize), delimiter)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let built = label_graph(&labels, lm, opts).map_err(value_err)?;
+    let map = labels.label_map();
+    let csr = pipeline::checked_csr_mapped(&built.graph, lm, Some(&map)).map_err(value_err)?;
+    use ctxbench::settings::Value;
+    let vocab = built.graph.symbols.words.len() as i64;
+    info.insert("words".into(), Value::Int(vocab));
+    info.insert(
+        "unspellable".into(),
+        Value::Str(built.unspellable.join(" ")),
+    );
+    info.insert("cached".into(), Value::Bool(built.cached));
+    info.insert("build_s".into(), Value::Float(built.seconds));
+    if let Some(e) = &built.entry {
+        info.insert("cache_entry".into(), Value::Str(e.display().to_string()));
+    }
+    let blank = labels.blank() as u32;
+    Ok(Loaded::ctc(
+        built.graph,
+        csr,
+        blank,
+        opts.topology,
+        Some(labels),
+        built.spellings,
+    ))
+}
+
 /// A hybrid model's HCLG: input labels pdf-ids + 1, or transition-ids mapped through the
 /// transition model (final.mdl), whose pdf count is the score width.
 fn load_hybrid(
@@ -297,24 +360,14 @@ impl Decoder {
                 }
                 load_hybrid(&graph, &words, transition_model.as_deref(), score_columns)?
             }
-            (Some(graph), Some(words), None, None) => {
-                if lexicon.is_some() {
-                    return Err(PyTypeError::new_err(
-                        "lexicon: a loaded graph has its lexicon built in (lexicon= is for from_lm)",
-                    ));
-                }
-                let g = ctx_graph::external::load_graph(&graph, &words, None, GraphKind::Tlg(topo))
-                    .map_err(|e| PyValueError::new_err(format!("graph: {e}")))?;
-                let csr = pipeline::checked_csr(&g, &graph).map_err(value_err)?;
-                let blank = pipeline::ctc_blank_column(blank, tokens.as_deref(), None)
-                    .map_err(value_err)?
-                    .ok_or_else(|| PyValueError::new_err("blank: no score column"))?;
-                let labels = tokens
-                    .as_deref()
-                    .map(|t| table_labels(t, blank))
-                    .transpose()?;
-                Loaded::ctc(g, csr, blank, topo, labels, Default::default())
-            }
+            (Some(graph), Some(words), None, None) => load_ctc(
+                &graph,
+                &words,
+                blank,
+                tokens.as_deref(),
+                topo,
+                lexicon.is_some(),
+            )?,
             (None, None, Some(labels), Some(lm)) if !hybrid => {
                 if tokens.is_some() {
                     // (A token table is the labels of a loaded graph.)
@@ -322,32 +375,13 @@ impl Decoder {
                         "tokens: a decoder built from labels takes no token table",
                     ));
                 }
-                let labels = CtcLabels::new(&labels, blank.map(|b| b as usize), delimiter)
-                    .map_err(|e| PyValueError::new_err(e.to_string()))?;
                 let opts = LabelGraphOptions {
                     topology: topo,
                     slot_entry: Some(open.open_vocab_entry as f32),
                     cache: cache_dir,
                     lexicon,
                 };
-                let built = label_graph(&labels, &lm, &opts).map_err(value_err)?;
-                let map = labels.label_map();
-                let csr = pipeline::checked_csr_mapped(&built.graph, &lm, Some(&map))
-                    .map_err(value_err)?;
-                use ctxbench::settings::Value;
-                let vocab = built.graph.symbols.words.len() as i64;
-                info.insert("words".into(), Value::Int(vocab));
-                info.insert(
-                    "unspellable".into(),
-                    Value::Str(built.unspellable.join(" ")),
-                );
-                info.insert("cached".into(), Value::Bool(built.cached));
-                info.insert("build_s".into(), Value::Float(built.seconds));
-                if let Some(e) = &built.entry {
-                    info.insert("cache_entry".into(), Value::Str(e.display().to_string()));
-                }
-                let blank = labels.blank() as u32;
-                Loaded::ctc(built.graph, csr, blank, topo, Some(labels), built.spellings)
+                from_labels(&labels, blank, delimiter, &lm, &opts, &mut info)?
             }
             _ => {
                 return Err(PyTypeError::new_err(if hybrid {
@@ -512,6 +546,61 @@ struct Extras {
     lattice: bool,
 }
 
+/// Compiles each utterance's phrases into a context graph (the cache shared across calls,
+/// the GIL released); phrases with a word the labels cannot spell are left out with a
+/// `UserWarning`.
+fn compile_contexts(
+    dec: &Decoder,
+    py: Python<'_>,
+    o: &Loaded,
+    lists: Vec<Option<contexts::Phrases>>,
+) -> PyResult<contexts::Compiled> {
+    if o.graph.symbols.context_slot().is_none() {
+        return Err(PyValueError::new_err(
+            "contexts: the graph has no class slot (#CONTEXT): build it with \
+                 CtcDecoder.from_lm, or export a TLG built with the slot",
+        ));
+    }
+    let labels = o.labels.as_ref().ok_or_else(|| {
+        PyValueError::new_err(
+            "contexts: the decoder has no labels to spell phrases with (give tokens=)",
+        )
+    })?;
+    let pause = dec.open.open_vocab_max_pause;
+    let compiler = Compiler {
+        labels,
+        spellings: &o.spellings,
+        topology: o.topology,
+        words: &o.graph.symbols.words,
+        max_blanks: (pause > 0.0).then(|| ((pause / o.frame_s).round() as u32).max(1)),
+        word_insertion_penalty: dec.settings.word_insertion_penalty,
+    };
+    // Compiled with the GIL released (the cache locked there, as the search is).
+    let c = py
+        .detach(|| {
+            let mut cache = dec
+                .contexts
+                .lock()
+                .map_err(|_| anyhow::anyhow!("contexts: a previous call panicked"))?;
+            compiler.compile(lists, &mut cache)
+        })
+        .map_err(value_err)?;
+    if !c.unspellable.is_empty() {
+        let msg = format!(
+            "contexts: {} phrase(s) left out, a word the labels cannot spell: {}",
+            c.unspellable.len(),
+            c.unspellable.join(", ")
+        );
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            &std::ffi::CString::new(msg).unwrap_or_default(),
+            1,
+        )?;
+    }
+    Ok(c)
+}
+
 impl Decoder {
     /// Compiles the contexts, searches the matrices (GIL released) and spells the best paths
     /// (and the n-best lists and lattices asked for).
@@ -528,50 +617,7 @@ impl Decoder {
         let lists = contexts::parse(contexts, n, self.open.open_vocab_weight as f32)?;
         let with_contexts = lists.iter().any(Option::is_some);
         let compiled = if with_contexts {
-            if o.graph.symbols.context_slot().is_none() {
-                return Err(PyValueError::new_err(
-                    "contexts: the graph has no class slot (#CONTEXT): build it with \
-                     CtcDecoder.from_lm, or export a TLG built with the slot",
-                ));
-            }
-            let labels = o.labels.as_ref().ok_or_else(|| {
-                PyValueError::new_err(
-                    "contexts: the decoder has no labels to spell phrases with (give tokens=)",
-                )
-            })?;
-            let pause = self.open.open_vocab_max_pause;
-            let compiler = Compiler {
-                labels,
-                spellings: &o.spellings,
-                topology: o.topology,
-                words: &o.graph.symbols.words,
-                max_blanks: (pause > 0.0).then(|| ((pause / o.frame_s).round() as u32).max(1)),
-                word_insertion_penalty: self.settings.word_insertion_penalty,
-            };
-            // Compiled with the GIL released (the cache locked there, as the search is).
-            let c = py
-                .detach(|| {
-                    let mut cache = self
-                        .contexts
-                        .lock()
-                        .map_err(|_| anyhow::anyhow!("contexts: a previous call panicked"))?;
-                    compiler.compile(lists, &mut cache)
-                })
-                .map_err(value_err)?;
-            if !c.unspellable.is_empty() {
-                let msg = format!(
-                    "contexts: {} phrase(s) left out, a word the labels cannot spell: {}",
-                    c.unspellable.len(),
-                    c.unspellable.join(", ")
-                );
-                PyErr::warn(
-                    py,
-                    &py.get_type::<pyo3::exceptions::PyUserWarning>(),
-                    &std::ffi::CString::new(msg).unwrap_or_default(),
-                    1,
-                )?;
-            }
-            Some(c)
+            Some(compile_contexts(self, py, o, lists)?)
         } else {
             None
         };
@@ -607,70 +653,80 @@ impl Decoder {
         if let Ok(mut t) = self.last.lock() {
             *t = [run.audio_s, run.decode_s, run.check_s, run.sim_s];
         }
-        let spell = |w: u32| pipeline::spell_word(&o.graph.symbols.words, &run.open_words, w);
-        let spell_all = |ws: &[u32]| ws.iter().map(|&w| spell(w)).collect::<Vec<_>>().join(" ");
         let scale = self.settings.config.acoustic_scale;
         run.results
             .iter()
-            .map(|r| -> PyResult<Hypothesis> {
-                let nbest = match (extras.nbest, r.segments.as_slice()) {
-                    (0, _) => Vec::new(),
-                    (n, [seg]) => {
-                        let lat = seg.lattice.as_ref().ok_or_else(|| {
-                            PyValueError::new_err(format!(
-                                "nbest: {}: no lattice recorded (the decoder was built with lattice=False)",
-                                r.id
-                            ))
-                        })?;
-                        lat.n_best(n)
-                            .iter()
-                            .map(|p| (spell_all(&p.words), p.cost() as f64))
-                            .collect()
-                    }
-                    (_, segs) => {
-                        return Err(PyValueError::new_err(format!(
-                            "nbest: {} was split into {} segments at endpoints; decode with \
-                             endpointing=False for its n-best list",
-                            r.id,
-                            segs.len()
-                        )))
-                    }
-                };
-                let lattice = if extras.lattice {
-                    let mut text = String::new();
-                    ctxbench::kaldi_lattice::write_utterance(&mut text, r, scale)
-                        .map_err(|e| PyValueError::new_err(format!("lattices: {e:#}")))?;
-                    Some(spell_lattice(&text, &spell))
-                } else {
-                    None
-                };
-                let timed: Vec<TimedWord> = r
-                    .segments
-                    .iter()
-                    .flat_map(|seg| pipeline::timed_words(o.frame_s, seg, &seg.best))
-                    .collect();
-                let words: Vec<Word> = timed
-                    .iter()
-                    .map(|t| Word {
-                        word: spell(t.word),
-                        start: t.start_s,
-                        end: t.start_s + t.dur_s,
-                    })
-                    .collect();
-                Ok(Hypothesis {
-                    text: words
-                        .iter()
-                        .map(|w| w.word.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    words,
-                    cost: r.segments.iter().map(|s| s.best.cost() as f64).sum(),
-                    nbest,
-                    lattice,
-                })
-            })
+            .map(|r| hypothesis(r, o, &run, &extras, scale))
             .collect()
     }
+}
+
+/// Utterance `r`'s hypothesis: its words with times, cost, and the n-best list and lattice
+/// `extras` asks for.
+fn hypothesis(
+    r: &wfst_search::UtteranceResult,
+    o: &Loaded,
+    run: &pipeline::DecodeRun,
+    extras: &Extras,
+    scale: f32,
+) -> PyResult<Hypothesis> {
+    let spell = |w: u32| pipeline::spell_word(&o.graph.symbols.words, &run.open_words, w);
+    let spell_all = |ws: &[u32]| ws.iter().map(|&w| spell(w)).collect::<Vec<_>>().join(" ");
+    let nbest = match (extras.nbest, r.segments.as_slice()) {
+        (0, _) => Vec::new(),
+        (n, [seg]) => {
+            let lat = seg.lattice.as_ref().ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "nbest: {}: no lattice recorded (the decoder was built with lattice=False)",
+                    r.id
+                ))
+            })?;
+            lat.n_best(n)
+                .iter()
+                .map(|p| (spell_all(&p.words), p.cost() as f64))
+                .collect()
+        }
+        (_, segs) => {
+            return Err(PyValueError::new_err(format!(
+                "nbest: {} was split into {} segments at endpoints; decode with \
+                 endpointing=False for its n-best list",
+                r.id,
+                segs.len()
+            )))
+        }
+    };
+    let lattice = if extras.lattice {
+        let mut text = String::new();
+        ctxbench::kaldi_lattice::write_utterance(&mut text, r, scale)
+            .map_err(|e| PyValueError::new_err(format!("lattices: {e:#}")))?;
+        Some(spell_lattice(&text, &spell))
+    } else {
+        None
+    };
+    let timed: Vec<TimedWord> = r
+        .segments
+        .iter()
+        .flat_map(|seg| pipeline::timed_words(o.frame_s, seg, &seg.best))
+        .collect();
+    let words: Vec<Word> = timed
+        .iter()
+        .map(|t| Word {
+            word: spell(t.word),
+            start: t.start_s,
+            end: t.start_s + t.dur_s,
+        })
+        .collect();
+    Ok(Hypothesis {
+        text: words
+            .iter()
+            .map(|w| w.word.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        words,
+        cost: r.segments.iter().map(|s| s.best.cost() as f64).sum(),
+        nbest,
+        lattice,
+    })
 }
 
 /// A Kaldi text lattice with the word ids of its arc lines (`src dst word weight`) spelled

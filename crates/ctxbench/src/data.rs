@@ -135,30 +135,7 @@ pub fn run_data(cmd: &DataCommand) -> Result<()> {
             if *json {
                 println!("{}", serde_json::to_string_pretty(&s)?);
             } else {
-                println!("dataset               {}", s.name);
-                println!("utterances            {}", s.utterances);
-                if s.documents > 0 {
-                    println!("documents             {}", s.documents);
-                }
-                println!("hours                 {:.2}", s.hours);
-                println!("words                 {}", s.words);
-                println!("entities              {}", s.entities);
-                println!("median list entities  {}", s.median_list_entities);
-                println!(
-                    "list OOV rate         {:.1}% of distinct words, {:.1}% of tokens",
-                    100.0 * s.list_oov_rate,
-                    100.0 * s.list_oov_token_rate
-                );
-                if let Some(nc) = s.no_callsign_share {
-                    println!("NO_CALLSIGN share     {:.1}%", 100.0 * nc);
-                }
-                println!("LM text words         {}", s.lm_words);
-                for (k, v) in &s.global_lists {
-                    println!("{:<21} {v} phrases", format!("{k} list"));
-                }
-                for (k, v) in &s.doc_lists {
-                    println!("{:<21} median {v} phrases a document", format!("{k} list"));
-                }
+                print_stats(&s);
             }
         }
         DataCommand::Scores {
@@ -175,59 +152,16 @@ pub fn run_data(cmd: &DataCommand) -> Result<()> {
             let reg = registry(r)?;
             let ds = Dataset::load(&reg, name, subset(*quick))
                 .with_context(|| format!("loading dataset {name}"))?;
-            let knobs = reg
-                .get(name)?
-                .acoustic()
-                .cloned()
-                .expect("Dataset::load refuses lm-text entries");
-            let utts = &ds.utterances[..limit.unwrap_or(usize::MAX).min(ds.utterances.len())];
-            let pron = ctx_data::dataset::shipped_pronouncer(&reg)?;
-            let hybrid = HybridSim::new(knobs.clone(), *states_per_phone)
-                .with_training_text(ds.lm_text.iter().flat_map(|l| l.split_whitespace()));
-            let ctc = match model {
-                SimModel::Ctc => Some(
-                    CtcSim::new(
-                        crate::pipeline::ctc_knobs(&reg, name, None)?,
-                        Bpe::train(&ds.lm_text, *bpe_size)?,
-                    )
-                    .with_vocabulary(ds.lm_text.iter().flat_map(|l| l.split_whitespace())),
-                ),
-                SimModel::Hybrid => None,
-            };
-            let mut mats = Vec::with_capacity(utts.len());
-            let mut audio = 0.0;
-            for u in utts {
-                let (m, _) = match &ctc {
-                    Some(c) => c.simulate(&u.id, &u.words, u.duration_s)?,
-                    None => hybrid.simulate(&u.id, &u.words, u.duration_s, &pron)?,
-                };
-                audio += u.duration_s;
-                mats.push((u.id.clone(), m));
-            }
-            match format {
-                ScoreFormat::Ark | ScoreFormat::ArkText => {
-                    ctx_core::scores::write_ark(
-                        out,
-                        mats.iter().map(|(k, m)| (k.as_str(), m)),
-                        *format == ScoreFormat::Ark,
-                    )?;
-                }
-                ScoreFormat::Npy => {
-                    // Written to a temporary folder renamed at the end: never a half folder.
-                    let tmp = out.with_extension(format!("tmp-{}", std::process::id()));
-                    std::fs::create_dir_all(&tmp)
-                        .with_context(|| format!("creating {}", tmp.display()))?;
-                    for (k, m) in &mats {
-                        ctx_core::scores::write_npy(&tmp.join(format!("{k}.npy")), m)?;
-                    }
-                    if out.exists() {
-                        std::fs::remove_dir_all(out)
-                            .with_context(|| format!("replacing {}", out.display()))?;
-                    }
-                    std::fs::rename(&tmp, out)
-                        .with_context(|| format!("moving scores to {}", out.display()))?;
-                }
-            }
+            let (mats, audio) = simulate_scores(
+                &reg,
+                &ds,
+                name,
+                *model,
+                *states_per_phone,
+                *bpe_size,
+                *limit,
+            )?;
+            write_scores(out, *format, &mats)?;
             let cols = mats.first().map_or(0, |(_, m)| m.cols());
             println!(
                 "wrote {} ({} utterances, {:.2} h of audio, {cols} columns)",
@@ -295,6 +229,109 @@ pub fn run_data(cmd: &DataCommand) -> Result<()> {
                 ds.utterances.len(),
                 lex.len()
             );
+        }
+    }
+    Ok(())
+}
+
+/// `data stats` as aligned lines.
+fn print_stats(s: &ctx_data::dataset::DatasetStats) {
+    println!("dataset               {}", s.name);
+    println!("utterances            {}", s.utterances);
+    if s.documents > 0 {
+        println!("documents             {}", s.documents);
+    }
+    println!("hours                 {:.2}", s.hours);
+    println!("words                 {}", s.words);
+    println!("entities              {}", s.entities);
+    println!("median list entities  {}", s.median_list_entities);
+    println!(
+        "list OOV rate         {:.1}% of distinct words, {:.1}% of tokens",
+        100.0 * s.list_oov_rate,
+        100.0 * s.list_oov_token_rate
+    );
+    if let Some(nc) = s.no_callsign_share {
+        println!("NO_CALLSIGN share     {:.1}%", 100.0 * nc);
+    }
+    println!("LM text words         {}", s.lm_words);
+    for (k, v) in &s.global_lists {
+        println!("{:<21} {v} phrases", format!("{k} list"));
+    }
+    for (k, v) in &s.doc_lists {
+        println!("{:<21} median {v} phrases a document", format!("{k} list"));
+    }
+}
+
+/// Simulated scores of the first `limit` utterances of `ds` (dataset `name`) by the model kind
+/// asked, with the seconds of audio they cover.
+fn simulate_scores(
+    reg: &Registry,
+    ds: &Dataset,
+    name: &str,
+    model: SimModel,
+    states_per_phone: usize,
+    bpe_size: usize,
+    limit: Option<usize>,
+) -> Result<(Vec<(String, ctx_core::scores::ScoreMatrix)>, f64)> {
+    let knobs = reg
+        .get(name)?
+        .acoustic()
+        .cloned()
+        .expect("Dataset::load refuses lm-text entries");
+    let utts = &ds.utterances[..limit.unwrap_or(usize::MAX).min(ds.utterances.len())];
+    let pron = ctx_data::dataset::shipped_pronouncer(reg)?;
+    let hybrid = HybridSim::new(knobs.clone(), states_per_phone)
+        .with_training_text(ds.lm_text.iter().flat_map(|l| l.split_whitespace()));
+    let ctc = match model {
+        SimModel::Ctc => Some(
+            CtcSim::new(
+                crate::pipeline::ctc_knobs(reg, name, None)?,
+                Bpe::train(&ds.lm_text, bpe_size)?,
+            )
+            .with_vocabulary(ds.lm_text.iter().flat_map(|l| l.split_whitespace())),
+        ),
+        SimModel::Hybrid => None,
+    };
+    let mut mats = Vec::with_capacity(utts.len());
+    let mut audio = 0.0;
+    for u in utts {
+        let (m, _) = match &ctc {
+            Some(c) => c.simulate(&u.id, &u.words, u.duration_s)?,
+            None => hybrid.simulate(&u.id, &u.words, u.duration_s, &pron)?,
+        };
+        audio += u.duration_s;
+        mats.push((u.id.clone(), m));
+    }
+    Ok((mats, audio))
+}
+
+/// Writes `mats` as a Kaldi archive (binary or text) or a folder of `.npy` files, never half.
+fn write_scores(
+    out: &std::path::Path,
+    format: ScoreFormat,
+    mats: &[(String, ctx_core::scores::ScoreMatrix)],
+) -> Result<()> {
+    match format {
+        ScoreFormat::Ark | ScoreFormat::ArkText => {
+            ctx_core::scores::write_ark(
+                out,
+                mats.iter().map(|(k, m)| (k.as_str(), m)),
+                format == ScoreFormat::Ark,
+            )?;
+        }
+        ScoreFormat::Npy => {
+            // Written to a temporary folder renamed at the end: never a half folder.
+            let tmp = out.with_extension(format!("tmp-{}", std::process::id()));
+            std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+            for (k, m) in mats {
+                ctx_core::scores::write_npy(&tmp.join(format!("{k}.npy")), m)?;
+            }
+            if out.exists() {
+                std::fs::remove_dir_all(out)
+                    .with_context(|| format!("replacing {}", out.display()))?;
+            }
+            std::fs::rename(&tmp, out)
+                .with_context(|| format!("moving scores to {}", out.display()))?;
         }
     }
     Ok(())

@@ -1300,6 +1300,26 @@ fn cases() -> Vec<Case> {
             }),
         ),
         (
+            "a CTC-WS or keyword list of a kind that needs a graph",
+            Box::new(|_| {
+                (
+                    strs(&[
+                        "decode",
+                        "--dataset",
+                        "atco2-sim-1h",
+                        "--quick",
+                        "--method",
+                        "e2e+ctc-ws",
+                        "--set",
+                        "model=ctc",
+                        "--set",
+                        "ws_list=test-words",
+                    ]),
+                    Expect::Fails(strs(&["ws_list 'test-words'", "KIND+file:PATH"])),
+                )
+            }),
+        ),
+        (
             "CTC-WS joined with beam search",
             Box::new(|_| {
                 (

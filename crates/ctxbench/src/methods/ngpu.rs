@@ -203,18 +203,7 @@ impl FamilySpec for E2e {
                 }
             }
             if let Some(l) = &b.kb.kb_list {
-                use crate::pipeline::ListKind;
-                match ListKind::parse(l) {
-                    Some(
-                        ListKind::Sequences
-                        | ListKind::Unigrams
-                        | ListKind::GroundTruth
-                        | ListKind::Global(_)
-                        | ListKind::File(_)
-                        | ListKind::Plus(..),
-                    ) => {}
-                    _ => bail!("kb_list '{l}' (sequences, unigrams, gt, list:NAME, file:PATH or KIND+file:PATH)"),
-                }
+                crate::pipeline::lists::dataset_kind(crate::key!(Keywords, kb_list), l)?;
             }
             if ngpu_lm::boost::Matching::parse(&b.kb.kb_mode).is_none() {
                 bail!("kb_mode '{}' (strict, non-strict or nemo)", b.kb.kb_mode);

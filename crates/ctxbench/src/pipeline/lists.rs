@@ -129,6 +129,18 @@ impl ListKind {
     }
 }
 
+/// A list setting (`key`'s value `l`) of a kind the dataset alone defines per utterance —
+/// sequences, unigrams, gt, list:NAME, file:PATH or KIND+file:PATH (not the graph's test or
+/// other words) — or an error naming the setting and the kinds.
+pub fn dataset_kind(key: &str, l: &str) -> Result<ListKind> {
+    match ListKind::parse(l) {
+        Some(ListKind::TestWords | ListKind::OtherWords) | None => {
+            bail!("{key} '{l}' (sequences, unigrams, gt, list:NAME, file:PATH or KIND+file:PATH)")
+        }
+        Some(k) => Ok(k),
+    }
+}
+
 /// The word sequences of an utterance's reference entities (the ground-truth phrases).
 fn entity_phrases(u: &Utterance) -> impl Iterator<Item = Vec<String>> + '_ {
     u.entities.iter().map(|(_, s, e)| u.words[*s..*e].to_vec())

@@ -51,19 +51,7 @@ impl CtcWs {
     /// Refuses a list kind the spotter cannot take and settings out of range, naming them.
     pub fn check(&self) -> Result<()> {
         if let Some(l) = &self.ws_list {
-            match ListKind::parse(l) {
-                Some(
-                    ListKind::Sequences
-                    | ListKind::Unigrams
-                    | ListKind::GroundTruth
-                    | ListKind::Global(_)
-                    | ListKind::File(_)
-                    | ListKind::Plus(..),
-                ) => {}
-                _ => {
-                    anyhow::bail!("ws_list '{l}' (sequences, unigrams, gt, list:NAME, file:PATH or KIND+file:PATH)")
-                }
-            }
+            crate::pipeline::lists::dataset_kind(crate::key!(CtcWs, ws_list), l)?;
         }
         self.config().check().context("ctc-ws settings (ws_*)")?;
         Ok(())
