@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 exp=${1:-experiments/ablation-beam.toml}
 bin=${CTXBENCH_BIN:-$(pwd)/target/release/ctxbench}
 [[ -x "$bin" ]] || { echo "slurm-check: no ctxbench binary at $bin (make build)" >&2; exit 2; }
-for t in munged mungekey slurmctld slurmd sbatch squeue scancel sacct; do
+for t in munged mungekey slurmctld slurmd sbatch squeue scancel sinfo hostname python3; do
     command -v "$t" >/dev/null || { echo "slurm-check: $t missing (make slurm-check installs slurm-wlm and munge)" >&2; exit 2; }
 done
 id=$(basename "$exp" .toml)
