@@ -37,14 +37,14 @@ test: nvrtc-venv python-venv
 	else echo "make test: maturin/numpy/pytest could not be installed, so the Python package's tests were SKIPPED"; fi
 
 ## The Python package (crates/ctxbench-py, PyO3 + maturin): `make python` builds the abi3 wheel
-## into target/wheels and installs it into .venv-py (maturin, numpy and pytest from PyPI);
+## into target/wheels and installs it into .venv-py (maturin, numpy, pytest and pyarrow from PyPI);
 ## `make python-test` runs its pytest suite against the CLI. PY_PROFILE=release for a fast wheel.
 PY_VENV := .venv-py
 PY_PROFILE ?= $(TEST_PROFILE)
 PY_WHEELS := $(or $(CARGO_TARGET_DIR),target)/wheels
 python-venv:
 	@test -f $(PY_VENV)/.ok || { rm -rf $(PY_VENV) && python3 -m venv $(PY_VENV) \
-		&& $(PY_VENV)/bin/pip install -q --disable-pip-version-check maturin==1.16.0 numpy pytest \
+		&& $(PY_VENV)/bin/pip install -q --disable-pip-version-check maturin==1.16.0 numpy pytest pyarrow \
 		&& touch $(PY_VENV)/.ok; } \
 		|| echo "python-venv: could not install maturin, numpy and pytest from PyPI"
 python: python-venv
@@ -228,7 +228,7 @@ regress: build
 	$(BIN) regress
 
 ## What CI runs after `make test`: the same check on the binary the tests built (Cargo.toml's
-## [profile.ci]), so nothing is compiled twice (`cargo build` would rebuild polars: the tests'
+## [profile.ci]), so nothing is compiled twice (`cargo build` would rebuild the workspace: the tests'
 ## dev-dependencies change a shared crate's features).
 TEST_BIN := $(or $(CARGO_TARGET_DIR),target)/$(TEST_PROFILE)/ctxbench
 regress-ci:

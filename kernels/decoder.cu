@@ -41,7 +41,7 @@
 // token is numbered by the first (token, arc) enumeration index that reached it within the
 // bound, an ε token by its first relaxation in its closure round.
 //
-// Open-vocabulary contexts (issue 42; the CPU layout of crates/wfst-search/src/context.rs). A
+// Open-vocabulary contexts (the CPU layout of crates/wfst-search/src/context.rs). A
 // lane may follow a context graph of the batch's pool: its context state c with return index
 // ri is search state N + ri·M + c (per-state arrays have `state_stride` entries per lane), its
 // arc a is arc id A + a, the exit of final state c is A + arcs + c. A slot arc of the main graph

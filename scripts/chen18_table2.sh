@@ -15,11 +15,14 @@ trap 'rm -rf "$tmp"' EXIT
 "$BIN" throughput --backend cpu --threads 1 --streams 1,16,128 --csv "$tmp/points.csv" >&2
 "$BIN" throughput --backend cpu --threads 2 --streams 128 --csv "$tmp/points.csv" >&2
 gpu_rows=0
+cols=$(head -1 "$tmp/points.csv" | awk -F, '{ print NF }')
 for f in results/gpu/*/throughput.csv; do
     [ -f "$f" ] || continue
-    # Every row of the run, CPU and GPU; the run's name last (older runs have no step/host
-    # columns: the run is always the last field).
-    tail -n +2 "$f" | sed "s|\$|,$(dirname "$f" | xargs basename)|" >> "$tmp/gpu.csv" || true
+    # Every row of the run, CPU and GPU, padded to this throughput's columns (older runs have
+    # no step/host columns), the run's name last.
+    run=$(dirname "$f" | xargs basename)
+    tail -n +2 "$f" | awk -F, -v n="$cols" -v run="$run" \
+        '{ for (i = NF; i < n; i++) $0 = $0 ","; print $0 "," run }' >> "$tmp/gpu.csv" || true
 done
 [ -f "$tmp/gpu.csv" ] && gpu_rows=$(grep -c ',cuda,' "$tmp/gpu.csv" || true)
 # One core's RTFx (CPU, 1 thread, 128 streams) is the speed-up's unit, as in 002 and 001.

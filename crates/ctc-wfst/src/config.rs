@@ -19,7 +19,7 @@ pub struct CtcConfig {
     /// Tolerance of the normalisation check |log Σ exp(row)| (0 = no check).
     pub normalised_tol: f64,
     /// The TLG's class slot (the output label of `LangSymbols::context_slot`) when it was
-    /// built with one: its streams may then carry open-vocabulary contexts (issue 42).
+    /// built with one: its streams may then carry open-vocabulary contexts.
     pub context_slot: Option<u32>,
 }
 

@@ -505,7 +505,7 @@ fn section_marker(t: &str) -> Option<usize> {
     t.strip_prefix('\\')?.strip_suffix("-grams:")?.parse().ok()
 }
 
-/// An n-gram's log10 probability: a number, and not above 0 (issue 70: `0.5` was accepted; a
+/// An n-gram's log10 probability: a number, and not above 0 (a
 /// writer's rounding of log10 1 may leave a few millionths, so up to 1e-4 passes).
 fn parse_prob(s: &str) -> std::result::Result<f32, String> {
     let p = parse_log(s).ok_or_else(|| format!("bad log10 probability {s:?}"))?;

@@ -1,4 +1,4 @@
-//! Context lists for open-vocabulary biasing (docs/design.md §3, issue 42): the phrases one
+//! Context lists for open-vocabulary biasing (docs/design.md §3): the phrases one
 //! stream should favour — or, with a negative weight, avoid — whether or not the decoding graph
 //! knows their words.
 //!

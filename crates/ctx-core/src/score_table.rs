@@ -289,7 +289,7 @@ mod tests {
         }
     }
 
-    /// Kaldi's scp ranges (issue 70: read as a file name): `[r1:r2]` keeps rows r1..=r2,
+    /// Kaldi's scp ranges, not part of the file name: `[r1:r2]` keeps rows r1..=r2,
     /// `[r1:r2,c1:c2]` columns too; a range past the matrix, a reversed one and a negative
     /// offset are errors naming the line or the utterance.
     #[test]

@@ -1,5 +1,5 @@
 //! Pocketsphinx's binary LM (`.lm.bin`, "Trie Language Model": `en-us.lm.bin` of pocketsphinx
-//! 5) read into an [`ArpaLm`] (issue 55): pocketsphinx's own converters crash on en-us.lm.bin's
+//! 5) read into an [`ArpaLm`]: pocketsphinx's own converters crash on en-us.lm.bin's
 //! trigrams, so its general-English rows could only use a bigram.
 //!
 //! The format (pocketsphinx `src/lm/ngram_model_trie.c`, `lm_trie.c`, `lm_trie_quant.c`: KenLM's

@@ -1,7 +1,7 @@
 //! Opening a WAV file as RIFF defines it. `hound` skips a chunk it does not know by its declared
 //! size and forgets the pad byte RIFF adds after an odd-sized chunk, so a valid file with, say,
 //! an odd-sized `LIST` chunk before its data is refused ("Failed to read enough bytes") where
-//! sox and pocketsphinx read it (issue 70). [`open`] walks the chunks itself, pad bytes
+//! sox and pocketsphinx read it. [`open`] walks the chunks itself, pad bytes
 //! included, and hands `hound` the `fmt ` and `data` chunks alone.
 
 use std::io::Cursor;

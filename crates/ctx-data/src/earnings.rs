@@ -11,7 +11,7 @@ use crate::utterance::{DataError, Utterance};
 use ctx_core::bias::BiasList;
 use ctx_core::corpus::earnings::{EarningsDoc, NlpToken};
 use ctx_core::metrics::normalize::TextNorm;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Range;
 use std::path::Path;
 
@@ -242,9 +242,20 @@ pub fn load_segments(
                 end_s,
             });
         }
+        // The oracle phrases the call says: each checked only where its first word occurs.
+        let mut at: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, w) in all_words.iter().enumerate() {
+            at.entry(w.as_str()).or_default().push(i);
+        }
         let phrases: Vec<Vec<String>> = oracle_norm
             .iter()
-            .filter(|p| all_words.windows(p.len()).any(|w| w == p.as_slice()))
+            .filter(|p| {
+                at.get(p[0].as_str()).is_some_and(|starts| {
+                    starts
+                        .iter()
+                        .any(|&i| all_words.get(i..i + p.len()) == Some(p.as_slice()))
+                })
+            })
             .cloned()
             .collect();
         out.doc_lists.insert(id.clone(), BiasList { phrases });

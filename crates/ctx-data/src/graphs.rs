@@ -168,7 +168,7 @@ pub fn dataset_graph(
 pub struct GraphExtras<'a> {
     /// G boosted towards a phrase list before compiling (003 §3.1.3).
     pub gboost: Option<&'a GBoost>,
-    /// The class slot for open-vocabulary contexts at this entry cost (issue 42).
+    /// The class slot for open-vocabulary contexts at this entry cost.
     pub context_slot: Option<f32>,
 }
 

@@ -406,7 +406,7 @@ pub struct GraphInputs<'a> {
     pub hmm: HmmTopology,
     /// G-boosting applied to G before compiling (003 §3.1.3), if any.
     pub gboost: Option<&'a GBoost>,
-    /// The context slot and its entry cost (issue 42): the word
+    /// The context slot and its entry cost: the word
     /// [`CONTEXT_SLOT`](crate::lexicon_fst::CONTEXT_SLOT) as a self-loop
     /// of G's empty-history state costing this much, spelled by its own disambiguation unit in
     /// L, so the graph holds ε:`#CONTEXT` arcs wherever a word may start after backing off.

@@ -1,4 +1,4 @@
-//! A stream's context graph for open-vocabulary biasing (docs/design.md §3, issue 42): the
+//! A stream's context graph for open-vocabulary biasing (docs/design.md §3): the
 //! phrases of a [`ContextList`] spelled in the model's tokens and laid out with the CTC rules of
 //! the main graph's topology ([`ContextGraph::compile`]), or pronounced in phones and laid out as
 //! their HMMs ([`ContextGraph::compile_hybrid`]), compiled at run time in the [`DecodingGraph`]

@@ -269,7 +269,7 @@ pub fn build_grammar_fst_with(
     Ok((fst, report))
 }
 
-/// Adds the context slot (issue 42) to G: word `slot` as a self-loop of the empty-history
+/// Adds the context slot to G: word `slot` as a self-loop of the empty-history
 /// state costing `cost`, so a context can be entered wherever a word may start after backing
 /// off. A non-finite cost is refused.
 pub fn add_context_slot(g: &mut StdFst, slot: Label, cost: f32) -> Result<()> {

@@ -1,4 +1,4 @@
-//! A CTC model's output labels as a TLG's unit inventory (issue 56): pyctcdecode's habit of a
+//! A CTC model's output labels as a TLG's unit inventory: pyctcdecode's habit of a
 //! decoder made from a label list and an LM. The labels are the score columns in order; one is
 //! the blank. Words are spelled in the other labels — SentencePiece-style pieces (a `▁` marks a
 //! word's first piece) or characters, with an optional word delimiter (`|`, a space) that may

@@ -16,7 +16,7 @@ use rustfst::prelude::*;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The word of the class slot through which the search enters a stream's context graph
-/// (issue 42; Kaldi's GrammarFst nonterminals): in L it is spelled by one disambiguation unit
+/// (Kaldi's GrammarFst nonterminals): in L it is spelled by one disambiguation unit
 /// of its own, so after disambiguation removal the graph holds it as ε-input arcs.
 pub const CONTEXT_SLOT: &str = "#CONTEXT";
 

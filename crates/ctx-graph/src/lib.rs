@@ -10,7 +10,7 @@
 //! - [`gboost`]: G-boosting (003 §3.1.3): phrase n-grams discounted, missing ones added.
 //! - [`biasing`]: the biasing FST of a phrase list (loop state + discounted phrase trie).
 //! - [`phrase_arcs`]: the arcs arc-index boosting discounts for a phrase list (000 Algorithm 1).
-//! - [`context`]: a stream's open-vocabulary context graph over CTC tokens (issue 42).
+//! - [`context`]: a stream's open-vocabulary context graph over CTC tokens.
 //! - [`labels`]: a CTC model's label list as a TLG's units (spelling words; the blank's column).
 //! - [`csr`]: the CSR decoding-graph layout every decoder reads (emitting arcs first).
 //! - [`external`]: OpenFst binary graphs from other tools (vector, const) and export of ours.

@@ -11,7 +11,7 @@
 //! utterance-edge context. Units marked context-independent (silence, fillers) break context:
 //! their own label ignores the neighbours, and they are the neighbours' context as their class.
 //! Unit disambiguation symbols pass through as self-loops, except the one that spells the
-//! context slot (issue 42's class word, [`ContextSpec::flush_disambig`]): C reads it as a word
+//! context slot (class word, [`ContextSpec::flush_disambig`]): C reads it as a word
 //! edge — the pending unit is emitted in the utterance-edge context, then the symbol, and the
 //! next unit starts afresh — so the search enters a context graph only where the previous
 //! word's phones are all heard.

@@ -1,7 +1,7 @@
 //! Open-vocabulary contexts from Python (`contexts=` of `decode` / `decode_batch`): phrases
 //! with weights, one list for a whole call or one per utterance, compiled over the model's
 //! labels into context graphs entered through the graph's class slot — the CLI's
-//! `--open-vocab` (issue 42), words the graph lacks included. A phrase with a negative weight is
+//! `--open-vocab`, words the graph lacks included. A phrase with a negative weight is
 //! a penalty on the graph's own paths that write it, as in the CLI.
 
 use ctx_core::context_list::{ContextList, ContextPhrase};

@@ -35,7 +35,7 @@ pub struct AudioModel {
     pub speller: Option<Box<ContextSpeller>>,
 }
 
-/// Spells a context's words in the model's phones (issue 42 on the real model): each word's
+/// Spells a context's words in the model's phones (open-vocabulary contexts on the real model): each word's
 /// pronunciation from the entry's `context_lexicon`, else its lexicon, as word-internal
 /// triphones with silence beyond the word's edges.
 pub struct ContextSpeller {

@@ -11,6 +11,7 @@
 //! - [`methods`]: the method families the runner reaches through one seam (what a figure
 //!   depends on): WFST decoding with its biasing methods, the CTC WFST decoder.
 //! - [`results`]: the results contract (point store, points.csv/.parquet).
+//! - [`frame`]: the points frame and its CSV and Parquet files.
 //! - [`table`], [`plot`]: the paper-layout tables (Markdown, LaTeX) and plots (PNG, SVG).
 //! - [`regress`]: `ctxbench regress` against results/baselines.
 //! - [`fidelity`]: `ctxbench fidelity`, each method's effect beside the paper's.
@@ -24,6 +25,7 @@ pub mod decode;
 pub mod experiment;
 pub mod export;
 pub mod fidelity;
+pub mod frame;
 pub mod graph;
 pub mod kaldi_lattice;
 pub mod lm;

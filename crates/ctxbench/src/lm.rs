@@ -140,7 +140,7 @@ pub fn run_lm(cmd: &LmCommand) -> Result<()> {
     match cmd {
         LmCommand::Arrays(a) => run_arrays(a)?,
         LmCommand::Train(a) => {
-            // One threshold per order from bigrams up (issue 70: extra values were ignored).
+            // One threshold per order from bigrams up; an extra value is an error, not ignored.
             if a.prune.len() + 1 > a.order.max(1) {
                 bail!(
                     "--prune has {} values for a {}-gram LM: at most {} (one per order from \
@@ -246,8 +246,8 @@ fn read_labels(path: &Path) -> Result<Vec<String>> {
             [] => {}
             [l] | [l, _] => {
                 // An id, when given, is the label's column: a number, in ascending order (the
-                // labels are taken in file order; issue 70: a negative id was read as a
-                // vocabulary mismatch).
+                // labels are taken in file order); a negative id is refused as such, not blamed on
+                // the vocabulary.
                 if let [_, id] = f.as_slice() {
                     let v: u32 = id.parse().map_err(|_| {
                         anyhow::anyhow!(

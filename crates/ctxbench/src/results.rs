@@ -1,9 +1,9 @@
 //! The results contract (docs/design.md §8): one JSON file per finished point (the resumable store),
-//! `points.csv` / `points.parquet` (polars) with one row per point, and `run.json`.
+//! `points.csv` / `points.parquet` ([`crate::frame`]) with one row per point, and `run.json`.
 
 use crate::experiment::{Catalog, Point, Type, Value};
+use crate::frame::{Cells, Column, Frame};
 use anyhow::{anyhow, bail, Context, Result};
-use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -110,24 +110,18 @@ fn round4(x: f64) -> f64 {
 }
 
 /// Writes a points frame as CSV at `path` (atomically): points.csv's format, anywhere.
-pub fn write_csv(path: &Path, df: &mut DataFrame) -> Result<()> {
-    let mut csv = Vec::new();
-    CsvWriter::new(&mut csv).finish(df)?;
-    ctx_core::io::write_atomic(path, |w| w.write_all(&csv))?;
+pub fn write_csv(path: &Path, df: &Frame) -> Result<()> {
+    let csv = crate::frame::csv::write(df);
+    ctx_core::io::write_atomic(path, |w| w.write_all(csv.as_bytes()))?;
     Ok(())
 }
 
 /// Builds the points frame: labels, every setting (typed columns), the measures and the key.
-pub fn frame(
-    cat: &Catalog,
-    experiment: &str,
-    rows: &[(&Point, &PointRecord)],
-) -> Result<DataFrame> {
-    let n = rows.len();
+pub fn frame(cat: &Catalog, experiment: &str, rows: &[(&Point, &PointRecord)]) -> Result<Frame> {
     let mut cols: Vec<Column> = Vec::new();
     let text_col = |name: &str, f: &dyn Fn(&Point, &PointRecord) -> Option<String>| {
         let v: Vec<Option<String>> = rows.iter().map(|(p, r)| f(p, r)).collect();
-        Column::new(name.into(), v)
+        column(name, Cells::Str(v))
     };
     cols.push(text_col("experiment", &|_, _| Some(experiment.to_string())));
     let (dataset, backend) = (LABELS[1], LABELS[5]);
@@ -152,14 +146,14 @@ pub fn frame(
                     .iter()
                     .map(|(p, _)| get(p, s.name).map(|v| v.to_string()))
                     .collect();
-                Column::new(s.name.into(), v)
+                Cells::Str(v)
             }
             Type::Float => {
                 let v: Vec<Option<f64>> = rows
                     .iter()
                     .map(|(p, _)| get(p, s.name).and_then(Value::as_f64))
                     .collect();
-                Column::new(s.name.into(), v)
+                Cells::F64(v)
             }
             Type::Int => {
                 let v: Vec<Option<i64>> = rows
@@ -169,35 +163,41 @@ pub fn frame(
                         _ => None,
                     })
                     .collect();
-                Column::new(s.name.into(), v)
+                Cells::I64(v)
             }
             Type::Bool => {
                 let v: Vec<Option<bool>> = rows
                     .iter()
                     .map(|(p, _)| get(p, s.name).and_then(Value::as_bool))
                     .collect();
-                Column::new(s.name.into(), v)
+                Cells::Bool(v)
             }
         };
-        cols.push(col);
+        cols.push(column(s.name, col));
     }
     for m in MEASURES {
         let v: Vec<Option<f64>> = rows
             .iter()
             .map(|(_, r)| r.measures.get(*m).copied().map(round4))
             .collect();
-        cols.push(Column::new((*m).into(), v));
+        cols.push(column(m, Cells::F64(v)));
     }
     cols.push(text_col("key", &|_, r| Some(r.key.clone())));
-    Ok(DataFrame::new(n, cols)?)
+    Ok(Frame::new(cols)?)
+}
+
+fn column(name: &str, cells: Cells) -> Column {
+    Column {
+        name: name.to_string(),
+        cells,
+    }
 }
 
 /// Writes `points.csv` and `points.parquet` into `dir`, each atomically.
-pub fn write_frame(dir: &Path, df: &mut DataFrame) -> Result<()> {
+pub fn write_frame(dir: &Path, df: &Frame) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     write_csv(&dir.join("points.csv"), df)?;
-    let mut pq = Vec::new();
-    ParquetWriter::new(&mut pq).finish(df)?;
+    let pq = crate::frame::parquet::write(df);
     ctx_core::io::write_atomic(&dir.join("points.parquet"), |w| w.write_all(&pq))?;
     Ok(())
 }
@@ -212,7 +212,7 @@ pub struct Points {
 }
 
 impl Points {
-    /// Reads `<dir>/points.csv` (polars; every column as text).
+    /// Reads `<dir>/points.csv` (every column as text).
     pub fn read(dir: &Path) -> Result<Self> {
         Self::read_csv(&dir.join("points.csv"))
     }
@@ -226,24 +226,10 @@ impl Points {
                 path.display()
             );
         }
-        let df = CsvReadOptions::default()
-            .with_has_header(true)
-            .with_infer_schema_length(Some(0))
-            .try_into_reader_with_file_path(Some(path.clone()))?
-            .finish()
-            .map_err(|e| anyhow!("reading {}: {e}", path.display()))?;
-        let columns: Vec<String> = df
-            .get_column_names()
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let mut rows = vec![Vec::with_capacity(columns.len()); df.height()];
-        for c in &columns {
-            let col = df.column(c)?.str()?;
-            for (i, row) in rows.iter_mut().enumerate() {
-                row.push(col.get(i).map(str::to_string));
-            }
-        }
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let (columns, rows) =
+            crate::frame::csv::read(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
         Ok(Self { columns, rows })
     }
 

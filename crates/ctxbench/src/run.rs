@@ -325,8 +325,8 @@ pub fn finish(plan: &Plan, opts: &RunOptions, report: &RunReport) -> Result<Path
         );
     }
     let rows: Vec<(&Point, &PointRecord)> = plan.points.iter().zip(&recs).collect();
-    let mut df = results::frame(plan.exp.catalog, &plan.exp.id, &rows)?;
-    results::write_frame(&store.dir, &mut df)?;
+    let df = results::frame(plan.exp.catalog, &plan.exp.id, &rows)?;
+    results::write_frame(&store.dir, &df)?;
     let run = serde_json::json!({
         "experiment": plan.exp.id,
         "file": plan.exp.path.display().to_string(),

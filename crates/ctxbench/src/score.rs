@@ -345,7 +345,7 @@ pub fn run_score(args: &ScoreArgs) -> Result<ScoreReport> {
         }
     };
     // Classes asked for that no entity of the reference has: NE-WER would be empty ("-")
-    // without a word of why (issue 58). Asked on the command line, a mistake: refused.
+    // without a word of why. Asked on the command line, a mistake: refused.
     if let (Some(asked), Some(_)) = (&ne_classes, &args.ne_classes) {
         let present: BTreeSet<&str> = refs
             .iter()

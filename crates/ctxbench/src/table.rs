@@ -77,7 +77,7 @@ pub fn format_measure(m: &str, v: f64) -> String {
 
 /// Refuses, before anything decodes, an experiment two of whose points would fall in one table
 /// cell (two `[[rows]]` with one label and no setting that tells them apart in the table): after
-/// the run one of them would have vanished from table.md (issue 58).
+/// the run one of them would have vanished from table.md.
 pub fn check_cells(exp: &Experiment, points: &[crate::experiment::Point]) -> Result<()> {
     let mut columns: Vec<String> = vec!["section".into(), "row".into(), "method".into()];
     for p in points {
@@ -226,7 +226,7 @@ pub fn grid(exp: &Experiment, pts: &Points) -> Result<Grid> {
             });
             let i = at.next();
             if let Some(j) = at.next() {
-                // Two points for one cell: one would vanish from the table (issue 58).
+                // Two points for one cell: one would vanish from the table.
                 bail!(
                     "{}: two points for one table cell — row '{label}'{}{} (its points {} and {}, \
                      in points.csv order): give the [[rows]] distinct labels",
@@ -286,7 +286,7 @@ pub fn grid(exp: &Experiment, pts: &Points) -> Result<Grid> {
 
 /// The grid as a Markdown table.
 pub fn markdown(g: &Grid) -> String {
-    // A `|` inside a cell would end it (issue 58: a row label with one broke the table).
+    // A `|` inside a cell would end it (a row label with one broke the table).
     let md = |t: &str| t.replace('|', "\\|");
     let mut head = vec![md(&g.corner)];
     for (label, ms) in &g.blocks {

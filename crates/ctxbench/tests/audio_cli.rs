@@ -452,7 +452,7 @@ fn fbai_scoring_counts_each_utterances_biased_words() {
 /// at another language weight. At the search's own weight (8.5) it is the search's 1-best,
 /// word for word; at 2 the acoustics weigh four times more against the LM and the pass picks
 /// other paths of the same lattices: errors where the search makes none. (A bad weight:
-/// bad_input.rs.)
+/// tests/bad_input/.)
 #[test]
 fn a_lattice_pass_at_another_language_weight_rescores_the_one_best() {
     let dir = tempfile::tempdir().unwrap();

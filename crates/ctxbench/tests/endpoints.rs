@@ -197,5 +197,5 @@ fn one_best_without_lattices_has_the_same_words() {
         let (shim, _) = run("false", "shim");
         assert_eq!(shim, without, "{kind}: the GPU kernels on the shim");
     }
-    // Lattice biasing without lattices is refused: a case of tests/bad_input.rs.
+    // Lattice biasing without lattices is refused: a case of tests/bad_input/.
 }

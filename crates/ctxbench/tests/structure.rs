@@ -286,20 +286,107 @@ fn code_of(dir: &Path) -> Vec<(PathBuf, String)> {
         .collect()
 }
 
-#[test]
-fn no_source_file_of_the_top_crate_is_over_900_lines() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// Files of the workspace still over 900 lines, each with why it has not been split yet. A file
+/// leaves this list when it is split; none joins it.
+const LONG_FILES: &[(&str, &str)] = &[
+    (
+        "crates/wfst-search/src/search.rs",
+        "the token passing core; its split into frame types and named steps is open work",
+    ),
+    (
+        "crates/ngpu-lm/src/fusion.rs",
+        "checks, contexts and greedy fusion in one hub; to be split by what it holds",
+    ),
+    (
+        "crates/ctx-data/src/registry.rs",
+        "every dataset kind's registry schema in one serde tree",
+    ),
+    (
+        "crates/wfst-search/src/cuda/mod.rs",
+        "the device decoder's setup; waits for the constant/per-step parameter split",
+    ),
+];
+
+/// Every `.rs` file under the crates' `src/` and `tests/` folders, relative to the root.
+fn workspace_sources() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut files = Vec::new();
-    sources(&src, &mut files);
+    for c in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+        for sub in ["src", "tests"] {
+            let d = c.path().join(sub);
+            if d.is_dir() {
+                sources(&d, &mut files);
+            }
+        }
+    }
+    files
+        .into_iter()
+        .map(|f| {
+            let rel = f
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (rel, std::fs::read_to_string(&f).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn no_source_or_test_file_is_over_900_lines() {
+    let files = workspace_sources();
     let long: Vec<String> = files
         .iter()
-        .filter_map(|f| {
-            let n = std::fs::read_to_string(f).unwrap().lines().count();
-            (n > 900).then(|| format!("{} ({n} lines)", f.display()))
+        .filter_map(|(f, text)| {
+            let n = text.lines().count();
+            let allowed = LONG_FILES.iter().any(|(a, _)| a == f);
+            (n > 900 && !allowed).then(|| format!("{f} ({n} lines)"))
         })
         .collect();
     assert!(long.is_empty(), "split these: {long:?}");
-    assert!(files.len() > 40, "the checker saw {} files", files.len());
+    let stale: Vec<&str> = LONG_FILES
+        .iter()
+        .filter(|(a, _)| {
+            files
+                .iter()
+                .any(|(f, t)| f == a && t.lines().count() <= 900)
+        })
+        .map(|(a, _)| *a)
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "no longer long, take off LONG_FILES: {stale:?}"
+    );
+    assert!(files.len() > 150, "the checker saw {} files", files.len());
+}
+
+/// Comments and help text explain the code, not its history: no "issue NN" in any crate's
+/// `src` or in kernels/ (history is in git and docs/).
+#[test]
+fn no_source_narrates_issue_numbers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files: Vec<(String, String)> = workspace_sources()
+        .into_iter()
+        .filter(|(f, _)| f.contains("/src/"))
+        .collect();
+    for e in std::fs::read_dir(root.join("kernels")).unwrap().flatten() {
+        if let Ok(t) = std::fs::read_to_string(e.path()) {
+            files.push((e.path().display().to_string(), t));
+        }
+    }
+    let mut hits = Vec::new();
+    for (f, text) in &files {
+        for (i, line) in text.lines().enumerate() {
+            let l = line.to_ascii_lowercase();
+            let narrates = l
+                .match_indices("issue ")
+                .any(|(at, _)| l[at + 6..].starts_with(|c: char| c.is_ascii_digit()));
+            if narrates {
+                hits.push(format!("{f}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
 }
 
 /// A setting is named by its block's field (`settings_block!`, `key!`), never as a string:

@@ -3,7 +3,7 @@
 //! - [`registry`]: contexts loaded by name from phrase lists into sorted, de-duplicated arc
 //!   index arrays (000 Algorithm 1, [`ctx_graph::phrase_arcs`]), all in one buffer with
 //!   per-context offsets; added and removed while streams run, never touching the graph.
-//!   A context may also carry an open-vocabulary graph (issue 42) that the search follows
+//!   A context may also carry an open-vocabulary graph that the search follows
 //!   through the graph's class slot, so that its phrases are decoded whatever their words.
 //! - [`online`]: the online batched pipeline — streams opened and closed by correlation id,
 //!   chunks with first/last flags, a context per stream switched at any chunk, partial

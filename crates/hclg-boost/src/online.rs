@@ -12,7 +12,7 @@
 //! set; the partial hypothesis after each chunk is the search's best path so far (000's
 //! "partial hypotheses" rows, biased when [`PipelineConfig::boost_search`] is set).
 //!
-//! A context with an open-vocabulary graph ([`ContextRegistry::set_open`], issue 42) is also
+//! A context with an open-vocabulary graph ([`ContextRegistry::set_open`]) is also
 //! followed through the decoding graph's class slot (the engine's decoder opened with
 //! `with_context_slot`), whatever `boost_search` says: its phrases are decoded whether the
 //! graph knows their words or not. Its switches take effect at the stream's next segment (a

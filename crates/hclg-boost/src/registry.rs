@@ -8,7 +8,7 @@
 //! compaction closes (the pool's layout generation then changes, and every context's slot with
 //! it). Each context reports its phrases, out-of-vocabulary phrases, arcs and bytes.
 //!
-//! A context may also carry an open-vocabulary graph (issue 42, [`ContextRegistry::set_open`]):
+//! A context may also carry an open-vocabulary graph ([`ContextRegistry::set_open`]):
 //! its phrases compiled over the graph's input units, entered through the graph's class slot,
 //! so that phrases with words the graph lacks are decoded too (out-of-vocabulary phrases are
 //! what arc boosting drops).

@@ -3,7 +3,7 @@
 //! A **state** is a history (context) the LM distinguishes: the empty history (state 0, the
 //! unigram state), `<s>`, every listed n-gram below the top order that can be a history, and
 //! every prefix of a listed n-gram, listed or not. Pruned models (KenLM's `--prune`) list
-//! higher-order n-grams whose prefixes are missing (NeMo issue 15715 fails on them); such a prefix
+//! higher-order n-grams whose prefixes are missing (NeMo's builder fails on them: NVIDIA/NeMo#15715); such a prefix
 //! becomes a state with back-off weight 1 (log 0), entered by an arc that carries the back-off
 //! probability of its last word, so the n-grams that extend it stay reachable.
 //!

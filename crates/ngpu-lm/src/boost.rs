@@ -1,6 +1,6 @@
 //! An Aho-Corasick boosting tree (003 §4.1.3; icefall's `ContextGraph`) stored as NGPU-LM
 //! arrays, so that the batched queries of [`crate::query`] score keyword boosting as they score
-//! an n-gram LM (issue 28, first part).
+//! an n-gram LM (first part).
 //!
 //! The trie holds the phrases' label sequences; node `n` has a token score (the bonus its
 //! label earns, the largest over phrases sharing it), a node score (the sum from the root), a

@@ -5,13 +5,12 @@
 
 mod common;
 
-use common::random_lm;
+use common::{knobs, sim_setup};
 use ctx_core::arpa::ArpaLm;
 use ctx_core::e2e::{Aed, Transducer};
 use ctx_core::scores::ScoreMatrix;
 use ctx_data::bpe::Bpe;
 use ctx_data::e2e::{AedSim, TransducerSim};
-use ctx_data::registry::CtcAcousticSpec;
 use ngpu_lm::fusion::{greedy_aed, greedy_ctc, greedy_transducer, Fusion, LmQuery};
 use ngpu_lm::{NgpuError, NgramLm};
 
@@ -250,52 +249,6 @@ fn aed_ends_by_the_lm_final_weight_and_takes_the_bonus() {
             vec![vec![1, 2]]
         );
     }
-}
-
-fn knobs() -> CtcAcousticSpec {
-    CtcAcousticSpec {
-        noise: 1.5,
-        noise_spread: 0.3,
-        confusion: 0.2,
-        margin: 6.0,
-        acoustic_scale: 1.0,
-        confusion_gap: 1.5,
-        rare_confusion: 0.0,
-        rare_count: 1.0,
-        low_resource_confusion: None,
-        seed: 3,
-    }
-}
-
-/// Sentences over a small vocabulary, a BPE model on them and a token LM of its pieces.
-fn sim_setup() -> (Vec<Vec<String>>, Bpe, NgramLm) {
-    let lm_words = random_lm(9, 40, 2, false);
-    let vocab: Vec<String> = NgramLm::labels_of(&lm_words)
-        .into_iter()
-        .filter(|w| w != "<unk>")
-        .map(|w| format!("{w}x{}", w.len()))
-        .collect();
-    let mut rng = ctx_data::rng::Rng::new(4);
-    let sents: Vec<Vec<String>> = (0..60)
-        .map(|_| {
-            (0..3 + rng.below(8))
-                .map(|_| vocab[rng.below(vocab.len())].clone())
-                .collect()
-        })
-        .collect();
-    let lines: Vec<String> = sents.iter().map(|s| s.join(" ")).collect();
-    let bpe = Bpe::train(&lines, 60).unwrap();
-    let pieces = ctx_data::bpe::encode_sentences(&bpe, &lines);
-    let (arpa, _) = ctx_data::kneser_ney::estimate(
-        &pieces,
-        &ctx_data::kneser_ney::KnOptions {
-            order: 4,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let (lm, _) = NgramLm::from_arpa(&arpa, bpe.pieces()).unwrap();
-    (sents, bpe, lm)
 }
 
 /// The four simulated models over the sentences' words; sentence `i` is utterance `u{i}`,

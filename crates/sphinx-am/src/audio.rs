@@ -48,7 +48,7 @@ mod tests {
     use super::*;
 
     /// A valid WAV whose odd-sized `LIST` chunk (with RIFF's pad byte) comes before its data
-    /// reads as the same file without it (issue 70: hound alone refused it).
+    /// reads as the same file without it (hound alone refuses it).
     #[test]
     fn an_odd_sized_chunk_before_the_data_is_read() {
         let dir =

@@ -79,7 +79,7 @@ pub struct GraphOptions {
     /// acoustic score, so at language weight `lw` they weigh 1 / `lw` in graph units, as the
     /// acoustic log-likelihoods do (Kaldi's recipes keep them at 1, beside the LM).
     pub transition_scale: f32,
-    /// The class slot of open-vocabulary contexts (issue 42) and its entry cost: the word
+    /// The class slot of open-vocabulary contexts and its entry cost: the word
     /// [`CONTEXT_SLOT`](ctx_graph::lexicon_fst::CONTEXT_SLOT) as a self-loop of G's empty
     /// history; with cross-word context C reads it as a word edge, so the slot's ε-arcs sit
     /// where the previous word is complete. `None`: no slot.

@@ -205,7 +205,7 @@ impl TriphoneLexicon {
 }
 
 /// Every phone of the model — base phones and triphones — as a unit (unit `pid + 1`) with its
-/// HMM: what an open-vocabulary context's words are spelled in (issue 42's contexts on the real
+/// HMM: what an open-vocabulary context's words are spelled in (contexts on the real
 /// model), each word's phones as the triphones pocketsphinx uses within a word, silence outside
 /// it (a context is entered at a word edge, [`crate::graph::GraphOptions::context_slot`]).
 #[derive(Debug, Clone)]

@@ -1,4 +1,4 @@
-//! CMU Sphinx semi-continuous acoustic models, read as pocketsphinx ships them (issue 41): the
+//! CMU Sphinx semi-continuous acoustic models, read as pocketsphinx ships them: the
 //! binary model definition with its triphone tree ([`Mdef`]), Gaussian codebooks
 //! ([`Gaussians`]), 8-bit mixture weights ([`MixtureWeights`]), transition matrices
 //! ([`TransitionMatrices`]) and front-end settings ([`FeatParams`]), cross-checked as one

@@ -1,4 +1,4 @@
-//! Open-vocabulary contexts in the search (docs/design.md §3, issue 42): a stream's
+//! Open-vocabulary contexts in the search (docs/design.md §3): a stream's
 //! [`ContextGraph`] entered from the main graph's class slot and left at a completed phrase.
 //!
 //! The main graph (HCLG or TLG built with a slot) holds ε:`#CONTEXT` arcs. For a stream with a

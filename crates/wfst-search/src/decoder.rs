@@ -111,8 +111,8 @@ impl<'g> Decoder<'g> {
 
     /// A CTC model's endpoints. CTC emits blank between a word's pieces as between words, and a
     /// path that reads a word's first spike as blank can be best for a few frames while a close
-    /// competitor carries the word (issue 70: Kaldi's rules then ended the segment and the word
-    /// was lost). So trailing silence counts only while the best path may end
+    /// competitor carries the word (Kaldi's rules would end the segment there and lose
+    /// the word). So trailing silence counts only while the best path may end
     /// ([`crate::endpoint::may_end`]), and only as far back as every frontier token within the
     /// lattice beam of the best has been silent.
     pub fn with_word_end_endpoints(mut self) -> Self {

@@ -83,8 +83,8 @@ impl EndpointConfig {
 /// The states where a path may end a segment: final states and those that reach one by arcs
 /// reading no frame. A CTC model's blank runs inside words as well as between them, so for CTC
 /// an endpoint's trailing silence counts only while the best path is at such a state — never
-/// inside a word, whose path could not end there (issue 70: Kaldi's rules on CTC output cut a
-/// word in flight; the best final path then lacked it).
+/// inside a word, whose path could not end there (Kaldi's rules on CTC output would
+/// cut a word in flight and the best final path would lack it).
 ///
 /// ```
 /// use ctx_graph::csr::DecodingGraph;

@@ -90,7 +90,7 @@ impl Band {
 
 /// One DP row as stored: the cells of its band only (cell `j` at `cells[j - band.lo]`); every
 /// cell outside the band is [`INF`]. Storing bands, not full rows, makes an alignment's memory
-/// grow with the band's width, not with the hypothesis length (issue 58).
+/// grow with the band's width, not with the hypothesis length.
 #[derive(Clone, Copy)]
 struct RowRef<'a> {
     band: Band,

@@ -1,4 +1,4 @@
-//! The field's keyword precision, recall and F-score (issue 68): NVIDIA NeMo's
+//! The field's keyword precision, recall and F-score: NVIDIA NeMo's
 //! `compute_key_words_fscore.py` (`context_biasing_utils.compute_fscore`), counted per phrase
 //! of a keyword list rather than per word of a target list (our P/R/F1).
 //!

@@ -328,7 +328,7 @@ impl EntityTable {
 mod tests {
     use super::*;
 
-    /// Issue 70: an entities file with CRLF line ends reads as the LF one (same classes, same
+    /// An entities file with CRLF line ends reads as the LF one (same classes, same
     /// words: the same NE-WER), and an entity without a `[CLASS]` tag is class `NE`, as the
     /// format says, not a word "[...]" or a dropped entity.
     #[test]

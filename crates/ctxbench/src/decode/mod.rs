@@ -201,8 +201,8 @@ impl DecodeRequest {
         );
         if let Some(p) = &self.points_out {
             let rows: Vec<(&Point, &PointRecord)> = planned.points.iter().zip(&records).collect();
-            let mut df = results::frame(catalog(), &self.experiment, &rows)?;
-            results::write_csv(p, &mut df)?;
+            let df = results::frame(catalog(), &self.experiment, &rows)?;
+            results::write_csv(p, &df)?;
             eprintln!("wrote {}", p.display());
         }
         if let Some(p) = &self.json {

@@ -677,7 +677,7 @@ pub fn discover(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// What a row may not do (issue 70): a label holding '|' splits table.md's cell; a setting
+/// What a row may not do: a label holding '|' splits table.md's cell; a setting
 /// the experiment's `[sweep]` also sweeps would be replaced by the sweep's values without a
 /// word (a row's own sweep of the key is its way to differ).
 fn check_row(

@@ -41,7 +41,7 @@ fn components() -> Vec<Component> {
         name: "open-vocab",
         doc: "per-utterance open-vocabulary context: the list's phrases spelled in BPE pieces, \
               compiled at run time and entered through the TLG's class slot, so names the \
-              graph lacks are decoded (issue 42)",
+              graph lacks are decoded",
     });
     v
 }

@@ -284,7 +284,7 @@ pub(crate) const COUNT_BUCKETS: [(&str, u64, u64); 5] = [
 
 /// Reference words and their error rate (substitutions and deletions, percent) by how often
 /// the word occurs in the model's training text: `words_c<bucket>` and `err_c<bucket>` for the
-/// buckets 0, 1–2, 3–10, 11–100, > 100 (issue 40: the curve that says whether a simulated model
+/// buckets 0, 1–2, 3–10, 11–100, > 100 (the curve that says whether a simulated model
 /// errs on rare words as real ones do). Nothing without training text (`files` datasets).
 pub(crate) fn rarity_measures(
     counts: &ctx_data::acoustic::TrainingCounts,

@@ -13,7 +13,7 @@
 //! Contexts are pre-loaded before the streams start (000 §4.3: "all expected biasing FSTs are
 //! pre-loaded"), so their build time is reported (`context_s`) and not counted in RTFx.
 //!
-//! With `open-vocab` (issue 42) each context also carries an open-vocabulary graph compiled
+//! With `open-vocab` each context also carries an open-vocabulary graph compiled
 //! from the utterance's `open_vocab` list (the lexicon, letter-to-sound for unknown words,
 //! the HCLG's HMMs), followed through the graph's class slot: the words it writes need not be
 //! in the graph, and are written as the list spells them.
@@ -50,7 +50,7 @@ const COMPONENTS: &[Component] = &[
     },
     Component {
         name: "open-vocab",
-        doc: "each stream's context also an open-vocabulary graph (issue 42): its list's \
+        doc: "each stream's context also an open-vocabulary graph: its list's \
               phrases pronounced (lexicon, letter-to-sound) over the HCLG's HMMs, entered \
               through the graph's class slot, words outside the graph included",
     },

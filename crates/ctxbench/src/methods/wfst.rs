@@ -68,7 +68,7 @@ fn components(search: &[&dyn SearchComponent]) -> Vec<Component> {
             doc: "per-utterance open-vocabulary context: the list's phrases pronounced (the \
                   lexicon, letter-to-sound for unknown words) as phone HMMs, compiled at run \
                   time and entered through the HCLG's class slot, so names the graph lacks are \
-                  decoded (issue 42)",
+                  decoded",
         },
     ]);
     v

@@ -1,4 +1,4 @@
-//! A TLG from a CTC model's label list and an ARPA LM (issue 56's `CtcDecoder.from_lm`, the
+//! A TLG from a CTC model's label list and an ARPA LM (`CtcDecoder.from_lm`, the
 //! habit of pyctcdecode's `build_ctcdecoder(labels, kenlm_model_path)`): the LM's words spelled
 //! in the labels ([`CtcLabels`]) make L, the graph is compiled as every TLG is
 //! ([`ctx_graph::compile::build_graph`]) with the class slot for open-vocabulary contexts, and

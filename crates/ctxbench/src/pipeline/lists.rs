@@ -84,7 +84,7 @@ pub enum ListKind {
     /// holds, at any size.
     File(std::path::PathBuf),
     /// Each utterance's list of a kind plus one phrase file's phrases (`KIND+file:PATH`): the
-    /// utterance's own phrases among distractors, the "global" list of issue 68 (a phrase in
+    /// utterance's own phrases among distractors, a "global" list (a phrase in
     /// both counts once).
     Plus(Box<ListKind>, std::path::PathBuf),
 }
@@ -146,7 +146,7 @@ fn entity_phrases(u: &Utterance) -> impl Iterator<Item = Vec<String>> + '_ {
     u.entities.iter().map(|(_, s, e)| u.words[*s..*e].to_vec())
 }
 
-/// Where an open-vocabulary run's phrase lists come from (issue 42).
+/// Where an open-vocabulary run's phrase lists come from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OpenList {
     /// Each utterance's dataset list of this kind, every phrase at the run's weight.

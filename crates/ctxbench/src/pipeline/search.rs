@@ -159,7 +159,7 @@ pub fn decode(
     decode_with(setup, settings, booster, None)
 }
 
-/// Each utterance's open-vocabulary context (issue 42), by its index in the dataset.
+/// Each utterance's open-vocabulary context, by its index in the dataset.
 pub type Contexts = [Option<Arc<ContextGraph>>];
 
 /// [`decode`] with open-vocabulary contexts (the graph must have the class slot): context

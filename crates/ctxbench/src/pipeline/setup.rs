@@ -470,7 +470,7 @@ impl Setup {
             eprintln!("warning: {msg}; they are not decoded");
         }
         // Per-utterance lists that leave utterances out: those decode unbiased, which a figure
-        // of a biased row should not hide (issue 58).
+        // of a biased row should not hide.
         if let Some(b) = &f.bias_utt {
             let unlisted: Vec<&str> = dataset
                 .utterances
@@ -509,7 +509,7 @@ impl Setup {
             );
         }
         // CTC log-probabilities given as a hybrid model's scores decode to nonsense (WER 84 in
-        // the second hunt) without a word: say what they look like (issue 58).
+        // the second hunt) without a word: say what they look like.
         if f.model == ModelKind::Hybrid {
             let first = &dataset.utterances[0].id;
             if let Some((col, share)) = table.get(first)?.as_ref().and_then(ctc_like) {
@@ -644,7 +644,7 @@ impl Setup {
 }
 
 /// The decoding graph of an outside graph, checked at the door: layout, weights, ε cycles
-/// the search cannot close (issue 58), each error naming the file; a graph without a final
+/// the search cannot close, each error naming the file; a graph without a final
 /// state is warned about.
 pub fn checked_csr(graph: &Graph, path: &Path) -> Result<DecodingGraph> {
     checked_csr_mapped(graph, path, None)
@@ -704,7 +704,7 @@ pub fn ctc_blank_column(
 }
 
 /// What a score matrix from outside must be for a graph, checked at the door for every
-/// utterance (issue 58), whether it came from a file or from Python.
+/// utterance, whether it came from a file or from Python.
 pub struct ScoreRules<'a> {
     /// Columns the graph reads (its highest score column + 1).
     pub need: usize,
@@ -745,8 +745,8 @@ impl ScoreRules<'_> {
         if m.rows() == 0 {
             bail!("{src}: utterance {id} has no frames");
         }
-        // Silence labels are columns + 1 (issue 58: a column beyond the width was
-        // accepted, and endpointing never saw silence).
+        // Silence labels are columns + 1; one beyond the width would leave endpointing
+        // without silence, so it is refused.
         if let Some(&c) = self.silence.iter().find(|&&l| l as usize > m.cols()) {
             bail!(
                 "{src}: utterance {id}: silence column {} (silence_columns / \

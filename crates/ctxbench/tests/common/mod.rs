@@ -1,6 +1,8 @@
 //! Helpers shared by the CLI test binaries (each binary uses a subset, hence the allow).
 #![allow(dead_code)]
 
+pub mod runner;
+
 use std::path::Path;
 use std::process::{Command, Output};
 

@@ -1,7 +1,11 @@
-//! Random ARPA LMs for the tests.
+//! Random ARPA LMs for the tests, and the simulated models' setup of the fusion tests.
+#![allow(dead_code)]
 
 use ctx_core::arpa::ArpaLm;
+use ctx_data::bpe::Bpe;
+use ctx_data::registry::CtcAcousticSpec;
 use ctx_data::rng::Rng;
+use ngpu_lm::NgramLm;
 
 /// A random LM over `v` words: n-grams of every order up to `order`, each extending a listed
 /// (n−1)-gram (`pruned` = false) or drawn freely so that prefixes are often missing.
@@ -64,4 +68,51 @@ pub fn random_lm(seed: u64, v: usize, order: usize, pruned: bool) -> ArpaLm {
         orders.push(entries);
     }
     ArpaLm::from_entries(orders).unwrap()
+}
+
+/// Simulator knobs of the fusion tests: noisy enough that the LM changes the greedy output.
+pub fn knobs() -> CtcAcousticSpec {
+    CtcAcousticSpec {
+        noise: 1.5,
+        noise_spread: 0.3,
+        confusion: 0.2,
+        margin: 6.0,
+        acoustic_scale: 1.0,
+        confusion_gap: 1.5,
+        rare_confusion: 0.0,
+        rare_count: 1.0,
+        low_resource_confusion: None,
+        seed: 3,
+    }
+}
+
+/// Sentences over a small vocabulary, a BPE model on them and a token LM of its pieces.
+pub fn sim_setup() -> (Vec<Vec<String>>, Bpe, NgramLm) {
+    let lm_words = random_lm(9, 40, 2, false);
+    let vocab: Vec<String> = NgramLm::labels_of(&lm_words)
+        .into_iter()
+        .filter(|w| w != "<unk>")
+        .map(|w| format!("{w}x{}", w.len()))
+        .collect();
+    let mut rng = ctx_data::rng::Rng::new(4);
+    let sents: Vec<Vec<String>> = (0..60)
+        .map(|_| {
+            (0..3 + rng.below(8))
+                .map(|_| vocab[rng.below(vocab.len())].clone())
+                .collect()
+        })
+        .collect();
+    let lines: Vec<String> = sents.iter().map(|s| s.join(" ")).collect();
+    let bpe = Bpe::train(&lines, 60).unwrap();
+    let pieces = ctx_data::bpe::encode_sentences(&bpe, &lines);
+    let (arpa, _) = ctx_data::kneser_ney::estimate(
+        &pieces,
+        &ctx_data::kneser_ney::KnOptions {
+            order: 4,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (lm, _) = NgramLm::from_arpa(&arpa, bpe.pieces()).unwrap();
+    (sents, bpe, lm)
 }

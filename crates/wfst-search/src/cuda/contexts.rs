@@ -1,4 +1,4 @@
-//! The batch's open-vocabulary context graphs on the device (issue 42): one pool holding every
+//! The batch's open-vocabulary context graphs on the device: one pool holding every
 //! distinct [`ContextGraph`] the batch's streams decode with or asked for, each graph's state
 //! arrays (CSR offsets local to its arcs, final costs; `M + 1` entries) from its state base and
 //! its arc arrays from its arc base. A lane follows its stream's context through `LANE_CTX`

@@ -17,7 +17,7 @@
 //! supports: no booster, one arc-index set per stream (sorted arc list, binary search), or one
 //! word table per stream (sorted word ids, binary search on each arc's output label); and an
 //! open-vocabulary context per stream ([`contexts`]: the batch's context graphs in one device
-//! pool, a lane following its stream's through the class slot, issue 42).
+//! pool, a lane following its stream's through the class slot).
 //! Word automata (LM difference, phrase automaton) and stacks stay on the CPU backend.
 
 mod contexts;

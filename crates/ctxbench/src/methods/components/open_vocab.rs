@@ -1,4 +1,4 @@
-//! Open-vocabulary contexts (issue 42): each utterance's list compiled at run time over the
+//! Open-vocabulary contexts: each utterance's list compiled at run time over the
 //! graph's input units and entered through the graph's class slot.
 
 use crate::pipeline::lists::{ListKind, OpenList};
@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use wfst_search::{Booster, PhraseAutomaton};
 
-/// Every utterance's open-vocabulary context (issue 42), compiled from its list at run time.
+/// Every utterance's open-vocabulary context, compiled from its list at run time.
 pub struct OpenContexts {
     /// Per utterance in dataset order (`None`: an empty list).
     pub contexts: Vec<Option<Arc<ContextGraph>>>,
@@ -204,7 +204,7 @@ pub fn context_of(
 }
 
 crate::settings_block! {
-    /// The open-vocabulary component's settings (issue 42), shared by the families that decode
+    /// The open-vocabulary component's settings, shared by the families that decode
     /// a graph with the class slot (wfst over an HCLG, ctc-wfst over a TLG, hclg-boost).
     pub struct OpenVocab in "open-vocab" {
         /// open-vocabulary list: each utterance's sequences, gt or list:NAME, or one phrase file

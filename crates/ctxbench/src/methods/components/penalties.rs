@@ -1,5 +1,5 @@
 //! Decoding penalties (001; `ctc-wfst`): a CTC model's blank log-probability lowered, and every
-//! emitted word charged — on CTC and hybrid graphs alike (pocketsphinx's `-wip`, issue 55).
+//! emitted word charged — on CTC and hybrid graphs alike (pocketsphinx's `-wip`).
 
 use crate::pipeline::DecodeSettings;
 
