@@ -132,10 +132,8 @@ pub fn read(text: &str) -> Result<Table, CsvError> {
             rec.push((quoted || !field.is_empty()).then_some(field));
             match chars.next() {
                 Some(',') => continue,
-                Some('\r') => {
-                    if chars.peek() == Some(&'\n') {
-                        chars.next();
-                    }
+                Some('\r') if chars.peek() == Some(&'\n') => {
+                    chars.next();
                 }
                 _ => {}
             }
