@@ -181,6 +181,24 @@ impl Effect {
         (0.5..=2.0).contains(&r)
     }
 
+    /// [`Effect::within_x2`] with each change taken as a fraction of its own baseline (accuracy
+    /// only; speed is a percentage already): a 1-point fall from a 6% baseline is a 2-point fall
+    /// from 12%. The fairer reading where the paper's data are not ours (004's SPGI and WSJ sit
+    /// at a third of our sets' WER); reported beside the absolute one, never instead of it.
+    pub fn within_x2_relative(&self) -> bool {
+        if self.is_speed() || self.ours.0 <= 0.0 || self.paper.0 <= 0.0 {
+            return self.within_x2();
+        }
+        if self.verdict() != Verdict::Same {
+            return false;
+        }
+        if sign(&self.measure, self.paper_change()) == 0 {
+            return true;
+        }
+        let r = (self.ours_change() / self.ours.0) / (self.paper_change() / self.paper.0);
+        (0.5..=2.0).contains(&r)
+    }
+
     /// The key that identifies the effect across runs.
     pub fn key(&self) -> String {
         [
@@ -348,6 +366,8 @@ pub struct Summary {
     pub opposite: usize,
     /// Within ×2 of the paper's.
     pub within_x2: usize,
+    /// Within ×2 of the paper's, each as a fraction of its baseline.
+    pub within_x2_relative: usize,
 }
 
 impl Summary {
@@ -362,6 +382,7 @@ impl Summary {
                 _ => {}
             }
             s.within_x2 += e.within_x2() as usize;
+            s.within_x2_relative += e.within_x2_relative() as usize;
         }
         s
     }
@@ -404,10 +425,12 @@ pub fn render(effects: &[Effect], titles: &BTreeMap<String, String>) -> String {
          points, a move under 0.3 counting as none; speed as the percent change of RTFx, under 5%\n\
          none). Where the paper's column block is one of ours, the effects are compared with that\n\
          block; where the paper used other data, with each of ours. Same sign counts both-none;\n\
-         within ×2: same sign and the ratio in [0.5, 2] (or both none). `ctxbench fidelity --check`\n\
+         within ×2: same sign and the ratio in [0.5, 2] (or both none); relative: the same with each\n\
+         change as a fraction of its own baseline (where the paper's data are not ours, a 1-point\n\
+         fall from 6% is a 2-point fall from 12%). `ctxbench fidelity --check`\n\
          (in `make regress-ci`) fails when an effect that has the paper's sign here loses it.\n\n\
-         | effects compared | n | same sign | opposite | within ×2 of the paper's |\n\
-         | --- | --- | --- | --- | --- |\n",
+         | effects compared | n | same sign | opposite | within ×2 of the paper's | within ×2, relative |\n\
+         | --- | --- | --- | --- | --- | --- |\n",
     );
     for (name, sm) in [
         ("accuracy, simulated columns", acc_sim),
@@ -415,24 +438,26 @@ pub fn render(effects: &[Effect], titles: &BTreeMap<String, String>) -> String {
         ("speed (RTFx % change)", speed),
     ] {
         s.push_str(&format!(
-            "| {name} | {} | {} | {} | {} |\n",
+            "| {name} | {} | {} | {} | {} | {} |\n",
             sm.n,
             sm.pct(sm.same),
             sm.pct(sm.opposite),
-            sm.pct(sm.within_x2)
+            sm.pct(sm.within_x2),
+            sm.pct(sm.within_x2_relative)
         ));
     }
-    s.push_str("\n## By experiment\n\n| experiment | n | same sign | opposite | within ×2 |\n| --- | --- | --- | --- | --- |\n");
+    s.push_str("\n## By experiment\n\n| experiment | n | same sign | opposite | within ×2 | within ×2, relative |\n| --- | --- | --- | --- | --- | --- |\n");
     let mut ids: Vec<&str> = effects.iter().map(|e| e.experiment.as_str()).collect();
     ids.dedup();
     for id in &ids {
         let sm = Summary::of(effects.iter().filter(|e| e.experiment == *id));
         s.push_str(&format!(
-            "| [{id}](../{id}/table.md) | {} | {} | {} | {} |\n",
+            "| [{id}](../{id}/table.md) | {} | {} | {} | {} | {} |\n",
             sm.n,
             sm.pct(sm.same),
             sm.pct(sm.opposite),
-            sm.pct(sm.within_x2)
+            sm.pct(sm.within_x2),
+            sm.pct(sm.within_x2_relative)
         ));
     }
     let header = "| row | ours | paper's block | measure | ours: base → row (effect) | paper: base → row (effect) | verdict | ×2 |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n";
@@ -530,10 +555,10 @@ pub fn to_csv(effects: &[Effect]) -> String {
             s.to_string()
         }
     };
-    let mut s = String::from("experiment,section,row,group,columns,paper_group,measure,ours_base,ours_row,ours_change,paper_base,paper_row,paper_change,verdict,within_x2\n");
+    let mut s = String::from("experiment,section,row,group,columns,paper_group,measure,ours_base,ours_row,ours_change,paper_base,paper_row,paper_change,verdict,within_x2,within_x2_relative\n");
     for e in effects {
         s.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{:.4},{},{},{:.4},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{:.4},{},{},{:.4},{},{},{}\n",
             q(&e.experiment),
             q(&e.section),
             q(&e.row),
@@ -548,7 +573,8 @@ pub fn to_csv(effects: &[Effect]) -> String {
             e.paper.1,
             e.paper_change(),
             e.verdict().name(),
-            e.within_x2()
+            e.within_x2(),
+            e.within_x2_relative()
         ));
     }
     s
@@ -769,6 +795,13 @@ wer = 10.2
         assert!(!mk((20.0, 19.1), (30.0, 28.0)).within_x2()); // −0.9 vs −2: 0.45
         assert!(!mk((20.0, 24.1), (30.0, 28.0)).within_x2()); // +4.1: opposite
         assert!(mk((20.0, 20.2), (30.0, 29.8)).within_x2()); // both none
+
+        // Relative: −2 from 20 (10%) against −0.5 from 6 (8.3%) is within ×2; absolute is not.
+        let e = mk((20.0, 18.0), (6.0, 5.5));
+        assert!(!e.within_x2() && e.within_x2_relative());
+        // −4 from 10 (40%) against −2 from 30 (6.7%): absolute within ×2, relative not.
+        let e = mk((10.0, 6.0), (30.0, 28.0));
+        assert!(e.within_x2() && !e.within_x2_relative());
         assert_eq!(mk((20.0, 20.2), (30.0, 29.8)).verdict(), Verdict::Same);
         assert_eq!(mk((20.0, 20.3), (30.0, 29.8)).verdict(), Verdict::OursOnly);
     }
