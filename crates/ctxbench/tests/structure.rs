@@ -294,10 +294,6 @@ const LONG_FILES: &[(&str, &str)] = &[
         "the token passing core; its split into frame types and named steps is open work",
     ),
     (
-        "crates/ngpu-lm/src/fusion.rs",
-        "checks, contexts and greedy fusion in one hub; to be split by what it holds",
-    ),
-    (
         "crates/ctx-data/src/registry.rs",
         "every dataset kind's registry schema in one serde tree",
     ),
