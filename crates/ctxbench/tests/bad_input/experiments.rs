@@ -97,6 +97,27 @@ bad_inputs! {
             )
         };
 
+    ragged_points: "a points.csv with a row shorter than its header (polars read it, padding nulls)"
+        => |b| {
+            let d = b.case_dir("ragged-points");
+            let e = d.join("t.toml");
+            std::fs::write(
+                &e,
+                "title = \"t\"\ndescription = \"d\"\n[settings]\ndataset = \"atco2-sim-1h\"\n\
+                 [table]\nmeasures = [\"wer\"]\n[[rows]]\nrow = \"A\"\n",
+            )
+            .unwrap();
+            std::fs::create_dir_all(d.join("out/t")).unwrap();
+            std::fs::write(d.join("out/t/points.csv"), "experiment,row,wer\nt,A,1.0\nt,B\n").unwrap();
+            (
+                strs(&["table", e.to_str().unwrap(), "--out", d.join("out").to_str().unwrap()]),
+                Expect::Fails(strs(&[
+                    "ragged-points/out/t/points.csv",
+                    "line 3: 2 fields where the header has 3",
+                ])),
+            )
+        };
+
     quick_settings: "an experiment whose [quick.settings] sets what no row reads"
         => |b| {
             let d = b.case_dir("quick-settings");
