@@ -21,10 +21,14 @@
 //! the unbiased baseline WER lands near the published one for that model family.
 
 use crate::bpe::Bpe;
+use crate::internal_lm::InternalLm;
 use crate::pronounce::{Pronouncer, CMU_PHONES};
 use crate::registry::{AcousticSpec, CtcAcousticSpec};
 use crate::rng::Rng;
 use ctx_core::scores::ScoreMatrix;
+
+/// The farthest spelling (normalised edit distance) an in-domain model's confusion may take.
+const MAX_D: f64 = 0.75;
 
 /// How often each word occurs in a simulated model's training text (the dataset's LM text): a
 /// real model errs on the words it saw rarely, so a simulator's per-word confusion grows as this
@@ -389,8 +393,11 @@ pub(crate) struct Heard {
     /// The piece heard at each position; 0 where a confusion left out a reference piece.
     pub tokens: Vec<u32>,
     /// At a position a confusion changed, the reference's piece (0: none, or the same as
-    /// heard): it scores `confusion_gap` below the heard piece, so context can restore it.
+    /// heard): it scores `gap` below the heard piece, so context can restore it.
     pub reference: Vec<u32>,
+    /// Per position, how far below the heard piece the reference piece scores: `confusion_gap`,
+    /// plus `internal_lm` times the internal LM's gain for the heard word.
+    pub gap: Vec<f64>,
 }
 
 /// Pairs the pieces heard for a confused word with the reference's pieces by edit distance
@@ -437,6 +444,15 @@ pub(crate) fn align_pieces(heard: &[u32], reference: &[u32]) -> Vec<(u32, u32)> 
     out
 }
 
+/// An in-domain model's prior ([`CtcAcousticSpec::internal_lm`]): the word and piece trigrams of
+/// its training text, and each known word's candidate spellings within `MAX_D`, computed once.
+#[derive(Debug, Clone)]
+struct Prior {
+    words: InternalLm,
+    pieces: InternalLm,
+    candidates: std::collections::HashMap<String, Vec<(f64, String)>>,
+}
+
 /// The CTC simulator over a BPE model's pieces (column 0 = blank, column i = piece id i).
 ///
 /// Per frame, logits `g` (then log-softmax), with `L = ln V` over the `V` columns, `M` the
@@ -470,6 +486,9 @@ pub struct CtcSim {
     vocab: std::collections::HashMap<char, Vec<Vec<char>>>,
     /// Word counts of the model's training text (rare words are confused more).
     counts: TrainingCounts,
+    /// The in-domain model's prior, built by [`CtcSim::with_training_text`] (boxed: most
+    /// simulators have none).
+    prior: Option<Box<Prior>>,
 }
 
 impl CtcSim {
@@ -500,6 +519,7 @@ impl CtcSim {
             near,
             vocab: Default::default(),
             counts: TrainingCounts::default(),
+            prior: None,
         }
     }
 
@@ -537,6 +557,127 @@ impl CtcSim {
         best.map(|(_, v)| v.iter().collect())
     }
 
+    /// The model's internal LM, from the sentences it was trained on (a no-op where the
+    /// `internal_lm` knob is 0): see [`CtcAcousticSpec::internal_lm`].
+    pub fn with_training_text<'a>(mut self, sentences: impl IntoIterator<Item = &'a str>) -> Self {
+        if self.knobs.in_domain && self.knobs.internal_lm > 0.0 {
+            let sentences: Vec<&str> = sentences.into_iter().collect();
+            let pieces: Vec<String> = sentences
+                .iter()
+                .map(|s| {
+                    let ids: Vec<String> = s
+                        .split_whitespace()
+                        .flat_map(|w| self.bpe.encode_word(w))
+                        .map(|p| self.bpe.id(&p).map_or(0, |i| i).to_string())
+                        .collect();
+                    ids.join(" ")
+                })
+                .collect();
+            let candidates = self
+                .vocab
+                .values()
+                .flatten()
+                .map(|v| {
+                    let w: String = v.iter().collect();
+                    let near = self.near_words(&w, MAX_D);
+                    (w, near)
+                })
+                .collect();
+            self.prior = Some(Box::new(Prior {
+                words: InternalLm::from_sentences(sentences.iter().copied()),
+                pieces: InternalLm::from_sentences(pieces.iter().map(String::as_str)),
+                candidates,
+            }));
+        }
+        self
+    }
+
+    /// Per piece position of `tokens` (0: none heard), how much lower each of the heard
+    /// piece's near pieces (in [`CtcSim::near`]'s order) scores under the in-domain model's
+    /// prior: `internal_lm` times the piece trigram's preference for the heard piece (≥ 0).
+    /// Empty without an internal LM.
+    pub(crate) fn near_penalties(&self, tokens: &[u32]) -> Vec<Vec<f64>> {
+        let Some(pieces) = self.prior.as_ref().map(|p| &p.pieces) else {
+            return Vec::new();
+        };
+        let lambda = self.knobs.internal_lm;
+        let mut history: Vec<String> = Vec::new();
+        tokens
+            .iter()
+            .map(|&x| {
+                if x == 0 {
+                    return Vec::new();
+                }
+                let h1 = history.last().map(String::as_str);
+                let h2 = history.len().checked_sub(2).map(|k| history[k].as_str());
+                let own = pieces.ln_prob(h2, h1, &x.to_string());
+                let out = self.near[x as usize - 1]
+                    .iter()
+                    .map(|&(j, _)| {
+                        let near = pieces.ln_prob(h2, h1, &(j + 1).to_string());
+                        lambda * (own - near).max(0.0)
+                    })
+                    .collect();
+                history.push(x.to_string());
+                out
+            })
+            .collect()
+    }
+
+    /// Every known word other than `w` within `max_d` of it in normalised spelling distance and
+    /// 3 letters in length, with its distance: the words a model may hear for `w`, sorted by
+    /// distance then spelling (a stable order, so ties resolve the same way every run).
+    fn near_words(&self, w: &str, max_d: f64) -> Vec<(f64, String)> {
+        let c: Vec<char> = w.chars().collect();
+        let mut out: Vec<(f64, String)> = self
+            .vocab
+            .values()
+            .flatten()
+            .filter(|v| **v != c && v.len().abs_diff(c.len()) <= 3)
+            .map(|v| {
+                let d = edit_distance(&c, v) as f64 / c.len().max(v.len()) as f64;
+                (d, v.iter().collect())
+            })
+            .filter(|(d, _)| *d <= max_d)
+            .collect();
+        out.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        out
+    }
+
+    /// A confusion event for `words[i]` with an internal LM: the near spelling `v` the prior likes
+    /// best (`λ·G(v) − SPELL·d(v)`) and the reference's gap below it, `confusion_gap + λ·G(v)`;
+    /// no confusion where that gap is not positive (the prior keeps the reference).
+    fn confusion_by_prior(
+        &self,
+        prior: &Prior,
+        words: &[String],
+        i: usize,
+    ) -> (Option<String>, f64) {
+        /// Nats per unit of normalised spelling distance in the choice.
+        const SPELL: f64 = 4.0;
+        let lambda = self.knobs.internal_lm;
+        let gap = self.knobs.confusion_gap;
+        let computed;
+        let candidates = match prior.candidates.get(&words[i]) {
+            Some(c) => c,
+            None => {
+                computed = self.near_words(&words[i], MAX_D);
+                &computed
+            }
+        };
+        let best = candidates
+            .iter()
+            .map(|(d, v)| (prior.words.gain(words, i, v), *d, v))
+            .fold(None::<(f64, f64, &String)>, |best, (g, d, v)| match best {
+                Some((bg, bd, _)) if lambda * bg - SPELL * bd >= lambda * g - SPELL * d => best,
+                _ => Some((g, d, v)),
+            });
+        match best {
+            Some((g, _, v)) if gap + lambda * g > 0.0 => (Some(v.clone()), gap + lambda * g),
+            _ => (None, self.knobs.confusion_gap),
+        }
+    }
+
     /// What the model hears of an utterance: its noise level σ_u (first draw of `rng`) and, per
     /// piece position, the piece heard — each reference word replaced by the known word nearest
     /// in spelling with probability `confusion`·σ_u/noise plus its rarity extra — and where a
@@ -569,8 +710,9 @@ impl CtcSim {
             sigma,
             tokens: Vec::new(),
             reference: Vec::new(),
+            gap: Vec::new(),
         };
-        for w in words {
+        for (i, w) in words.iter().enumerate() {
             // A confusion event, likelier for a word rare in the training text: the model
             // hears a similar known word, the reference's pieces a little below it.
             let p = (p_conf
@@ -579,15 +721,24 @@ impl CtcSim {
                     .extra(w, self.knobs.rare_confusion, self.knobs.rare_count))
             .min(1.0);
             let truth = encode(w)?;
-            match rng.chance(p).then(|| self.nearest_word(w)).flatten() {
+            let (heard_as, gap) = if !rng.chance(p) {
+                (None, self.knobs.confusion_gap)
+            } else if let Some(prior) = &self.prior {
+                self.confusion_by_prior(prior, words, i)
+            } else {
+                (self.nearest_word(w), self.knobs.confusion_gap)
+            };
+            match heard_as {
                 Some(v) => {
                     for (h, r) in align_pieces(&encode(&v)?, &truth) {
                         heard.tokens.push(h);
                         heard.reference.push(if h == r { 0 } else { r });
+                        heard.gap.push(gap);
                     }
                 }
                 None => {
                     heard.reference.extend(std::iter::repeat_n(0, truth.len()));
+                    heard.gap.extend(std::iter::repeat_n(gap, truth.len()));
                     heard.tokens.extend(truth);
                 }
             }
@@ -635,6 +786,7 @@ impl CtcSim {
         // confusion left a reference piece out) stays blank, its reference piece below.
         let mut truth = vec![0u32; frames];
         let mut reference = vec![0u32; frames];
+        let mut gap = vec![0f64; frames];
         let slot = frames as f64 / (tokens.len() + 1) as f64;
         let mut prev_end = 0;
         for (i, (&tok, &n)) in tokens.iter().zip(&spans).enumerate() {
@@ -643,6 +795,7 @@ impl CtcSim {
                 .min(frames - n);
             truth[start..start + n].fill(tok);
             reference[start..start + n].fill(heard.reference[i]);
+            gap[start..start + n].fill(heard.gap[i]);
             prev_end = start + n;
         }
         let v = self.num_tokens();
@@ -668,7 +821,7 @@ impl CtcSim {
                 }
             }
             if let Some(r) = Some(reference[t] as usize).filter(|&r| r != 0) {
-                row[r] = row[r].max(g(&mut rng, top - self.knobs.confusion_gap));
+                row[r] = row[r].max(g(&mut rng, top - gap[t]));
             }
             let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
             let lse = max + row.iter().map(|x| (x - max).exp()).sum::<f32>().ln();

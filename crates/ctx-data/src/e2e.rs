@@ -88,6 +88,12 @@ impl TransducerSim {
         }
     }
 
+    /// The model's internal LM from its training sentences (see [`CtcSim::with_training_text`]).
+    pub fn with_training_text<'a>(mut self, sentences: impl IntoIterator<Item = &'a str>) -> Self {
+        self.base = self.base.with_training_text(sentences);
+        self
+    }
+
     /// The words the model may confuse a word with (see [`CtcSim::with_vocabulary`]).
     pub fn with_vocabulary<'a>(mut self, words: impl IntoIterator<Item = &'a str>) -> Self {
         self.base = self.base.with_vocabulary(words);
@@ -110,6 +116,7 @@ impl TransducerSim {
         let mut rng = Rng::for_key(knobs.seed ^ 0x7472_616e_7364, utt);
         let heard = self.base.heard_tokens(&mut rng, utt, words)?;
         let tokens = heard.tokens;
+        let near_penalty = self.base.near_penalties(&tokens);
         let frames = ((duration_s / self.frame_s).round() as usize).max(1);
         let slot = frames as f64 / (tokens.len() + 1) as f64;
         let mut start = Vec::with_capacity(tokens.len());
@@ -125,6 +132,8 @@ impl TransducerSim {
             frames,
             tokens,
             reference: heard.reference,
+            gap: heard.gap,
+            near_penalty,
             start,
             end,
             sigma: heard.sigma,
@@ -142,6 +151,10 @@ pub struct TransducerUtt<'a> {
     tokens: Vec<u32>,
     /// Reference piece per position where a confusion changed it (0: none).
     reference: Vec<u32>,
+    /// Per position, the reference piece's gap below the heard one.
+    gap: Vec<f64>,
+    /// Per position, the in-domain prior's penalty of each near piece (empty: none).
+    near_penalty: Vec<Vec<f64>>,
     start: Vec<u32>,
     end: Vec<u32>,
     sigma: f64,
@@ -205,8 +218,10 @@ impl Transducer for TransducerUtt<'_> {
             let x = self.tokens[r] as usize;
             labels[x] = g(top - 2.0 * late);
             labels[0] = g(top - 5.0);
-            for &(j, d) in &self.sim.base.near()[x - 1] {
-                labels[j + 1] = g(top - 1.0 - m * d);
+            let penalty = self.near_penalty.get(r).map_or(&[][..], Vec::as_slice);
+            for (k, &(j, d)) in self.sim.base.near()[x - 1].iter().enumerate() {
+                let prior = penalty.get(k).copied().unwrap_or(0.0);
+                labels[j + 1] = g(top - 1.0 - m * d - prior);
             }
         } else {
             labels[0] = g(top);
@@ -217,8 +232,7 @@ impl Transducer for TransducerUtt<'_> {
         }
         if due_now && self.reference[r] != 0 {
             let y = self.reference[r] as usize;
-            let gap = self.sim.base.knobs().confusion_gap;
-            labels[y] = labels[y].max(g(top - gap - 2.0 * late));
+            labels[y] = labels[y].max(g(top - self.gap[r] - 2.0 * late));
         }
         log_softmax(labels);
         if self.sim.tdt && !durations.is_empty() {
@@ -268,6 +282,12 @@ impl AedSim {
         }
     }
 
+    /// The model's internal LM from its training sentences (see [`CtcSim::with_training_text`]).
+    pub fn with_training_text<'a>(mut self, sentences: impl IntoIterator<Item = &'a str>) -> Self {
+        self.base = self.base.with_training_text(sentences);
+        self
+    }
+
     /// The words the model may confuse a word with (see [`CtcSim::with_vocabulary`]).
     pub fn with_vocabulary<'a>(mut self, words: impl IntoIterator<Item = &'a str>) -> Self {
         self.base = self.base.with_vocabulary(words);
@@ -286,17 +306,22 @@ impl AedSim {
         let heard = self.base.heard_tokens(&mut rng, utt, words)?;
         // The decoder emits one piece per step: a reference piece a confusion left out has no
         // step of its own; the others compete at their heard counterpart's step.
-        let (tokens, reference): (Vec<u32>, Vec<u32>) = heard
+        let kept: Vec<(u32, u32, f64)> = heard
             .tokens
             .iter()
             .zip(&heard.reference)
-            .filter(|(&h, _)| h != 0)
-            .map(|(&h, &r)| (h, r))
-            .unzip();
+            .zip(&heard.gap)
+            .filter(|((&h, _), _)| h != 0)
+            .map(|((&h, &r), &g)| (h, r, g))
+            .collect();
+        let tokens = kept.iter().map(|k| k.0).collect();
+        let reference = kept.iter().map(|k| k.1).collect();
+        let gap = kept.iter().map(|k| k.2).collect();
         Ok(AedUtt {
             sim: self,
             tokens,
             reference,
+            gap,
             sigma: heard.sigma,
             seed: rng.next_u64(),
         })
@@ -310,6 +335,8 @@ pub struct AedUtt<'a> {
     tokens: Vec<u32>,
     /// Reference piece per step where a confusion changed it (0: none).
     reference: Vec<u32>,
+    /// Per position, the reference piece's gap below the heard one.
+    gap: Vec<f64>,
     sigma: f64,
     seed: u64,
 }
@@ -358,8 +385,7 @@ impl Aed for AedUtt<'_> {
             out[0] = g(top - 12.0);
             if self.reference[r] != 0 {
                 let y = self.reference[r] as usize;
-                let gap = self.sim.base.knobs().confusion_gap;
-                out[y] = out[y].max(g(top - gap));
+                out[y] = out[y].max(g(top - self.gap[r]));
             }
         } else {
             out[0] = g(top);

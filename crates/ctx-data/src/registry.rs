@@ -189,6 +189,26 @@ pub struct CtcAcousticSpec {
     /// low-resource model for this dataset and kind.
     #[serde(default)]
     pub low_resource_confusion: Option<f64>,
+    /// The in-domain model (`resources = "in-domain"`): the same network trained on the set's
+    /// own transcribed speech, as 003's Zipformer was on ATCO2. It hears more acoustic
+    /// confusions (this `confusion`, calibrated once on 003's beam-search WER) but its internal
+    /// language model (`internal_lm`) keeps most of them from the output.
+    #[serde(default)]
+    pub in_domain_confusion: Option<f64>,
+    /// Weight of the in-domain model's internal language model, the trigram of the transcripts
+    /// it was trained on ([`crate::internal_lm`]), over words and over pieces. In a confusion
+    /// event it hears the spelling `v` (normalised distance d ≤ 0.75) that maximises
+    /// `internal_lm·G(v) − 4·d(v)`, G the sentence's log-probability gain from `v`, and the
+    /// reference scores `confusion_gap + internal_lm·G(v)` below it; where that is not above
+    /// 0 its prior keeps the reference. A transducer's near pieces (its noise errors) score
+    /// `internal_lm` times the piece trigram's preference for the due piece lower. Used only by
+    /// the in-domain model; entity-blind (only the training text decides).
+    #[serde(default)]
+    pub internal_lm: f64,
+    /// Whether these knobs are the in-domain model's ([`CtcAcousticSpec::in_domain`]): only
+    /// then does a simulator build and use the internal LM.
+    #[serde(skip)]
+    pub in_domain: bool,
     /// Seed of the simulator.
     #[serde(default = "default_seed")]
     pub seed: u64,
@@ -225,6 +245,16 @@ impl CtcAcousticSpec {
     pub fn low_resource(&self) -> Option<Self> {
         self.low_resource_confusion.map(|confusion| Self {
             confusion,
+            ..self.clone()
+        })
+    }
+
+    /// The in-domain model's knobs: `in_domain_confusion` for `confusion`, the internal LM on
+    /// (None where the dataset has no in-domain model of this kind).
+    pub fn in_domain(&self) -> Option<Self> {
+        self.in_domain_confusion.map(|confusion| Self {
+            confusion,
+            in_domain: true,
             ..self.clone()
         })
     }

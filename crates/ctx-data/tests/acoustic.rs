@@ -38,6 +38,9 @@ fn ctc_knobs(noise: f64) -> CtcAcousticSpec {
         rare_confusion: 0.0,
         rare_count: 1.0,
         low_resource_confusion: None,
+        in_domain_confusion: None,
+        internal_lm: 0.0,
+        in_domain: false,
         seed: 7,
     }
 }

@@ -29,6 +29,9 @@ fn e2e_knobs(rare: f64) -> CtcAcousticSpec {
         rare_confusion: rare,
         rare_count: 1.0,
         low_resource_confusion: None,
+        in_domain_confusion: None,
+        internal_lm: 0.0,
+        in_domain: false,
         seed: 11,
     }
 }

@@ -17,6 +17,7 @@
 pub mod components;
 pub mod ctc;
 mod e2e_device;
+mod e2e_setup;
 pub mod family;
 pub mod hclg;
 pub mod load;

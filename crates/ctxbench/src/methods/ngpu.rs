@@ -12,6 +12,7 @@
 
 use super::components::ctc_ws::{CtcWs, WordSpotter};
 use super::e2e_device::open_device;
+use super::e2e_setup::{setup, E2eSetup, Model, WordLmTrie};
 use super::family::{
     accuracy_measures, check_global, check_targets, common, record, setup_key_of, Component,
     Family, FamilySpec, GroupContext, SetupCache,
@@ -22,16 +23,13 @@ use crate::results::PointRecord;
 use crate::settings::{Block, Common};
 use anyhow::{anyhow, bail, Context, Result};
 use ctx_core::scores::ScoreMatrix;
-use ctx_data::acoustic::CtcSim;
-use ctx_data::bpe::Bpe;
 use ctx_data::dataset::Dataset;
-use ctx_data::e2e::{AedSim, E2eKind, TransducerSim};
+use ctx_data::e2e::E2eKind;
 use ngpu_lm::beam::NBest;
 use ngpu_lm::fusion::{Fusion, LmQuery};
 use ngpu_lm::NgramLm;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The end-to-end family (see the module docs).
@@ -72,8 +70,10 @@ crate::settings_block! {
     pub struct E2eModel in "e2e" {
         /// the simulated model: ctc, rnnt, tdt or aed (each calibrated once per dataset)
         model: Option<String> = None => required,
-        /// the model's training data: full (the calibrated model) or low (004 Table 2: the
-        /// same network trained on less data, the dataset's `low_resource_confusion`)
+        /// the model's training data: full (the calibrated model), low (004 Table 2: the
+        /// same network trained on less data, the dataset's `low_resource_confusion`) or
+        /// in-domain (003: trained on the set's own speech, with an internal LM of its
+        /// transcripts, the dataset's `in_domain_confusion` and `internal_lm`)
         resources: String = "full".to_string(),
         /// greedy: utterances advanced together (one batched LM query per step)
         batch: usize = 32,
@@ -194,8 +194,8 @@ impl FamilySpec for E2e {
                     bail!("model '{m}' (ctc, rnnt, tdt or aed)");
                 }
             }
-            if !matches!(b.model.resources.as_str(), "full" | "low") {
-                bail!("resources '{}' (full or low)", b.model.resources);
+            if !matches!(b.model.resources.as_str(), "full" | "low" | "in-domain") {
+                bail!("resources '{}' (full, low or in-domain)", b.model.resources);
             }
             if let Some(a) = b.lm.lm_alpha {
                 if !(a.is_finite() && a >= 0.0) {
@@ -298,10 +298,20 @@ impl Family for E2e {
         let first = &cx.points[group[0]];
         let b = Blocks::read(&first.settings)?;
         pipeline::reset_peak_mem();
-        let st = setup(cx, first)?;
+        let st = setup(
+            cx,
+            self.setup_key(first),
+            &b.common,
+            b.model.model.as_deref().unwrap_or_default(),
+            &b.model.resources,
+        )?;
         let fused = first.method.has("ngpu-lm");
         let beam = first.method.has("beam");
-        let lm = if fused { Some(st.lm(cx, first)?) } else { None };
+        let lm = if fused {
+            Some(st.lm(cx, b.lm.lm_order, &parse_prune(&b.lm.lm_prune)?)?)
+        } else {
+            None
+        };
         // The WL-n-gram-LM trie is built once per dataset, like an LM is loaded (not timed).
         let wl = if first.method.has("wl") {
             Some(st.word_lm_trie(cx)?)
@@ -570,175 +580,6 @@ fn parse_prune(p: &str) -> Result<Vec<u64>> {
                 .map_err(|_| anyhow!("'{x}' is not a count threshold"))
         })
         .collect()
-}
-
-/// The simulated model of a setup.
-enum Model {
-    Ctc(CtcSim),
-    Transducer(TransducerSim),
-    Aed(AedSim),
-}
-
-/// What the points of one dataset and model share: utterances, BPE, the model, and the token
-/// LMs built so far (by order and pruning).
-struct E2eSetup {
-    dataset: Dataset,
-    bpe: Bpe,
-    model: Model,
-    lms: Mutex<BTreeMap<String, Arc<(NgramLm, usize)>>>,
-    wl: Mutex<Option<Arc<WordLmTrie>>>,
-}
-
-/// The WL-n-gram-LM trie of a dataset (003 §4.1.3): its word LM's n-grams spelled in the
-/// model's pieces, shared by every utterance; the LM kept to tell keywords in it from others.
-struct WordLmTrie {
-    tree: NgramLm,
-    lm: ctx_core::arpa::ArpaLm,
-    ngrams: usize,
-    nodes: usize,
-    build_s: f64,
-}
-
-/// The last setup, kept while consecutive groups share it (BPE training and the LM estimate
-/// are the slow parts).
-static SETUP: Mutex<Option<(String, Arc<E2eSetup>)>> = Mutex::new(None);
-
-fn setup(cx: &GroupContext<'_>, first: &Point) -> Result<Arc<E2eSetup>> {
-    let key = E2e.setup_key(first);
-    let mut cache = SETUP.lock().map_err(|_| anyhow!("setup cache poisoned"))?;
-    if let Some((k, st)) = cache.as_ref() {
-        if *k == key {
-            return Ok(st.clone());
-        }
-    }
-    *cache = None;
-    let b = Blocks::read(&first.settings)?;
-    let name = b.common.dataset();
-    let mut dataset = Dataset::load(cx.reg, name, b.common.subset())
-        .with_context(|| format!("loading dataset {name}"))?;
-    super::family::apply_limit(&b.common, name, &mut dataset.utterances)?;
-    let m = b.model.model.as_deref().unwrap_or_default();
-    let kind = E2eKind::parse(m).ok_or_else(|| anyhow!("model '{m}' (ctc, rnnt, tdt or aed)"))?;
-    let base = name.trim_end_matches("-quick");
-    let mut knobs = cx.reg.get(base)?.acoustic_e2e(kind).cloned().ok_or_else(|| {
-        anyhow!(
-            "dataset {base} has no simulated {} knobs ([{base}.acoustic_{}] in the registry): each end-to-end model is calibrated once per dataset",
-            kind.name(),
-            kind.name()
-        )
-    })?;
-    knobs = match b.model.resources.as_str() {
-        "full" => knobs,
-        "low" => knobs.low_resource().ok_or_else(|| {
-            anyhow!(
-                "dataset {base} has no low-resource {} model (low_resource_confusion in [{base}.acoustic_{}]): it is calibrated once per dataset and model kind",
-                kind.name(),
-                kind.name()
-            )
-        })?,
-        r => bail!("resources '{r}' (full or low)"),
-    };
-    if let Some(n) = b.common.noise {
-        knobs = knobs.with_noise(n);
-    }
-    let bpe_size = b.common.bpe_size;
-    let bpe = Bpe::train(&dataset.lm_text, bpe_size)?;
-    let vocab = dataset.lm_text.iter().flat_map(|l| l.split_whitespace());
-    let model = match kind {
-        E2eKind::Ctc => Model::Ctc(CtcSim::new(knobs, bpe.clone()).with_vocabulary(vocab)),
-        E2eKind::Rnnt | E2eKind::Tdt => Model::Transducer(
-            TransducerSim::new(knobs, bpe.clone(), kind == E2eKind::Tdt).with_vocabulary(vocab),
-        ),
-        E2eKind::Aed => Model::Aed(AedSim::new(knobs, bpe.clone()).with_vocabulary(vocab)),
-    };
-    let st = Arc::new(E2eSetup {
-        dataset,
-        bpe,
-        model,
-        lms: Mutex::new(BTreeMap::new()),
-        wl: Mutex::new(None),
-    });
-    *cache = Some((key, st.clone()));
-    Ok(st)
-}
-
-impl E2eSetup {
-    /// Spells a word in the model's pieces as 0-based labels (`None`: a character the BPE
-    /// model lacks).
-    fn spell(&self, w: &str) -> Option<Vec<u32>> {
-        self.bpe
-            .encode_word(w)
-            .iter()
-            .map(|piece| self.bpe.id(piece).map(|id| id - 1))
-            .collect()
-    }
-
-    /// The dataset's WL-n-gram-LM trie (its word LM, the one its graphs are compiled from:
-    /// Earnings-22 text for Earnings-21), built on first use (strict matching, end bonuses).
-    fn word_lm_trie(&self, cx: &GroupContext<'_>) -> Result<Arc<WordLmTrie>> {
-        let mut wl = self
-            .wl
-            .lock()
-            .map_err(|_| anyhow!("WL trie cache poisoned"))?;
-        if let Some(w) = wl.as_ref() {
-            return Ok(w.clone());
-        }
-        let t0 = Instant::now();
-        let name = self.dataset.name.trim_end_matches("-quick");
-        let subset = if name.len() < self.dataset.name.len() {
-            ctx_data::dataset::Subset::Quick
-        } else {
-            ctx_data::dataset::Subset::Full
-        };
-        let lm = ctx_data::graphs::dataset_lm(cx.reg, name, subset)
-            .with_context(|| format!("the word LM of {name}"))?;
-        let words: Vec<&str> = lm.vocab().iter().map(String::as_str).collect();
-        let spelled: std::collections::HashMap<&str, Option<Vec<u32>>> =
-            words.par_iter().map(|w| (*w, self.spell(w))).collect();
-        let (phrases, rep) = ngpu_lm::boost::word_lm_phrases(
-            &lm,
-            |w| spelled.get(w).cloned().flatten(),
-            &[],
-            0.0,
-            0.0,
-        );
-        let (tree, brep) = ngpu_lm::boost::boosting_tree(
-            &phrases,
-            self.bpe.len(),
-            &ngpu_lm::boost::BoostOptions::default(),
-        )
-        .with_context(|| format!("the WL-n-gram-LM trie of {name}"))?;
-        let w = Arc::new(WordLmTrie {
-            tree,
-            ngrams: rep.ngrams,
-            nodes: brep.nodes,
-            build_s: t0.elapsed().as_secs_f64(),
-            lm,
-        });
-        *wl = Some(w.clone());
-        Ok(w)
-    }
-
-    /// The token LM of a point's `lm_order` and `lm_prune` as arrays (and its n-gram count).
-    fn lm(&self, cx: &GroupContext<'_>, p: &Point) -> Result<Arc<(NgramLm, usize)>> {
-        let b = NgpuFusion::read(&p.settings)?;
-        let order = b.lm_order;
-        let prune = parse_prune(&b.lm_prune)?;
-        let key = format!("{order};{prune:?}");
-        let mut lms = self.lms.lock().map_err(|_| anyhow!("LM cache poisoned"))?;
-        if let Some(l) = lms.get(&key) {
-            return Ok(l.clone());
-        }
-        // The LM text of the full dataset (a quick subset keeps it whole).
-        let (arpa, _) =
-            ctx_data::graphs::dataset_token_lm(&self.dataset, &self.bpe, order, &prune, cx.cache)
-                .with_context(|| format!("the token LM of {}", self.dataset.name))?;
-        let (arr, report) = NgramLm::from_arpa(&arpa, self.bpe.pieces())
-            .with_context(|| format!("NGPU-LM arrays of the token LM of {}", self.dataset.name))?;
-        let l = Arc::new((arr, report.ngrams));
-        lms.insert(key, l.clone());
-        Ok(l)
-    }
 }
 
 /// Per-utterance keyword tries of a point (`kb_list`, `kb_score`, `kb_mode`,

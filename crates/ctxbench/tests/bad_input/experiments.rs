@@ -154,7 +154,7 @@ bad_inputs! {
             )
         };
 
-    resources_bogus: "an end-to-end row with resources neither full nor low"
+    resources_bogus: "an end-to-end row with resources neither full, low nor in-domain"
         => |b| {
             let d = b.case_dir("resources-bogus");
             let e = d.join("r.toml");
@@ -167,7 +167,7 @@ bad_inputs! {
             .unwrap();
             (
                 strs(&["run", "--dry-run", e.to_str().unwrap()]),
-                Expect::Fails(strs(&["resources 'tiny' (full or low)"])),
+                Expect::Fails(strs(&["resources 'tiny' (full, low or in-domain)"])),
             )
         };
 
@@ -187,6 +187,27 @@ bad_inputs! {
                 strs(&["run", "--quick", "--out", out.to_str().unwrap(), e.to_str().unwrap()]),
                 Expect::Fails(strs(&[
                     "dataset atco2-sim-1h has no low-resource tdt model",
+                    "[atco2-sim-1h.acoustic_tdt]",
+                ])),
+            )
+        };
+
+    in_domain_uncalibrated: "an in-domain model the dataset has no calibration for"
+        => |b| {
+            let d = b.case_dir("in-domain-uncalibrated");
+            let e = d.join("r.toml");
+            std::fs::write(
+                &e,
+                "title = \"t\"\n[settings]\ndataset = \"atco2-sim-1h\"\nlimit = 1\n\
+                 [table]\nmeasures = [\"wer\"]\n[[rows]]\nrow = \"A\"\nmethod = \"e2e\"\n\
+                 model = \"tdt\"\nresources = \"in-domain\"\n",
+            )
+            .unwrap();
+            let out = d.join("results");
+            (
+                strs(&["run", "--quick", "--out", out.to_str().unwrap(), e.to_str().unwrap()]),
+                Expect::Fails(strs(&[
+                    "dataset atco2-sim-1h has no in-domain tdt model",
                     "[atco2-sim-1h.acoustic_tdt]",
                 ])),
             )

@@ -82,6 +82,9 @@ pub fn knobs() -> CtcAcousticSpec {
         rare_confusion: 0.0,
         rare_count: 1.0,
         low_resource_confusion: None,
+        in_domain_confusion: None,
+        internal_lm: 0.0,
+        in_domain: false,
         seed: 3,
     }
 }
