@@ -30,6 +30,7 @@ use ngpu_lm::fusion::{Fusion, LmQuery};
 use ngpu_lm::NgramLm;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The end-to-end family (see the module docs).
@@ -307,42 +308,11 @@ impl Family for E2e {
         )?;
         let fused = first.method.has("ngpu-lm");
         let beam = first.method.has("beam");
-        let lm = if fused {
-            Some(st.lm(cx, b.lm.lm_order, &parse_prune(&b.lm.lm_prune)?)?)
-        } else {
-            None
-        };
-        // The WL-n-gram-LM trie is built once per dataset, like an LM is loaded (not timed).
-        let wl = if first.method.has("wl") {
-            Some(st.word_lm_trie(cx)?)
-        } else {
-            None
-        };
-        // Keyword lists arrive with their utterances: building the tries counts in RTFx.
-        let t_kb = Instant::now();
-        let kb = match b.kb.kb_list.as_deref() {
-            Some(l) if first.method.has("kb") => Some(keyword_trees(&st, &b, l, wl.as_deref())?),
-            _ => None,
-        };
-        let ws = if first.method.has("ctc-ws") {
-            Some(WordSpotter::new(&st.dataset, &st.bpe, &b.ws)?)
-        } else {
-            None
-        };
-        let kb_s = t_kb.elapsed().as_secs_f64();
-        use ngpu_lm::fusion::Contexts;
-        let own: Vec<&NgramLm> = kb
-            .as_ref()
-            .map(|k| k.which.iter().map(|&i| &k.distinct[i]).collect())
-            .unwrap_or_default();
-        let contexts = match (&wl, &kb) {
-            (None, None) => Contexts::None,
-            (Some(w), None) => Contexts::Shared(&w.tree),
-            (None, Some(_)) => Contexts::PerUtterance(&own),
-            (Some(w), Some(_)) => Contexts::SharedAndPerUtterance(&w.tree, &own),
-        };
+        let parts = Parts::build(cx, &st, first, &b)?;
+        let own = parts.own();
+        let contexts = parts.contexts(&own);
         let fusion = Fusion {
-            lm: lm.as_deref().map(|(l, _)| l),
+            lm: parts.lm.as_deref().map(|(l, _)| l),
             contexts,
             alpha: if fused {
                 b.lm.lm_alpha.unwrap_or(0.0) as f32
@@ -370,110 +340,21 @@ impl Family for E2e {
             device_contexts: device_ctx.as_ref(),
             ..fusion
         };
-        let beam_size = b.beam.beam_size;
-        let max_symbols = b.model.max_symbols;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(b.common.threads.max(1))
             .build()?;
         let utts = &st.dataset.utterances;
         // Timed: the model's outputs and the search (004's RTFx counts network and decoding).
-        // Each utterance's final beam, best first (greedy: its one hypothesis).
-        let one = |l: Vec<Vec<u32>>| l.into_iter().map(|h| vec![h]).collect::<Vec<_>>();
-        let decode = || -> Result<Vec<NBest>> {
-            pool.install(|| -> Result<Vec<NBest>> {
-                Ok(match &st.model {
-                    Model::Ctc(sim) => {
-                        // Score matrices in slices of utterances: all of Earnings-21 at once
-                        // would take 14 GB.
-                        let mut out = Vec::with_capacity(utts.len());
-                        let slice = CTC_SLICE.max(fusion.batch);
-                        for (k, part) in utts.chunks(slice).enumerate() {
-                            // The slice's own contexts: utterance i of the slice is
-                            // utterance k·slice + i of the set.
-                            let fusion = Fusion {
-                                contexts: fusion.contexts.slice(k * slice..k * slice + part.len()),
-                                ..fusion
-                            };
-                            // In order, then the first error in set order.
-                            let mats: Vec<Result<ScoreMatrix>> = part
-                                .par_iter()
-                                .map(|u| Ok(sim.simulate(&u.id, &u.words, u.duration_s)?.0))
-                                .collect();
-                            let mats = mats.into_iter().collect::<Result<Vec<_>>>()?;
-                            let refs: Vec<&ScoreMatrix> = mats.iter().collect();
-                            let mut got = if beam {
-                                ngpu_lm::beam::beam_ctc_nbest(&refs, &fusion, beam_size)?
-                            } else {
-                                one(ngpu_lm::fusion::greedy_ctc(&refs, &fusion)?)
-                            };
-                            if let Some(ws) = &ws {
-                                got = ws.apply_all(k * slice, got, &mats, &st.bpe)?;
-                            }
-                            out.extend(got);
-                        }
-                        out
-                    }
-                    Model::Transducer(sim) => {
-                        let ms = utts
-                            .iter()
-                            .map(|u| Ok(sim.simulate(&u.id, &u.words, u.duration_s)?))
-                            .collect::<Result<Vec<_>>>()?;
-                        if beam {
-                            ngpu_lm::beam::beam_transducer_nbest(
-                                &ms,
-                                &fusion,
-                                beam_size,
-                                max_symbols,
-                            )?
-                        } else {
-                            one(ngpu_lm::fusion::greedy_transducer(
-                                &ms,
-                                &fusion,
-                                max_symbols,
-                            )?)
-                        }
-                    }
-                    Model::Aed(sim) => {
-                        let ms = utts
-                            .iter()
-                            .map(|u| Ok(sim.simulate(&u.id, &u.words)?))
-                            .collect::<Result<Vec<_>>>()?;
-                        if beam {
-                            ngpu_lm::beam::beam_aed_nbest(&ms, &fusion, beam_size)?
-                        } else {
-                            one(ngpu_lm::fusion::greedy_aed(&ms, &fusion)?)
-                        }
-                    }
-                })
-            })
+        let search = Search {
+            fusion: &fusion,
+            beam,
+            beam_size: b.beam.beam_size,
+            max_symbols: b.model.max_symbols,
+            ws: parts.ws.as_ref(),
         };
-        let min_timing = b.model.min_timing_s;
-        let (mut times, mut total) = (Vec::new(), 0.0);
-        // A timed point first decodes once untimed: the process's first large allocations
-        // fault their pages in (measured: whichever of two rows ran first was 11–27% slower,
-        // bataev-table1's CTC greedy vs greedy + NGPU-LM).
-        let mut labels: Option<Vec<NBest>> = if min_timing > 0.0 {
-            Some(decode()?)
-        } else {
-            None
-        };
-        while times.is_empty() || (total < min_timing && times.len() < 25) {
-            let t0 = Instant::now();
-            let l = decode()?;
-            let dt = t0.elapsed().as_secs_f64();
-            times.push(dt);
-            total += dt;
-            if labels.as_ref().is_some_and(|prev| *prev != l) {
-                bail!(
-                    "decoding {} twice gave different hypotheses",
-                    st.dataset.name
-                );
-            }
-            labels = Some(l);
-        }
-        let nbest = labels.expect("decoded at least once");
-        times.sort_by(f64::total_cmp);
-        let decode_s = times[times.len() / 2] + kb_s;
+        let decode = || pool.install(|| search.run(&st));
+        let (nbest, times) = timed(decode, b.model.min_timing_s, &st.dataset.name)?;
+        let decode_s = times[times.len() / 2] + parts.kb_s;
         let words = |l: &[u32]| -> Vec<String> {
             st.bpe
                 .decode(l)
@@ -491,6 +372,14 @@ impl Family for E2e {
             st.dataset.lm_text.iter().flat_map(|l| l.split_whitespace()),
         );
         let rarity = super::family::rarity_measures(&counts, utts, &hyps);
+        let contexts_m = context_measures(
+            parts.kb.as_ref(),
+            parts.ws.as_ref(),
+            parts.wl.as_deref(),
+            parts.lm.as_deref(),
+            parts.kb_s,
+            oracle,
+        );
         let mut out = Vec::new();
         for &i in group {
             let p = &cx.points[i];
@@ -514,37 +403,232 @@ impl Family for E2e {
             }
             m.insert("utterances".into(), utts.len() as f64);
             m.insert("timing_runs".into(), times.len() as f64);
-            if let Some(k) = &kb {
-                m.insert("context_s".into(), kb_s);
-                m.insert("phrases_kept".into(), k.kept as f64);
-                m.insert("phrases_dropped".into(), k.dropped as f64);
-                m.insert("phrases_duplicate".into(), k.duplicates as f64);
-                if wl.is_some() {
-                    m.insert("keywords_in_lm".into(), k.in_lm as f64);
-                }
-            }
-            if let Some(w) = &ws {
-                m.insert("context_s".into(), kb_s);
-                m.insert("phrases_kept".into(), w.kept as f64);
-                m.insert("phrases_dropped".into(), w.dropped as f64);
-            }
-            if let Some(w) = &wl {
-                m.insert("wl_ngrams".into(), w.ngrams as f64);
-                m.insert("wl_nodes".into(), w.nodes as f64);
-                m.insert("wl_mb".into(), w.tree.bytes() as f64 / 1e6);
-                m.insert("wl_build_s".into(), w.build_s);
-            }
-            if let Some(o) = oracle {
-                m.insert("oracle_wer".into(), o);
-            }
-            if let Some((l, ngrams)) = lm.as_deref() {
-                m.insert("lm_ngrams".into(), *ngrams as f64);
-                m.insert("lm_mb".into(), l.bytes() as f64 / 1e6);
-            }
+            m.extend(contexts_m.clone());
             out.push(record(cx, i, m, &device));
         }
         Ok(out)
     }
+}
+
+/// What a group's search adds to the model: the token LM, the WL trie, the keyword tries and
+/// the word spotter its method names, and the seconds spent building the per-utterance ones.
+struct Parts {
+    lm: Option<Arc<(NgramLm, usize)>>,
+    wl: Option<Arc<WordLmTrie>>,
+    kb: Option<KeywordTrees>,
+    ws: Option<WordSpotter>,
+    kb_s: f64,
+}
+
+impl Parts {
+    fn build(cx: &GroupContext<'_>, st: &E2eSetup, first: &Point, b: &Blocks) -> Result<Self> {
+        let lm = if first.method.has("ngpu-lm") {
+            Some(st.lm(cx, b.lm.lm_order, &parse_prune(&b.lm.lm_prune)?)?)
+        } else {
+            None
+        };
+        // The WL-n-gram-LM trie is built once per dataset, like an LM is loaded (not timed).
+        let wl = if first.method.has("wl") {
+            Some(st.word_lm_trie(cx)?)
+        } else {
+            None
+        };
+        // Keyword lists arrive with their utterances: building the tries counts in RTFx.
+        let t_kb = Instant::now();
+        let kb = match b.kb.kb_list.as_deref() {
+            Some(l) if first.method.has("kb") => Some(keyword_trees(st, b, l, wl.as_deref())?),
+            _ => None,
+        };
+        let ws = if first.method.has("ctc-ws") {
+            Some(WordSpotter::new(&st.dataset, &st.bpe, &b.ws)?)
+        } else {
+            None
+        };
+        let kb_s = t_kb.elapsed().as_secs_f64();
+        Ok(Parts {
+            lm,
+            wl,
+            kb,
+            ws,
+            kb_s,
+        })
+    }
+
+    /// Each utterance's keyword trie, in dataset order (empty without keywords).
+    fn own(&self) -> Vec<&NgramLm> {
+        self.kb
+            .as_ref()
+            .map(|k| k.which.iter().map(|&i| &k.distinct[i]).collect())
+            .unwrap_or_default()
+    }
+
+    /// The fusion's contexts: the shared WL trie, the per-utterance tries `own`, both or none.
+    fn contexts<'a>(&'a self, own: &'a [&'a NgramLm]) -> ngpu_lm::fusion::Contexts<'a> {
+        use ngpu_lm::fusion::Contexts;
+        match (&self.wl, &self.kb) {
+            (None, None) => Contexts::None,
+            (Some(w), None) => Contexts::Shared(&w.tree),
+            (None, Some(_)) => Contexts::PerUtterance(own),
+            (Some(w), Some(_)) => Contexts::SharedAndPerUtterance(&w.tree, own),
+        }
+    }
+}
+
+/// The measures of a group's contexts, tries and LM (the same for each of its points): list
+/// sizes and build time, the WL trie's and LM's sizes, the n-best oracle.
+fn context_measures(
+    kb: Option<&KeywordTrees>,
+    ws: Option<&WordSpotter>,
+    wl: Option<&WordLmTrie>,
+    lm: Option<&(NgramLm, usize)>,
+    kb_s: f64,
+    oracle: Option<f64>,
+) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    if let Some(k) = kb {
+        m.insert("context_s".into(), kb_s);
+        m.insert("phrases_kept".into(), k.kept as f64);
+        m.insert("phrases_dropped".into(), k.dropped as f64);
+        m.insert("phrases_duplicate".into(), k.duplicates as f64);
+        if wl.is_some() {
+            m.insert("keywords_in_lm".into(), k.in_lm as f64);
+        }
+    }
+    if let Some(w) = ws {
+        m.insert("context_s".into(), kb_s);
+        m.insert("phrases_kept".into(), w.kept as f64);
+        m.insert("phrases_dropped".into(), w.dropped as f64);
+    }
+    if let Some(w) = wl {
+        m.insert("wl_ngrams".into(), w.ngrams as f64);
+        m.insert("wl_nodes".into(), w.nodes as f64);
+        m.insert("wl_mb".into(), w.tree.bytes() as f64 / 1e6);
+        m.insert("wl_build_s".into(), w.build_s);
+    }
+    if let Some(o) = oracle {
+        m.insert("oracle_wer".into(), o);
+    }
+    if let Some((l, ngrams)) = lm {
+        m.insert("lm_ngrams".into(), *ngrams as f64);
+        m.insert("lm_mb".into(), l.bytes() as f64 / 1e6);
+    }
+    m
+}
+
+/// One pass of a group's search over its dataset: the model's outputs and the decoder, each
+/// utterance's final beam best first (greedy: its one hypothesis).
+struct Search<'a> {
+    fusion: &'a Fusion<'a>,
+    beam: bool,
+    beam_size: usize,
+    max_symbols: usize,
+    ws: Option<&'a WordSpotter>,
+}
+
+impl Search<'_> {
+    fn run(&self, st: &E2eSetup) -> Result<Vec<NBest>> {
+        let utts = &st.dataset.utterances;
+        let one = |l: Vec<Vec<u32>>| l.into_iter().map(|h| vec![h]).collect::<Vec<_>>();
+        Ok(match &st.model {
+            Model::Ctc(sim) => {
+                // Score matrices in slices of utterances: all of Earnings-21 at once
+                // would take 14 GB.
+                let mut out = Vec::with_capacity(utts.len());
+                let slice = CTC_SLICE.max(self.fusion.batch);
+                for (k, part) in utts.chunks(slice).enumerate() {
+                    // The slice's own contexts: utterance i of the slice is
+                    // utterance k·slice + i of the set.
+                    let fusion = Fusion {
+                        contexts: self
+                            .fusion
+                            .contexts
+                            .slice(k * slice..k * slice + part.len()),
+                        ..*self.fusion
+                    };
+                    // In order, then the first error in set order.
+                    let mats: Vec<Result<ScoreMatrix>> = part
+                        .par_iter()
+                        .map(|u| Ok(sim.simulate(&u.id, &u.words, u.duration_s)?.0))
+                        .collect();
+                    let mats = mats.into_iter().collect::<Result<Vec<_>>>()?;
+                    let refs: Vec<&ScoreMatrix> = mats.iter().collect();
+                    let mut got = if self.beam {
+                        ngpu_lm::beam::beam_ctc_nbest(&refs, &fusion, self.beam_size)?
+                    } else {
+                        one(ngpu_lm::fusion::greedy_ctc(&refs, &fusion)?)
+                    };
+                    if let Some(ws) = self.ws {
+                        got = ws.apply_all(k * slice, got, &mats, &st.bpe)?;
+                    }
+                    out.extend(got);
+                }
+                out
+            }
+            Model::Transducer(sim) => {
+                let ms = utts
+                    .iter()
+                    .map(|u| Ok(sim.simulate(&u.id, &u.words, u.duration_s)?))
+                    .collect::<Result<Vec<_>>>()?;
+                if self.beam {
+                    ngpu_lm::beam::beam_transducer_nbest(
+                        &ms,
+                        self.fusion,
+                        self.beam_size,
+                        self.max_symbols,
+                    )?
+                } else {
+                    one(ngpu_lm::fusion::greedy_transducer(
+                        &ms,
+                        self.fusion,
+                        self.max_symbols,
+                    )?)
+                }
+            }
+            Model::Aed(sim) => {
+                let ms = utts
+                    .iter()
+                    .map(|u| Ok(sim.simulate(&u.id, &u.words)?))
+                    .collect::<Result<Vec<_>>>()?;
+                if self.beam {
+                    ngpu_lm::beam::beam_aed_nbest(&ms, self.fusion, self.beam_size)?
+                } else {
+                    one(ngpu_lm::fusion::greedy_aed(&ms, self.fusion)?)
+                }
+            }
+        })
+    }
+}
+
+/// Decodes until `min_timing` seconds were timed (at most 25 runs after one untimed warm-up;
+/// one run when 0), checking every run gives the same hypotheses: the hypotheses and the
+/// sorted run times.
+fn timed(
+    decode: impl Fn() -> Result<Vec<NBest>>,
+    min_timing: f64,
+    name: &str,
+) -> Result<(Vec<NBest>, Vec<f64>)> {
+    let (mut times, mut total) = (Vec::new(), 0.0);
+    // A timed point first decodes once untimed: the process's first large allocations
+    // fault their pages in (measured: whichever of two rows ran first was 11–27% slower,
+    // bataev-table1's CTC greedy vs greedy + NGPU-LM).
+    let mut labels: Option<Vec<NBest>> = if min_timing > 0.0 {
+        Some(decode()?)
+    } else {
+        None
+    };
+    while times.is_empty() || (total < min_timing && times.len() < 25) {
+        let t0 = Instant::now();
+        let l = decode()?;
+        let dt = t0.elapsed().as_secs_f64();
+        times.push(dt);
+        total += dt;
+        if labels.as_ref().is_some_and(|prev| *prev != l) {
+            bail!("decoding {name} twice gave different hypotheses");
+        }
+        labels = Some(l);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok((labels.expect("decoded at least once"), times))
 }
 
 /// Refuses a backend other than the CPU where there is nothing for the device to run: the
