@@ -484,16 +484,6 @@ const LONG_FNS: &[(&str, &str, &str)] = &[
         "the load simulation's event loop",
     ),
     (
-        "crates/ctxbench/src/methods/ngpu.rs",
-        "keyword_trees",
-        "per-utterance keyword tries with their list counts",
-    ),
-    (
-        "crates/ctxbench/src/methods/wfst.rs",
-        "run_group",
-        "the WFST family's group: setup, contexts, decode, measures; to split as the e2e family's was",
-    ),
-    (
         "crates/ctxbench/src/pipeline/setup.rs",
         "load",
         "a dataset's setup: graph, acoustic model, lists",

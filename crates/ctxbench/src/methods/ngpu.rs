@@ -683,6 +683,24 @@ struct KeywordTrees {
     dropped: usize,
 }
 
+/// The keyword tries' scoring: `kb_score` per piece, `kb_mode`'s matching and depth scaling;
+/// with the WL trie strict matching without scaling (end bonuses only: the sum with the shared
+/// trie is 003's unified trie).
+fn boost_options(kb: &Keywords, with_wl: bool) -> Result<ngpu_lm::boost::BoostOptions> {
+    use ngpu_lm::boost::Matching;
+    let mode = &kb.kb_mode;
+    let scaling = kb.kb_depth_scaling as f32;
+    Ok(ngpu_lm::boost::BoostOptions {
+        default_score: kb.kb_score as f32,
+        matching: if with_wl {
+            Matching::Strict
+        } else {
+            Matching::parse(mode).ok_or_else(|| anyhow!("kb_mode '{mode}'"))?
+        },
+        depth_scaling: (scaling > 0.0 && !with_wl).then_some(scaling),
+    })
+}
+
 /// Each utterance's list of `kind` spelled in the model's pieces, as an Aho-Corasick trie; one
 /// trie per distinct list, shared by the utterances that have it. Beside a WL-n-gram-LM trie
 /// (`wl`) a keyword earns α_inLM or α_outLM at its last piece instead (003's unified trie, the
@@ -694,20 +712,9 @@ fn keyword_trees(
     wl: Option<&WordLmTrie>,
 ) -> Result<KeywordTrees> {
     use crate::pipeline::ListKind;
-    use ngpu_lm::boost::{boosting_tree, lm_keyword_phrases, BoostOptions, Matching, Phrase};
+    use ngpu_lm::boost::{boosting_tree, lm_keyword_phrases, Phrase};
     let kind = ListKind::parse(kind).ok_or_else(|| anyhow!("kb_list '{kind}'"))?;
-    let mode = &b.kb.kb_mode;
-    let scaling = b.kb.kb_depth_scaling as f32;
-    let opts = BoostOptions {
-        default_score: b.kb.kb_score as f32,
-        matching: if wl.is_some() {
-            // End bonuses only: the sum with the shared trie is the unified trie.
-            Matching::Strict
-        } else {
-            Matching::parse(mode).ok_or_else(|| anyhow!("kb_mode '{mode}'"))?
-        },
-        depth_scaling: (scaling > 0.0 && wl.is_none()).then_some(scaling),
-    };
+    let opts = boost_options(&b.kb, wl.is_some())?;
     let (in_lm, out_lm) = (b.wl.wl_in_lm as f32, b.wl.wl_out_lm as f32);
     let ds = &st.dataset;
     // An utterance's list: the dataset's own (sequences: borrowed, told apart by address) or

@@ -305,21 +305,7 @@ impl Family for Wfst {
                     put(k, Some(*v));
                 }
             }
-            // Whose phrases the row reports: the lattice rescoring's, a search component's,
-            // G-boosting's, HCLG-boosting's; open-vocabulary contexts' per utterance.
-            let report = |r: &lattice_rescorer::PhraseReport| (r.kept as f64, r.dropped as f64);
-            let gboost = otf.as_ref().map(|o| &o.report).or(st.gboost.as_ref());
-            let n = st.dataset.utterances.len() as f64;
-            let phrases = match &open {
-                Some(o) => Some((o.phrases as f64 / n, o.unspellable as f64 / n)),
-                None => o
-                    .report
-                    .as_ref()
-                    .map(report)
-                    .or_else(|| built.iter().find_map(|x| x.phrases))
-                    .or_else(|| gboost.map(|g| (g.kept as f64, g.dropped as f64)))
-                    .or_else(|| st.hclg_phrases.as_ref().map(report)),
-            };
+            let phrases = phrases_of(st, o.report.as_ref(), &built, otf.as_ref(), open.as_ref());
             let (kept, dropped) = (phrases.map(|p| p.0), phrases.map(|p| p.1));
             put("phrases_kept", kept);
             put("phrases_dropped", dropped);
@@ -368,5 +354,27 @@ fn report_lists(
                 r.phrases, r.kept, r.dropped, o.build_s
             )
         });
+    }
+}
+
+/// Whose phrases a row reports (kept, dropped): the lattice rescoring's, a search component's,
+/// G-boosting's, HCLG-boosting's; open-vocabulary contexts' per utterance.
+fn phrases_of(
+    st: &Setup,
+    rescored: Option<&lattice_rescorer::PhraseReport>,
+    built: &[search::Built],
+    otf: Option<&components::gboost::OtfBoosters>,
+    open: Option<&components::open_vocab::OpenContexts>,
+) -> Option<(f64, f64)> {
+    let report = |r: &lattice_rescorer::PhraseReport| (r.kept as f64, r.dropped as f64);
+    let gboost = otf.map(|o| &o.report).or(st.gboost.as_ref());
+    let n = st.dataset.utterances.len() as f64;
+    match open {
+        Some(o) => Some((o.phrases as f64 / n, o.unspellable as f64 / n)),
+        None => rescored
+            .map(report)
+            .or_else(|| built.iter().find_map(|x| x.phrases))
+            .or_else(|| gboost.map(|g| (g.kept as f64, g.dropped as f64)))
+            .or_else(|| st.hclg_phrases.as_ref().map(report)),
     }
 }
