@@ -40,7 +40,7 @@ fn with_change(e: &Effect, c: f64) -> Effect {
 /// // −2.0 and −1.0: −1.4 is within ×2 of both.
 /// assert_eq!(x2_ceiling(&[mk("SLURP", 18.0), mk("SPGI", 19.0)]), 2);
 /// ```
-pub fn x2_ceiling(effects: &[Effect]) -> usize {
+pub fn x2_ceiling<'a>(effects: impl IntoIterator<Item = &'a Effect>) -> usize {
     let mut rows: BTreeMap<RowKey<'_>, Vec<&Effect>> = BTreeMap::new();
     for e in effects {
         let key = (

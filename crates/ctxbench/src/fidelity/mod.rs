@@ -189,8 +189,7 @@ impl Summary {
     pub fn of<'a>(effects: impl IntoIterator<Item = &'a Effect>) -> Self {
         let mut s = Summary::default();
         let effects: Vec<&Effect> = effects.into_iter().collect();
-        let owned: Vec<Effect> = effects.iter().map(|e| (*e).clone()).collect();
-        s.within_x2_ceiling = ceiling::x2_ceiling(&owned);
+        s.within_x2_ceiling = ceiling::x2_ceiling(effects.iter().copied());
         for e in effects {
             s.n += 1;
             match e.verdict() {
@@ -202,6 +201,19 @@ impl Summary {
             s.within_x2_relative += e.within_x2_relative() as usize;
         }
         s
+    }
+
+    /// The row's cells after its label: n, then each count with its share.
+    fn cells(&self) -> String {
+        [
+            self.n.to_string(),
+            self.pct(self.same),
+            self.pct(self.opposite),
+            self.pct(self.within_x2),
+            self.pct(self.within_x2_relative),
+            self.pct(self.within_x2_ceiling),
+        ]
+        .join(" | ")
     }
 
     fn pct(&self, k: usize) -> String {
@@ -257,30 +269,14 @@ pub fn render(effects: &[Effect], titles: &BTreeMap<String, String>) -> String {
         ("accuracy, with the spoken real-model columns", acc_all),
         ("speed (RTFx % change)", speed),
     ] {
-        s.push_str(&format!(
-            "| {name} | {} | {} | {} | {} | {} | {} |\n",
-            sm.n,
-            sm.pct(sm.same),
-            sm.pct(sm.opposite),
-            sm.pct(sm.within_x2),
-            sm.pct(sm.within_x2_relative),
-            sm.pct(sm.within_x2_ceiling)
-        ));
+        s.push_str(&format!("| {name} | {} |\n", sm.cells()));
     }
     s.push_str("\n## By experiment\n\n| experiment | n | same sign | opposite | within ×2 | within ×2, relative | within ×2, most reachable |\n| --- | --- | --- | --- | --- | --- | --- |\n");
     let mut ids: Vec<&str> = effects.iter().map(|e| e.experiment.as_str()).collect();
     ids.dedup();
     for id in &ids {
         let sm = Summary::of(effects.iter().filter(|e| e.experiment == *id));
-        s.push_str(&format!(
-            "| [{id}](../{id}/table.md) | {} | {} | {} | {} | {} | {} |\n",
-            sm.n,
-            sm.pct(sm.same),
-            sm.pct(sm.opposite),
-            sm.pct(sm.within_x2),
-            sm.pct(sm.within_x2_relative),
-            sm.pct(sm.within_x2_ceiling)
-        ));
+        s.push_str(&format!("| [{id}](../{id}/table.md) | {} |\n", sm.cells()));
     }
     let header = "| row | ours | paper's block | measure | ours: base → row (effect) | paper: base → row (effect) | verdict | ×2 |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n";
     let line = |e: &Effect| {
