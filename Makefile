@@ -117,6 +117,8 @@ atco2-tts: build tts-install
 	$(BIN) data prepare atco2-sim-1h --quick --out cache/atco2-tts/prep
 	scripts/tts_render.sh cache/atco2-tts/prep/text datasets/atco2-tts/wav
 	$(call wav_scp,datasets/atco2-tts)
+	mkdir -p datasets/atco2-tts/data-rare && sed 's/^atco2-sim-1h-/atco2-sim-1h-rare-/' \
+		datasets/atco2-tts/data/wav.scp > datasets/atco2-tts/data-rare/wav.scp
 
 ## 000's and 003's methods on real acoustics (issue 41): results/real-atco2-tts/.
 sphinx-atco2: build

@@ -15,6 +15,7 @@ pub mod graphs;
 pub mod internal_lm;
 pub mod kneser_ney;
 pub mod pronounce;
+pub mod radio;
 pub mod registry;
 pub mod rng;
 pub mod utterance;

@@ -706,6 +706,11 @@ pub struct AudioSpec {
     /// utterance's entity words are its biased words; adds `fbai_wer`, `fbai_u_wer`, `fbai_b_wer`.
     #[serde(default)]
     pub fbai_scoring: bool,
+    /// The recordings pass through a radio channel before the model hears them (band-pass,
+    /// compressor and clipper, in-band noise at `snr_db`): clean speech at the difficulty of
+    /// ATC radio, the noise seeded by utterance.
+    #[serde(default)]
+    pub channel: Option<crate::radio::RadioChannel>,
     /// One global biasing list, one phrase per line.
     #[serde(default)]
     pub bias_list: Option<String>,

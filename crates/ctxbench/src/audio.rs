@@ -7,6 +7,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use ctx_core::arpa::ArpaLm;
 use ctx_core::lexicon::{Lexicon, LexiconFormat};
 use ctx_core::scores::ScoreMatrix;
+use ctx_data::radio::RadioChannel;
 use ctx_data::registry::{AudioSpec, Registry};
 use ctx_graph::cache::{CacheKey, GraphCache};
 use ctx_graph::compile::{Graph, GraphKind};
@@ -24,6 +25,8 @@ const AUDIO_GRAPH_VERSION: &str = "sphinx-am-hclg/2";
 pub struct AudioModel {
     scorer: Box<AudioScorer>,
     wavs: HashMap<String, PathBuf>,
+    /// The radio channel the recordings pass through first (the entry's `channel`).
+    pub channel: Option<RadioChannel>,
     /// Senones: the columns of every score matrix.
     pub width: usize,
     /// Score columns of the model's silence phone.
@@ -96,13 +99,26 @@ impl ContextSpeller {
 
 impl AudioModel {
     /// Loads the entry's model and reads `wav.scp`; every utterance in `ids` must have a
-    /// recording there (named otherwise).
+    /// recording there (named otherwise). `snr_db` overrides the SNR of the entry's radio
+    /// channel (a calibration sweep; refused for an entry without one).
     pub fn load<'a>(
         reg: &Registry,
         name: &str,
         spec: &AudioSpec,
         ids: impl IntoIterator<Item = &'a str>,
+        snr_db: Option<f64>,
     ) -> Result<Self> {
+        let channel = match (&spec.channel, snr_db) {
+            (Some(c), snr) => {
+                let c = snr.map_or_else(|| c.clone(), |s| c.with_snr(s));
+                c.check().with_context(|| format!("dataset {name}: channel"))?;
+                Some(c)
+            }
+            (None, Some(s)) => bail!(
+                "dataset {name}: snr_db {s} asked for, but the entry has no radio channel ([{name}.channel])"
+            ),
+            (None, None) => None,
+        };
         let model = load_model(reg, spec)?;
         let data = reg.resolve(&spec.data);
         if data.join("segments").exists() {
@@ -142,6 +158,7 @@ impl AudioModel {
         Ok(Self {
             scorer: Box::new(AudioScorer::new(&model)?),
             wavs,
+            channel,
             width: model.mdef.n_senone,
             silence_columns: sphinx_am::graph::silence_senones(&model),
             acoustic_scale: (1.0 / spec.language_weight) as f32,
@@ -155,7 +172,20 @@ impl AudioModel {
             .wavs
             .get(id)
             .ok_or_else(|| anyhow!("utterance {id} has no recording in wav.scp"))?;
-        let m = self.scorer.score_wav(wav)?;
+        let rate = self.scorer.sample_rate();
+        let samples = sphinx_am::audio::read_wav(wav, rate)?;
+        let m = match &self.channel {
+            // The noise follows the recording, not the id: two entries reading one recording
+            // under their own ids (atco2-radio-1h and its -rare twin) hear the same noise.
+            Some(c) => {
+                let file = wav.file_name().map_or_else(
+                    || wav.display().to_string(),
+                    |f| f.to_string_lossy().into_owned(),
+                );
+                self.scorer.score_samples(&c.apply(&file, &samples, rate))?
+            }
+            None => self.scorer.score_samples(&samples)?,
+        };
         if m.rows() == 0 {
             bail!("{}: utterance {id}: too short for one frame", wav.display());
         }

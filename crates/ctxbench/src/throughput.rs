@@ -97,6 +97,7 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
             bpe_size: DEFAULT_BPE_SIZE,
             cache: &a.cache,
             noise: None,
+            snr_db: None,
             gboost: None,
             hclg_bias: None,
             context_slot: None,

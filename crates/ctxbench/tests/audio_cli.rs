@@ -495,3 +495,119 @@ fn a_lattice_pass_at_another_language_weight_rescores_the_one_best() {
     let total = word_errors(&refs, &acoustic);
     assert!(total >= 3, "{total} word errors: {acoustic:?}");
 }
+
+/// Word errors over pocketsphinx-test's 92 words through a radio channel at `snr_db` (`None`:
+/// the clean recordings), with the SNR set by the entry or by `--set snr_db`.
+fn radio_errors(dir: &Path, snr_db: Option<f64>, by_setting: bool) -> usize {
+    let t = root()
+        .canonicalize()
+        .unwrap()
+        .join("datasets/pocketsphinx-test");
+    let channel = match (snr_db, by_setting) {
+        (Some(_), true) => "[radio.channel]\nsnr_db = 99.0\n".to_string(),
+        (Some(x), false) => format!("[radio.channel]\nsnr_db = {x}\n"),
+        (None, _) => String::new(),
+    };
+    let reg = dir.join(format!("reg-{snr_db:?}-{by_setting}.toml"));
+    std::fs::write(
+        &reg,
+        ps_entry(
+            "radio",
+            &t.join("lexicon.txt"),
+            &t.join("lm.arpa"),
+            &channel,
+        ),
+    )
+    .unwrap();
+    let hyp = dir.join(format!("hyp-{snr_db:?}-{by_setting}"));
+    let set = format!("snr_db={}", snr_db.unwrap_or(0.0));
+    let mut args = vec![
+        "decode",
+        "--registry",
+        s(&reg),
+        "--dataset",
+        "radio",
+        "--methods",
+        "none",
+        "--hyp-dir",
+        s(&hyp),
+    ];
+    if by_setting {
+        args.extend(["--set", set.as_str()]);
+    }
+    let out = ctxbench(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let refs = table(&std::fs::read_to_string(t.join("data/text")).unwrap());
+    let hyps = table(&std::fs::read_to_string(hyp.join("none.txt")).unwrap());
+    assert_eq!(hyps.len(), 10, "every recording decoded");
+    word_errors(&refs, &hyps)
+}
+
+#[test]
+fn a_radio_channel_makes_real_recordings_harder_as_its_snr_falls() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let clean = radio_errors(d, None, false);
+    let band_only = radio_errors(d, Some(40.0), false);
+    let noisy = radio_errors(d, Some(5.0), false);
+    assert_eq!(clean, 0);
+    // The band and the clipper alone cost a few words; noise at 5 dB many more.
+    assert!(band_only < noisy, "{band_only} {noisy}");
+    assert!(noisy >= 15, "{noisy} of 92 words wrong at 5 dB");
+    // `--set snr_db` overrides the entry's SNR: the same noise, the same errors.
+    assert_eq!(radio_errors(d, Some(5.0), true), noisy);
+}
+
+#[test]
+fn an_snr_without_a_channel_and_a_bad_channel_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = root()
+        .canonicalize()
+        .unwrap()
+        .join("datasets/pocketsphinx-test");
+    for (extra, set, want) in [
+        (
+            "",
+            Some("snr_db=10"),
+            "the entry has no radio channel ([radio.channel])",
+        ),
+        (
+            "[radio.channel]\nsnr_db = 10.0\nclip = 1.5\n",
+            None,
+            "clip 1.5 must be in (0, 1]",
+        ),
+        (
+            "[radio.channel]\nsnr_db = 10.0\nhigh_hz = 9000.0\n",
+            None,
+            "pass band 300–9000 Hz",
+        ),
+    ] {
+        let reg = dir.path().join("reg.toml");
+        std::fs::write(
+            &reg,
+            ps_entry("radio", &t.join("lexicon.txt"), &t.join("lm.arpa"), extra),
+        )
+        .unwrap();
+        let mut args = vec![
+            "decode",
+            "--registry",
+            s(&reg),
+            "--dataset",
+            "radio",
+            "--methods",
+            "none",
+        ];
+        if let Some(x) = set {
+            args.extend(["--set", x]);
+        }
+        let out = ctxbench(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{extra}");
+        assert!(err.contains("dataset radio"), "{err}");
+        assert!(err.contains(want), "{want}: {err}");
+    }
+}

@@ -165,6 +165,7 @@ impl Family for CtcWfst {
             kind: b.common.graph_kind()?,
             bpe_size: b.common.bpe_size,
             noise: b.common.noise,
+            snr_db: b.common.snr_db,
             context_slot: b.open.slot(),
             ..SetupOptions::hclg(b.common.subset(), cx.cache)
         };

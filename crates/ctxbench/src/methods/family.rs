@@ -125,12 +125,13 @@ pub(crate) fn common(p: &Point) -> Result<Common> {
 /// (graph, acoustic model, utterances) depends on.
 pub(crate) fn setup_key_of(family: &str, c: &Common) -> String {
     format!(
-        "{family};dataset={};subset={};graph={};bpe_size={};noise={};limit={}",
+        "{family};dataset={};subset={};graph={};bpe_size={};noise={};snr_db={};limit={}",
         c.dataset(),
         c.subset,
         c.graph,
         c.bpe_size,
         c.noise.map_or(String::new(), |x| x.to_string()),
+        c.snr_db.map_or(String::new(), |x| x.to_string()),
         c.limit.map_or(String::new(), |x| x.to_string()),
     )
 }

@@ -215,6 +215,7 @@ impl Family for HclgBoost {
         let opts = SetupOptions {
             kind: GraphKind::Hclg,
             noise: b.common.noise,
+            snr_db: b.common.snr_db,
             context_slot: b.open.slot(),
             ..SetupOptions::hclg(b.common.subset(), cx.cache)
         };

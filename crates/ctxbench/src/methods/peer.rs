@@ -137,6 +137,7 @@ impl Family for Peer {
         let opts = SetupOptions {
             kind: c.graph_kind()?,
             noise: c.noise,
+            snr_db: c.snr_db,
             ..SetupOptions::hclg(c.subset(), cx.cache)
         };
         // The setup the WFST family's baseline loads (cached): its utterances and scoring.

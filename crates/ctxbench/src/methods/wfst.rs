@@ -220,6 +220,7 @@ impl Family for Wfst {
             bpe_size: b.common.bpe_size,
             cache: cx.cache,
             noise: b.common.noise,
+            snr_db: b.common.snr_db,
             gboost: b.gboost.static_boost(),
             hclg_bias: b.hclg.static_boost(),
             gboost_otf: b.gboost.on_the_fly(),

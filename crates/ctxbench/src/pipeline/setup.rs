@@ -110,6 +110,8 @@ pub struct SetupOptions<'a> {
     pub cache: &'a Path,
     /// Overrides the registry's noise level (calibration only).
     pub noise: Option<f64>,
+    /// Overrides the SNR of an audio entry's radio channel (calibration only).
+    pub snr_db: Option<f64>,
     /// G-boosting of the graph, if any.
     pub gboost: Option<StaticBoost>,
     /// HCLG-boosting by composition with a biasing FST (003 §3.1.4), if any.
@@ -129,6 +131,7 @@ impl<'a> SetupOptions<'a> {
             bpe_size: ctx_data::graphs::DEFAULT_BPE_SIZE,
             cache,
             noise: None,
+            snr_db: None,
             gboost: None,
             hclg_bias: None,
             gboost_otf: false,
@@ -164,6 +167,7 @@ impl Setup {
             bpe_size,
             cache,
             noise,
+            snr_db: _,
             ref gboost,
             ref hclg_bias,
             gboost_otf,
@@ -326,6 +330,7 @@ impl Setup {
             name,
             a,
             dataset.utterances.iter().map(|u| u.id.as_str()),
+            opts.snr_db,
         )?;
         if opts.context_slot.is_some() {
             model.speller = Some(Box::new(crate::audio::ContextSpeller::load(reg, name, a)?));

@@ -38,6 +38,8 @@ crate::settings_block! {
         threads: usize = 2,
         /// acoustic noise override (calibration only)
         noise: Option<f64> = None,
+        /// SNR (dB) of an audio dataset's radio channel, overriding its entry (calibration only)
+        snr_db: Option<f64> = None,
         /// decode only the first N utterances
         limit: Option<usize> = None,
         /// global list whose words get precision/recall/F1 (default: rare when present)
