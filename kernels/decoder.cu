@@ -1,6 +1,6 @@
 // The frame step of the wfst-search engine on the GPU, for a batch of lanes (docs/design.md §4, §10;
-// the CPU reference is crates/wfst-search/src/search.rs, the host code that launches these
-// kernels is crates/wfst-search/src/cuda/).
+// the CPU reference is crates/wfst-search/src/search/ (mod.rs, expand.rs, closure.rs), the
+// host code that launches these kernels is crates/wfst-search/src/cuda/).
 //
 // The design of Kaldi's cudadecoder: the counts stay on the device. Every queue size, cutoff,
 // best cost and overflow flag of a frame lives in device memory; the host launches a fixed
@@ -194,7 +194,7 @@ struct Frame {
   u32 unused;
   float beam;
   float scale;
-  u32 max_active;    // the expand cut's token budget (search.rs `finish_frame`)
+  u32 max_active;    // the expand cut's token budget (search `finish_frame`)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -216,7 +216,7 @@ __device__ __forceinline__ u64 pack(float c, u32 idx) { return ((u64)ord_bits(c)
 __device__ __forceinline__ float key_cost(u64 k) { return from_ord((u32)(k >> 32)); }
 __device__ __forceinline__ u32 key_idx(u64 k) { return (u32)(k & 0xffffffffull); }
 
-// The histogram bin of `cost` (search.rs `histogram_bin`: truncation, saturating at the top bin).
+// The histogram bin of `cost` (search `histogram_bin`: truncation, saturating at the top bin).
 __device__ __forceinline__ u32 histogram_bin(float cost, float best, float width) {
   if (width <= 0.0f) return 0;
   float q = (cost - best) / width;
@@ -225,7 +225,7 @@ __device__ __forceinline__ u32 histogram_bin(float cost, float best, float width
   return (u32)q;
 }
 
-// Whether a previous-frame token of cost `c` is expanded (search.rs `ExpandCut::keeps`).
+// Whether a previous-frame token of cost `c` is expanded (search `ExpandCut::keeps`).
 __device__ __forceinline__ bool keeps(const Frame& p, u32 l, float c) {
   const float* k = (const float*)(p.lane_cur + LANE_IN * l) + 4;
   float bins = k[2];
@@ -353,7 +353,7 @@ __device__ __forceinline__ u32 return_index(const Frame& p, u32 r) {
   return lo;
 }
 
-// ε step j of search state s (search.rs `closure`): a main ε arc with the booster's delta; a
+// ε step j of search state s (search `closure`): a main ε arc with the booster's delta; a
 // slot arc — into the context's start state at the arc's weight when the lane has a context
 // and the arc is an entry, else not taken (cost +∞); a context ε arc; a context state's exit
 // to its return state at its final cost.
@@ -518,7 +518,7 @@ __device__ __forceinline__ void overflow(const Frame& p, u32 l, u32 what, u32 n)
 // Thread 0 resets the lane's counters. Every thread offers the best expandable token among its
 // previous tokens (cost, index: ties to the smaller index, the CPU's `min_by`) to the block's
 // minimum; then its share of that token's emitting arcs to the early bound (min of the
-// candidate costs, NaN ignored as `f32::min` does, plus the beam: search.rs `bound = ub +
+// candidate costs, NaN ignored as `f32::min` does, plus the beam: search `bound = ub +
 // beam`); then the emitting degree of its enumeration items (with a context each token twice,
 // main pass then context pass; 0 for a token not expanded in this pass), scanned into the
 // enumeration offsets. An enumeration larger than the arc buffers is an overflow.
@@ -752,7 +752,7 @@ __device__ bool finish_emitting(const Frame& p, u32 l, u32& ntok, u32& nf) {
   return true;
 }
 
-// One ε-closure round (search.rs `closure`) of a lane's `nf` frontier entries: their ε
+// One ε-closure round (search `closure`) of a lane's `nf` frontier entries: their ε
 // degrees scanned into enumeration offsets; each enumerated ε arc (entry f = owner, its arc)
 // takes the cost from the entry's snapshot `cost + (weight + delta)`; within the cutoff it
 // offers (cost, arc id) to its destination's slot, and a destination without a token records
@@ -875,7 +875,7 @@ __device__ bool eps_links(const Frame& p, u32 l, u32 ntok, float cut) {
   return true;
 }
 
-// The next frame's expand cut (search.rs `finish_frame`): every token within the cutoff, or,
+// The next frame's expand cut (search `finish_frame`): every token within the cutoff, or,
 // with more tokens than max_active, the histogram's: 256 bins from the best cost to the cutoff,
 // the first bin whose cumulative count passes max_active (at least 1) bounds the expansion.
 __device__ void next_cut(const Frame& p, u32 l, u32 ntok, float cut) {

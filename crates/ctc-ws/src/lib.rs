@@ -19,6 +19,7 @@
 //! changes nothing), and a running best score of exactly 0 counts as set.
 
 mod graph;
+mod greedy;
 mod merge;
 mod spot;
 

@@ -2,6 +2,7 @@
 //! `merge_alignment_with_ws_hyps`).
 
 use crate::graph::ContextGraph;
+use crate::greedy::aligned_tokens;
 use crate::spot::{overlap_pct, Spot};
 use crate::{Labels, WORD_START};
 use ctx_core::scores::ScoreMatrix;
@@ -16,32 +17,6 @@ pub struct AlignedWord {
     pub start: usize,
     /// Last frame.
     pub end: usize,
-}
-
-/// The greedy labels of `lp` (each frame's argmax, the first on ties; repeats merged, blanks
-/// dropped), each with the last frame of its run and its log-probabilities summed over the run.
-pub(crate) fn aligned_tokens(lp: &ScoreMatrix, blank: u32) -> Vec<(u32, usize, f32)> {
-    let mut out: Vec<(u32, usize, f32)> = Vec::new();
-    let mut prev = None;
-    for t in 0..lp.rows() {
-        let row = lp.row(t);
-        let mut best = 0usize;
-        for (c, &x) in row.iter().enumerate() {
-            if x > row[best] {
-                best = c;
-            }
-        }
-        let label = best as u32;
-        if label != blank {
-            let mut score = row[best];
-            if prev == Some(label) {
-                score += out.pop().expect("a repeat follows its label").2;
-            }
-            out.push((label, t, score));
-        }
-        prev = Some(label);
-    }
-    out
 }
 
 /// The greedy hypothesis of `lp` as words with frames.

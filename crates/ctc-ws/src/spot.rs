@@ -3,7 +3,7 @@
 //! that do not beat the greedy words of their span dropped (`filter_wb_hyps`).
 
 use crate::graph::ContextGraph;
-use crate::merge::aligned_tokens;
+use crate::greedy::aligned_tokens;
 use crate::{Labels, Result, WsError, WORD_START};
 use ctx_core::scores::ScoreMatrix;
 

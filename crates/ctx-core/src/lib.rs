@@ -13,6 +13,7 @@
 //! - [`timing`] — RTFx.
 //! - [`e2e`] — step interfaces of transducer and attention encoder-decoder models.
 //! - [`io`] — gzip-transparent reading and atomic writing.
+//! - [`hash`] — FNV-1a, the one stable hash (seeds, cache keys, fingerprints).
 
 pub mod arpa;
 pub mod bias;
@@ -20,6 +21,7 @@ pub mod context_list;
 pub mod corpus;
 pub mod e2e;
 pub mod error;
+pub mod hash;
 pub mod io;
 pub mod lexicon;
 pub mod metrics;

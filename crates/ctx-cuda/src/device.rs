@@ -77,7 +77,7 @@ pub fn as_bytes_mut<T: Pod>(v: &mut [T]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), std::mem::size_of_val(v)) }
 }
 
-/// A device: a GPU ([`crate::cuda::CudaDevice`]) or the CPU shim ([`crate::shim::ShimDevice`]).
+/// A device: a GPU (`cuda::CudaDevice`, the driver API) or the CPU shim (`shim::ShimDevice`).
 /// Launches are ordered: a copy after a launch sees its writes.
 pub trait Device: Send {
     /// The device's name as results report it (e.g. "NVIDIA H100 80GB HBM3", "cpu-shim").

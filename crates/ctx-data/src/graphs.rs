@@ -307,12 +307,8 @@ pub fn dataset_token_lm(
     prune: &[u64],
     cache: &Path,
 ) -> Result<(ArpaLm, bool), DataError> {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for &b in bytes {
-            h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    };
+    let mut hash = ctx_core::hash::Fnv1a::new();
+    let mut eat = |bytes: &[u8]| hash.write(bytes);
     for l in &ds.lm_text {
         eat(l.as_bytes());
         eat(b"\n");
@@ -322,6 +318,7 @@ pub fn dataset_token_lm(
         eat(b" ");
     }
     eat(format!("order={order};prune={prune:?};kn-v1").as_bytes());
+    let h = hash.finish();
     let dir = cache.join("token-lm");
     let path = dir.join(format!("{}-{h:016x}.arpa.gz", ds.name));
     if path.exists() {

@@ -17,10 +17,7 @@ impl Rng {
 
     /// A generator for a named sub-stream (e.g. one utterance id), independent of draw order.
     pub fn for_key(seed: u64, key: &str) -> Self {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in key.bytes() {
-            h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        let h = ctx_core::hash::fnv1a(key.as_bytes());
         Self::new(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ h)
     }
 

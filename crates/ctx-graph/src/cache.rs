@@ -26,7 +26,7 @@ pub struct CacheKey {
 impl Default for CacheKey {
     fn default() -> Self {
         let mut k = CacheKey {
-            a: 0xcbf2_9ce4_8422_2325,
+            a: ctx_core::hash::OFFSET,
             b: 0x6c62_272e_07bb_0142,
         };
         k.add("code", GRAPH_CODE_VERSION.as_bytes());
@@ -44,9 +44,9 @@ impl CacheKey {
     pub fn add(&mut self, name: &str, bytes: &[u8]) -> &mut Self {
         let mut eat = |data: &[u8]| {
             for &x in data {
-                self.a = (self.a ^ x as u64).wrapping_mul(0x0000_0100_0000_01b3);
+                self.a = (self.a ^ x as u64).wrapping_mul(ctx_core::hash::PRIME);
                 self.b = (self.b ^ x as u64)
-                    .wrapping_mul(0x0000_0100_0000_01b3)
+                    .wrapping_mul(ctx_core::hash::PRIME)
                     .rotate_left(5);
             }
         };

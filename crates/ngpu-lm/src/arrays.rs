@@ -368,7 +368,7 @@ impl NgramLm {
 
     /// An upper bound of every query's score: the largest arc weight plus `order − 1` times the
     /// largest positive back-off weight (a back-off chain has at most `order − 1` steps). Exact
-    /// candidate pruning in fusion uses it ([`crate::fusion`]).
+    /// candidate pruning in fusion uses it (the fusion module).
     pub fn score_upper_bound(&self) -> f32 {
         self.upper
     }

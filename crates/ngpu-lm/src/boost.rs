@@ -503,7 +503,7 @@ pub fn word_lm_phrases(
 }
 
 /// The per-utterance half of 003's unified trie when the WL-n-gram-LM trie is shared
-/// ([`crate::fusion::Contexts::SharedAndPerUtterance`]): each keyword (words) with end bonus
+/// (`Contexts::SharedAndPerUtterance` of fusion): each keyword (words) with end bonus
 /// `in_lm` (α_inLM; the shared trie already pays its `e^{log10 p}`) when it is an n-gram of
 /// `lm`, else `out_lm` (α_outLM). Summed with the shared trie this scores as
 /// [`word_lm_phrases`] with the keywords does. Keywords with a word the spelling refuses are

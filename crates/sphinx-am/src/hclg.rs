@@ -207,7 +207,7 @@ impl TriphoneLexicon {
 /// Every phone of the model — base phones and triphones — as a unit (unit `pid + 1`) with its
 /// HMM: what an open-vocabulary context's words are spelled in (contexts on the real
 /// model), each word's phones as the triphones pocketsphinx uses within a word, silence outside
-/// it (a context is entered at a word edge, [`crate::graph::GraphOptions::context_slot`]).
+/// it (a context is entered at a word edge: the graph module's `GraphOptions::context_slot`).
 #[derive(Debug, Clone)]
 pub struct PhoneUnits {
     /// Per unit its senones and per senone its transition costs (as the HCLG's).

@@ -22,14 +22,11 @@ fn reference(name: &str, ext: &str) -> PathBuf {
 }
 
 fn fnv1a64(scores: &[i16]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut h = ctx_core::hash::Fnv1a::new();
     for s in scores {
-        for b in s.to_le_bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        h.write(&s.to_le_bytes());
     }
-    h
+    h.finish()
 }
 
 const CARDS: [&str; 5] = ["001", "002", "003", "004", "005"];

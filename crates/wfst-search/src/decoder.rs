@@ -5,7 +5,9 @@ use crate::context::{ContextWords, SlotInfo};
 use crate::endpoint::EndpointConfig;
 use crate::error::{DecodeError, Result};
 use crate::lattice::{self, LatticePath, WordLattice};
-use crate::search::{Partial, Stream};
+use crate::search::Stream;
+use crate::space::SearchSpace;
+use crate::tokens::Partial;
 use ctx_core::scores::ScoreMatrix;
 use ctx_graph::csr::DecodingGraph;
 use rayon::prelude::*;
@@ -13,12 +15,8 @@ use rayon::prelude::*;
 /// A decoder: the graph, the search settings and the silence labels used for endpointing.
 #[derive(Debug, Clone)]
 pub struct Decoder<'g> {
-    graph: &'g DecodingGraph,
-    config: DecoderConfig,
-    silence: Vec<bool>,
-    max_ilabel: u32,
-    /// The graph's class slot, when its streams may carry open-vocabulary contexts.
-    slot: Option<SlotInfo>,
+    /// The graph, settings, silence labels and class slot the search reads.
+    space: SearchSpace<'g>,
     /// With [`Self::with_word_end_endpoints`] (CTC): the states where a path may end; trailing
     /// silence counts toward an endpoint only there.
     may_end: Option<Vec<bool>>,
@@ -100,11 +98,13 @@ impl<'g> Decoder<'g> {
             .validate()
             .map_err(|e| DecodeError::Config(format!("decoding graph: {e}")))?;
         Ok(Self {
-            graph,
-            max_ilabel: graph.max_ilabel(),
-            config,
-            silence: Vec::new(),
-            slot: None,
+            space: SearchSpace {
+                graph,
+                max_ilabel: graph.max_ilabel(),
+                config,
+                silence: Vec::new(),
+                slot: None,
+            },
             may_end: None,
         })
     }
@@ -116,7 +116,7 @@ impl<'g> Decoder<'g> {
     /// ([`crate::endpoint::may_end`]), and only as far back as every frontier token within the
     /// lattice beam of the best has been silent.
     pub fn with_word_end_endpoints(mut self) -> Self {
-        self.may_end = Some(crate::endpoint::may_end(self.graph));
+        self.may_end = Some(crate::endpoint::may_end(self.space.graph));
         self
     }
 
@@ -128,7 +128,7 @@ impl<'g> Decoder<'g> {
         match (&self.may_end, stream.best_state()) {
             (Some(ok), Some(s)) if !ok[s as usize] => (0, has_words),
             (Some(_), _) => (
-                trailing.min(stream.trailing_within(self.config.lattice_beam)),
+                trailing.min(stream.trailing_within(self.space.config.lattice_beam)),
                 has_words,
             ),
             _ => (trailing, has_words),
@@ -144,56 +144,61 @@ impl<'g> Decoder<'g> {
     /// given before or after), only those enter a context ([`SlotInfo::find`]).
     pub fn with_context_slot(mut self, word: u32) -> Result<Self> {
         let silence = |l: u32| self.is_silence(l);
-        let slot = SlotInfo::find(self.graph, word, &silence).map_err(DecodeError::Config)?;
-        self.slot = Some(slot);
+        let slot = SlotInfo::find(self.space.graph, word, &silence).map_err(DecodeError::Config)?;
+        self.space.slot = Some(slot);
         Ok(self)
     }
 
     /// The graph's class slot, when declared.
     pub fn slot(&self) -> Option<&SlotInfo> {
-        self.slot.as_ref()
+        self.space.slot()
     }
 
     /// Input labels that count as silence for endpointing (hybrid: the SIL pdfs + 1; CTC: the
     /// blank label).
     pub fn with_silence(mut self, labels: &[u32]) -> Self {
         let n = labels.iter().copied().max().map_or(0, |m| m as usize + 1);
-        self.silence = vec![false; n];
+        self.space.silence = vec![false; n];
         for &l in labels {
-            self.silence[l as usize] = true;
+            self.space.silence[l as usize] = true;
         }
         // The slot's entries depend on the silence labels.
-        if let Some(w) = self.slot.as_ref().map(|s| s.word) {
+        if let Some(w) = self.space.slot.as_ref().map(|s| s.word) {
             let silence = |l: u32| self.is_silence(l);
-            self.slot = SlotInfo::find(self.graph, w, &silence).ok();
+            self.space.slot = SlotInfo::find(self.space.graph, w, &silence).ok();
         }
         self
     }
 
+    /// What the search reads: graph, settings, silence labels, class slot.
+    pub(crate) fn space(&self) -> &SearchSpace<'g> {
+        &self.space
+    }
+
     /// The graph.
     pub fn graph(&self) -> &'g DecodingGraph {
-        self.graph
+        self.space.graph()
     }
 
     /// The settings.
     pub fn config(&self) -> &DecoderConfig {
-        &self.config
+        self.space.config()
     }
 
     /// Whether `ilabel` is a silence label.
     #[inline]
     pub fn is_silence(&self, ilabel: u32) -> bool {
-        self.silence.get(ilabel as usize).copied().unwrap_or(false)
+        self.space.is_silence(ilabel)
     }
 
     /// Checks a stream's chunk: wide enough for the graph and the stream's context, finite.
     /// The largest input label of the graph: score rows need that many columns.
     pub(crate) fn max_ilabel(&self) -> u32 {
-        self.max_ilabel
+        self.space.max_ilabel
     }
 
     pub(crate) fn check_stream_scores(&self, stream: &Stream, m: &ScoreMatrix) -> Result<()> {
-        let needed = stream.context_max_ilabel().max(self.max_ilabel);
+        let needed = stream.context_max_ilabel().max(self.space.max_ilabel);
         self.check_rows(
             &stream.id,
             m,
@@ -257,7 +262,7 @@ impl<'g> Decoder<'g> {
         endpoint: Option<&EndpointConfig>,
     ) -> Result<Vec<SegmentResult>> {
         // A stream's context may read columns the main graph does not.
-        let needed = stream.context_max_ilabel().max(self.max_ilabel);
+        let needed = stream.context_max_ilabel().max(self.space.max_ilabel);
         self.check_rows(
             &stream.id,
             m,
@@ -267,17 +272,17 @@ impl<'g> Decoder<'g> {
         )?;
         stream
             .booster()
-            .validate(self.graph.num_arcs(), self.graph.num_states())?;
+            .validate(self.space.graph.num_arcs(), self.space.graph.num_states())?;
         let mut done = Vec::new();
         for t in rows {
             if !stream.in_segment() {
-                stream.begin_segment(self)?;
+                stream.begin_segment(&self.space)?;
             }
-            stream.step_row(self, m.row(t))?;
+            stream.step_row(&self.space, m.row(t))?;
             if let Some(ep) = endpoint {
                 let (trailing, has_words) = self.endpoint_facts(stream);
                 if ep.detected(stream.segment_rows(), trailing, has_words, || {
-                    stream.relative_final_cost(self.graph)
+                    stream.relative_final_cost(self.space.graph)
                 }) {
                     let mut seg = self.finish(stream)?;
                     seg.endpoint = true;
@@ -305,7 +310,7 @@ impl<'g> Decoder<'g> {
     /// Ends the stream's current segment: final lattice pruning, the word lattice and the best
     /// path. The stream is ready for a new segment afterwards.
     pub fn finish(&self, stream: &mut Stream) -> Result<SegmentResult> {
-        let g = self.graph;
+        let g = self.space.graph;
         if !stream.in_segment() || stream.segment_rows() == 0 {
             return Err(DecodeError::EmptyUtterance {
                 utt: stream.id.clone(),
@@ -317,7 +322,7 @@ impl<'g> Decoder<'g> {
         let start_row = stream.segment_start();
         let rows = stream.segment_rows();
         let tokens = stream.segment_tokens();
-        let lattice = if self.config.lattice {
+        let lattice = if self.space.config.lattice {
             let front = &stream.frames.last().unwrap().toks;
             let best_total = best.cost;
             let finals = final_costs(front, g, stream.booster(), reached_final);
@@ -333,11 +338,15 @@ impl<'g> Decoder<'g> {
                     }
                 })
                 .collect();
-            lattice::prune(&mut stream.frames, self.config.lattice_beam, Some(&extra));
+            lattice::prune(
+                &mut stream.frames,
+                self.space.config.lattice_beam,
+                Some(&extra),
+            );
             // Frontier tokens were compacted with the same order; recompute their finals.
             let front = &stream.frames.last().unwrap().toks;
             let finals = final_costs(front, g, stream.booster(), reached_final);
-            let labels = stream.labels(self);
+            let labels = stream.labels(&self.space);
             let lat =
                 lattice::word_lattice(&stream.frames, &labels, &finals).map_err(|message| {
                     DecodeError::Lattice {
@@ -375,7 +384,7 @@ impl<'g> Decoder<'g> {
 
 /// Final cost of each frontier token (0 for all when no final state was reached).
 fn final_costs(
-    front: &[crate::search::LTok],
+    front: &[crate::tokens::LTok],
     g: &DecodingGraph,
     booster: &crate::booster::Booster,
     reached_final: bool,
@@ -384,7 +393,7 @@ fn final_costs(
         .iter()
         .map(|t| {
             if reached_final {
-                crate::search::main_final(g, t.state) + booster.final_cost(t.lm)
+                crate::tokens::main_final(g, t.state) + booster.final_cost(t.lm)
             } else {
                 0.0
             }

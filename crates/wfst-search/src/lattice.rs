@@ -12,7 +12,7 @@
 //! summed per kind). Every word sequence within the lattice beam keeps its best cost.
 
 use crate::context::ArcLabels;
-use crate::search::{LatFrame, NONE};
+use crate::tokens::{LatFrame, NONE};
 use ctx_graph::StdFst;
 use rustfst::prelude::*;
 use std::cmp::Reverse;

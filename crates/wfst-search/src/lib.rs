@@ -10,7 +10,10 @@
 //!   (online G-boosting, fast).
 //! - [`context`]: open-vocabulary contexts: a stream's context graph entered at the graph's
 //!   class slot, its states and arcs numbered after the main graph's.
-//! - [`search`]: one stream's token passing, recombination, pruning and raw lattice.
+//! - [`search`]: one stream's token passing, recombination, pruning and raw lattice; its
+//!   lattice data (tokens, links, frames, the partial hypothesis) in `tokens`, and what it reads
+//!   of its decoder (graph, settings, silence, slot) in `space`: leaves, so the search, the
+//!   lattice, the decoder and the CUDA backend import them and not each other.
 //! - [`lattice`]: lattice pruning and the word lattice (graph and acoustic costs apart).
 //! - [`endpoint`]: Kaldi-style endpoint rules on trailing silence.
 //! - [`decoder`]: many streams at once (rayon), chunked online decoding, whole utterances.
@@ -30,6 +33,8 @@ pub mod lattice;
 pub mod lm_delta;
 pub mod phrase_automaton;
 pub mod search;
+mod space;
+mod tokens;
 
 pub use booster::{ArcSetBooster, Booster, PoolSlot, WordArcIndex, WordBooster};
 pub use config::DecoderConfig;
@@ -42,4 +47,5 @@ pub use error::{DecodeError, Result};
 pub use lattice::{LatticePath, WlArc, WordLattice};
 pub use lm_delta::{BackoffLm, LmDelta};
 pub use phrase_automaton::PhraseAutomaton;
-pub use search::{Partial, Stream};
+pub use search::Stream;
+pub use tokens::Partial;

@@ -246,6 +246,14 @@ pub fn render(effects: &[Effect], titles: &BTreeMap<String, String>) -> String {
             .filter(|e| !e.is_speed() && e.columns == Columns::Simulated),
     );
     let acc_all = Summary::of(effects.iter().filter(|e| !e.is_speed()));
+    let spoken = |e: &&Effect| !e.is_speed() && e.columns == Columns::Spoken;
+    let acc_spoken = Summary::of(effects.iter().filter(spoken));
+    // The spoken sets through the radio channel: their blocks say so in their label.
+    let acc_radio = Summary::of(effects.iter().filter(spoken).filter(|e| {
+        e.group
+            .split_whitespace()
+            .any(|w| w.trim_matches(',') == "radio")
+    }));
     let speed = Summary::of(effects.iter().filter(|e| e.is_speed()));
     let mut s = String::from(
         "# Fidelity: each method's effect beside the paper's\n\n\
@@ -267,6 +275,11 @@ pub fn render(effects: &[Effect], titles: &BTreeMap<String, String>) -> String {
     for (name, sm) in [
         ("accuracy, simulated columns", acc_sim),
         ("accuracy, with the spoken real-model columns", acc_all),
+        ("accuracy, spoken real-model columns alone", acc_spoken),
+        (
+            "of which through the radio channel (the papers' difficulty)",
+            acc_radio,
+        ),
         ("speed (RTFx % change)", speed),
     ] {
         s.push_str(&format!("| {name} | {} |\n", sm.cells()));

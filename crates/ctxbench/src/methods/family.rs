@@ -390,6 +390,27 @@ mod tests {
         }
     }
 
+    /// A field added to `Common` and forgotten in the hand-written keys would let points of
+    /// different settings share one cached setup or decode.
+    #[test]
+    fn every_common_setting_reaches_a_key_but_scoring_only_ones() {
+        use crate::settings::Block;
+        // Read after decoding (which words get P/R/F1): points differing in it share a decode.
+        let scoring_only = [crate::key!(Common, targets)];
+        let mut c = Common::default();
+        c.dataset = Some("d".into());
+        let keys = setup_key_of("f", &c) + &decode_key_of(&c);
+        for spec in Common::SPECS {
+            let named = keys.contains(&format!(";{}=", spec.name));
+            let scoring = scoring_only.contains(&spec.name);
+            assert!(
+                named != scoring,
+                "setting '{}': in a key {named}, scoring-only {scoring}",
+                spec.name
+            );
+        }
+    }
+
     #[test]
     fn excess_repeats_counts_hypothesis_pairs_beyond_the_references() {
         let utts = [utt("two two zero one"), utt("delta descend")];

@@ -47,11 +47,7 @@ pub fn set_list(setup: &Setup, kind: &ListKind) -> Option<BiasList> {
         }),
         ListKind::OtherWords => {
             let test = test_words();
-            let fnv = |w: &str| {
-                w.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-                    (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-                })
-            };
+            let fnv = |w: &str| ctx_core::hash::fnv1a(w.as_bytes());
             let mut other: Vec<&str> = setup
                 .graph
                 .symbols

@@ -462,3 +462,30 @@ impl LaneBufs {
         }
     }
 }
+
+/// The kernels of one step, in launch order (decoder.cu's header).
+pub(crate) const STEP_KERNELS: [&str; 5] = [
+    "emit_begin",
+    "expand",
+    "frame_finish",
+    "pack_offsets",
+    "gather_out",
+];
+
+/// A step launched and not yet collected: the lanes' errors found before the launch, and
+/// which lanes run it.
+pub(crate) struct Launched {
+    pub errors: Vec<Option<crate::error::DecodeError>>,
+    pub act: Vec<u32>,
+}
+
+/// The sizes of the last step, which size the next step's item grids and first copy back.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LastStep {
+    /// The most arcs one lane relaxed.
+    pub arcs: usize,
+    /// The most tokens or links one lane had.
+    pub items: usize,
+    /// Words of the packed body.
+    pub body: usize,
+}

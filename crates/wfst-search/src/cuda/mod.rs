@@ -28,11 +28,12 @@ use crate::booster::Booster;
 use crate::decoder::{Decoder, SegmentResult, UtteranceResult};
 use crate::endpoint::EndpointConfig;
 use crate::error::{DecodeError, Result};
-use crate::search::{Partial, Stream};
+use crate::search::Stream;
+use crate::tokens::Partial;
 use contexts::ContextPool;
 use ctx_core::scores::ScoreMatrix;
 use ctx_cuda::{DevPtr, Device};
-use frame::{upload_new, Caps, GraphBufs, LaneBufs};
+use frame::{upload_new, Caps, GraphBufs, LaneBufs, LastStep, Launched, STEP_KERNELS};
 use rayon::prelude::*;
 
 /// What the device did so far: the work (frames, relaxed arcs) and its cost in launches and
@@ -92,14 +93,14 @@ pub struct GpuDecoder<'g> {
     epoch: u64,
     /// Per lane: the epoch of the frontier its buffers hold (0: none).
     lane_epoch: Vec<u64>,
-    /// The step's kernels, resolved once (`step::STEP_KERNELS`).
-    kernels: [ctx_cuda::KernelId; step::STEP_KERNELS.len()],
+    /// The step's kernels, resolved once (`STEP_KERNELS`).
+    kernels: [ctx_cuda::KernelId; STEP_KERNELS.len()],
     /// Threads per block of the item kernels.
     block: u32,
     /// Threads per block of the block-cooperative kernels (one block per lane).
     cta_block: u32,
     /// The last step's sizes (they size the next step's grids and copy back).
-    last: step::LastStep,
+    last: LastStep,
     stats: GpuStats,
 }
 
@@ -187,8 +188,8 @@ impl<'g> GpuDecoder<'g> {
     /// A decoder with `dec`'s graph and settings on `dev` (the graph is uploaded once).
     pub fn new(dec: Decoder<'g>, mut dev: Box<dyn Device>) -> Result<Self> {
         let is_gpu = dev.is_gpu();
-        let mut kernels = [ctx_cuda::KernelId(0); step::STEP_KERNELS.len()];
-        for (k, name) in kernels.iter_mut().zip(step::STEP_KERNELS) {
+        let mut kernels = [ctx_cuda::KernelId(0); STEP_KERNELS.len()];
+        for (k, name) in kernels.iter_mut().zip(STEP_KERNELS) {
             *k = dev.kernel(name)?;
         }
         let graph = GraphBufs::upload(dev.as_mut(), dec.graph(), dec.slot())?;
@@ -211,7 +212,7 @@ impl<'g> GpuDecoder<'g> {
             kernels,
             block: 256,
             cta_block: if is_gpu { 256 } else { shim_block() },
-            last: step::LastStep::default(),
+            last: LastStep::default(),
             stats: GpuStats::default(),
         })
     }
@@ -489,7 +490,7 @@ impl<'g> GpuDecoder<'g> {
         // before the host commits step t (its lanes continue from the frontier and expand cut
         // the device holds), so the host's share runs while the device computes.
         let pipelined = endpoint.is_none();
-        let mut next: Option<(Vec<bool>, Vec<bool>, Option<step::Launched>)> = None;
+        let mut next: Option<(Vec<bool>, Vec<bool>, Option<Launched>)> = None;
         for t in 0..max_rows {
             let t0 = std::time::Instant::now();
             let (active, cont, launched) = match next.take() {
@@ -499,7 +500,7 @@ impl<'g> GpuDecoder<'g> {
                     for i in 0..n {
                         if out[i].is_ok() && t < lens[i] {
                             if !streams[i].in_segment() {
-                                if let Err(e) = streams[i].begin_segment(&self.dec) {
+                                if let Err(e) = streams[i].begin_segment(self.dec.space()) {
                                     out[i] = Err(e);
                                     continue;
                                 }
@@ -568,7 +569,9 @@ impl<'g> GpuDecoder<'g> {
                     };
                     s.bp = f.bps;
                     s.fit_map(&f.toks);
-                    if let Err(e) = s.commit_frame(dec, f.toks, f.links, f.num_emitting, f.cutoff) {
+                    if let Err(e) =
+                        s.commit_frame(dec.space(), f.toks, f.links, f.num_emitting, f.cutoff)
+                    {
                         *o = Err(e);
                         return;
                     }

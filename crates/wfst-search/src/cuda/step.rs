@@ -8,13 +8,14 @@
 
 use super::contexts::ContextPool;
 use super::frame::{
-    Caps, FrameParams, LaneBufs, HDR, HDR0, LANE_CTX, LANE_IN, ST_EPS_CYCLE, ST_NO_SURVIVORS,
-    ST_OVERFLOW,
+    Caps, FrameParams, LaneBufs, Launched, HDR, HDR0, LANE_CTX, LANE_IN, STEP_KERNELS,
+    ST_EPS_CYCLE, ST_NO_SURVIVORS, ST_OVERFLOW,
 };
 use super::GpuDecoder;
 use crate::config::HISTOGRAM_BINS;
 use crate::error::{DecodeError, Result};
-use crate::search::{Bp, LTok, Link, Stream};
+use crate::search::Stream;
+use crate::tokens::{Bp, LTok, Link};
 use ctx_cuda::device::{as_bytes, as_bytes_mut};
 use rayon::prelude::*;
 
@@ -39,15 +40,6 @@ impl From<ctx_cuda::CudaError> for Stop {
         Stop::Device(e)
     }
 }
-
-/// The kernels of one step, in launch order (decoder.cu's header).
-pub(super) const STEP_KERNELS: [&str; 5] = [
-    "emit_begin",
-    "expand",
-    "frame_finish",
-    "pack_offsets",
-    "gather_out",
-];
 
 impl GpuDecoder<'_> {
     /// Step `t` (launched already when `launched` holds it: lanes in `cont` then took their
@@ -394,24 +386,6 @@ impl GpuDecoder<'_> {
         }
         p
     }
-}
-
-/// A step launched and not yet collected: the lanes' errors found before the launch, and
-/// which lanes run it.
-pub(super) struct Launched {
-    errors: Vec<Option<DecodeError>>,
-    act: Vec<u32>,
-}
-
-/// The sizes of the last step, which size the next step's item grids and first copy back.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct LastStep {
-    /// The most arcs one lane relaxed.
-    pub arcs: usize,
-    /// The most tokens or links one lane had.
-    pub items: usize,
-    /// Words of the packed body.
-    pub body: usize,
 }
 
 /// The buffer a lane outgrew.

@@ -323,9 +323,7 @@ impl OpenVocab {
         match std::fs::read(&path) {
             // FNV-1a: stable across runs and builds, unlike the std hasher.
             Ok(bytes) => {
-                let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-                    (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-                });
+                let h = ctx_core::hash::fnv1a(&bytes);
                 format!(";open_file={h:016x}")
             }
             Err(_) => ";open_file=unreadable".into(),

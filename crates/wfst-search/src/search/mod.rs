@@ -30,15 +30,16 @@
 use crate::booster::{ArcDelta, Booster, NoDelta};
 use crate::config::{DecoderConfig, HISTOGRAM_BINS};
 use crate::context::{Active, ArcLabels, LabelRuns, SlotInfo};
-use crate::decoder::Decoder;
 use crate::error::{DecodeError, Result};
 use crate::lattice;
+use crate::space::SearchSpace;
+use crate::tokens::{main_final, Bp, LTok, LatFrame, Link, Partial, NONE};
 use ctx_graph::context::ContextGraph;
 use ctx_graph::csr::DecodingGraph;
 use std::sync::Arc;
 
-/// "No index".
-pub(crate) const NONE: u32 = u32::MAX;
+mod closure;
+mod expand;
 
 /// Runs `$body` with `$b` bound to the booster as its concrete [`ArcDelta`] type, so the hot
 /// loops are compiled once per kind: without a booster no per-arc lookup remains at all.
@@ -137,55 +138,6 @@ fn find<B: ArcDelta>(map: &[u32], chain: &[u32], toks: &[LTok], d: usize, lm: u3
     j
 }
 
-/// The main graph's final cost of search state `s` (+∞ for a context state: a phrase returns
-/// to the main graph before the utterance may end).
-#[inline]
-pub(crate) fn main_final(g: &DecodingGraph, s: u32) -> f32 {
-    g.final_cost
-        .get(s as usize)
-        .copied()
-        .unwrap_or(f32::INFINITY)
-}
-
-/// A lattice token: the graph state, the word automaton's state (0 without one), its best
-/// (forward) cost and its lattice extra cost.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct LTok {
-    pub state: u32,
-    pub lm: u32,
-    pub cost: f32,
-    pub extra: f32,
-}
-
-/// A lattice link into a token of the frame that stores it. `src` is a token of the previous
-/// frame when `arc` is emitting, of the same frame otherwise.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Link {
-    pub src: u32,
-    pub dst: u32,
-    pub arc: u32,
-    pub graph: f32,
-    pub ac: f32,
-}
-
-/// One lattice frame.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct LatFrame {
-    pub toks: Vec<LTok>,
-    /// Emitting links first (`..num_emitting`, src in the previous frame), then ε links.
-    pub links: Vec<Link>,
-    pub num_emitting: usize,
-    /// Whether lattice pruning has visited this frame.
-    pub visited: bool,
-}
-
-/// Best predecessor of a frontier token.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Bp {
-    pub src: u32,
-    pub arc: u32,
-}
-
 /// Per frontier token: its word trace and trailing silence rows.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Aux {
@@ -199,17 +151,6 @@ struct Trace {
     word: u32,
     row: u32,
     prev: u32,
-}
-
-/// The best hypothesis so far (after any chunk).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Partial {
-    /// Word ids.
-    pub words: Vec<u32>,
-    /// Segment row at which each word starts.
-    pub start_rows: Vec<u32>,
-    /// Cost of the best frontier token (no final cost).
-    pub cost: f32,
 }
 
 /// The max-active expand rule of the next step.
@@ -252,7 +193,7 @@ pub(crate) fn histogram_bin(cost: f32, best: f32, width: f32) -> u32 {
 
 /// One decoding stream: its booster, the current segment's lattice and search state.
 ///
-/// Streams are independent, so many can advance in parallel ([`Decoder::advance`]) and the
+/// Streams are independent, so many can advance in parallel ([`crate::Decoder::advance`]) and the
 /// result never depends on how many run together or on the chunk sizes.
 #[derive(Debug, Clone)]
 pub struct Stream {
@@ -361,7 +302,7 @@ impl Stream {
     /// `context` become decodable through the graph's class slot, whether the graph knows their
     /// words or not (docs/design.md §3). Takes effect at the next segment — at once between
     /// segments or utterances — so a segment's tokens never straddle two contexts; the graph
-    /// is not touched. Needs a decoder opened with [`Decoder::with_context_slot`]. Setting the
+    /// is not touched. Needs a decoder opened with [`crate::Decoder::with_context_slot`]. Setting the
     /// context already held costs nothing (its scans are kept).
     pub fn set_context(&mut self, context: Option<Arc<ContextGraph>>) {
         if let (Some(new), Some((old, ..))) = (&context, &self.context) {
@@ -417,7 +358,7 @@ impl Stream {
     }
 
     /// Starts a segment at the current row: the start state and its ε-closure.
-    pub(crate) fn begin_segment(&mut self, dec: &Decoder<'_>) -> Result<()> {
+    pub(crate) fn begin_segment(&mut self, dec: &SearchSpace<'_>) -> Result<()> {
         let (g, cfg) = (dec.graph(), dec.config());
         // Every entry is NONE between steps; a context's states may have grown the map.
         self.map.truncate(g.num_states());
@@ -478,7 +419,7 @@ impl Stream {
     }
 
     /// One score row (the loops are compiled per booster kind, see [`ArcDelta`]).
-    pub(crate) fn step_row(&mut self, dec: &Decoder<'_>, row: &[f32]) -> Result<()> {
+    pub(crate) fn step_row(&mut self, dec: &SearchSpace<'_>, row: &[f32]) -> Result<()> {
         let booster = std::mem::take(&mut self.booster);
         let r = with_delta!(booster, dec.graph(), |b| self.step_row_with(dec, row, b));
         self.booster = booster;
@@ -488,253 +429,13 @@ impl Stream {
     // Not inlined into `step_row`: each booster kind's loop compiles as its own function, so
     // that a change to one kind's loop cannot move the others' register allocation (seen:
     // the unbiased decode +1.2% instructions from an edit of the arc-set branch alone).
-    #[inline(never)]
-    fn step_row_with<B: ArcDelta>(
-        &mut self,
-        dec: &Decoder<'_>,
-        row: &[f32],
-        booster: &B,
-    ) -> Result<()> {
-        let g = dec.graph();
-        let cfg = dec.config();
-        let k = self.frames.len() - 1;
-        let scale = cfg.acoustic_scale;
-        let record = cfg.lattice;
-        self.dirty = true;
-        let mut nt: Vec<LTok> = Vec::new();
-        self.bp.clear();
-        self.cand.clear();
-        self.chain.clear();
-        {
-            let Stream {
-                frames,
-                map,
-                chain,
-                bp,
-                cand,
-                expand,
-                active,
-                ..
-            } = self;
-            let prev = &frames[k].toks;
-            // Tokens of states from `n_ctx` on are in the stream's context (none without one).
-            let n_ctx = if active.is_some() {
-                g.num_states() as u32
-            } else {
-                u32::MAX
-            };
-            // Early bound from the best expandable token.
-            let mut ub = f32::INFINITY;
-            let best = prev
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| expand.keeps(t.cost))
-                .min_by(|a, b| a.1.cost.total_cmp(&b.1.cost).then(a.0.cmp(&b.0)));
-            if let Some((_, t)) = best {
-                if t.state >= n_ctx {
-                    let cx = active.as_ref().expect("a context token has a context");
-                    let cg = &cx.graph.graph;
-                    for a in cg.emitting(cx.split(t.state).1) {
-                        let (gc, ac) = arc_costs(cg.weight[a], cg.ilabel[a], -0.0, row, scale);
-                        ub = ub.min(t.cost + gc + ac);
-                    }
-                } else {
-                    let touched = booster.touches(t.state);
-                    for a in g.emitting(t.state) {
-                        let delta = delta_of(booster, touched, a);
-                        let (gc, ac) = arc_costs(g.weight[a], g.ilabel[a], delta, row, scale);
-                        let (_, wc) = word_step(g, booster, a, t.lm);
-                        ub = ub.min(t.cost + (gc + wc) + ac);
-                    }
-                }
-            }
-            let bound = ub + cfg.beam;
-            // Lower bounds of the booster's costs: an arc that fails the bound even with them
-            // is skipped before any lookup or automaton move (exact, `ArcDelta::min_delta`).
-            let (min_delta, min_word) = (booster.min_delta(), booster.min_word());
-            // The arc arrays as slices of one length, taken once per frame: a row's sub-slices
-            // then cost one bound check per row, not three, and stay out of the token loop.
-            let weight = g.weight.as_slice();
-            let n = weight.len();
-            let (ilabel, next) = (&g.ilabel[..n], &g.next[..n]);
-            // Relaxes emitting arc `$a` of token `$i` (`$t`), whose graph cost with the
-            // booster's delta is `$gc` and acoustic cost `$ac` (both from `arc_costs`), to its
-            // destination `$nx` (a macro, not a closure: called from three loops, a closure was
-            // not inlined, and the call per arc cost more than the lookup it saves).
-            macro_rules! relax {
-                ($i:expr, $t:expr, $a:expr, $gc:expr, $ac:expr, $nx:expr) => {{
-                    let (i, t, a, gc, ac) = ($i, $t, $a, $gc, $ac);
-                    if B::STATEFUL && t.cost + (gc + min_word) + ac > bound {
-                        continue;
-                    }
-                    let (lm, wc) = word_step(g, booster, a, t.lm);
-                    relax_to!(i, t, a as u32, gc + wc, ac, $nx as usize, lm)
-                }};
-            }
-            // The relaxation itself, by arc id `$a` (a main arc's index, or a context arc's
-            // id), total graph cost `$gc`, destination search state `$d` and automaton state
-            // `$lm`.
-            macro_rules! relax_to {
-                ($i:expr, $t:expr, $a:expr, $gc:expr, $ac:expr, $d:expr, $lm:expr) => {{
-                    let (i, t, a, gc, ac, d, lm): (usize, &LTok, u32, f32, f32, usize, u32) =
-                        ($i, $t, $a, $gc, $ac, $d, $lm);
-                    let c = t.cost + gc + ac;
-                    if c > bound {
-                        continue;
-                    }
-                    let j = find::<B>(map, chain, &nt, d, lm);
-                    let j = if j == NONE {
-                        let j = nt.len() as u32;
-                        if B::STATEFUL {
-                            chain.push(map[d]);
-                        }
-                        map[d] = j;
-                        nt.push(LTok {
-                            state: d as u32,
-                            lm,
-                            cost: c,
-                            extra: 0.0,
-                        });
-                        bp.push(Bp {
-                            src: i as u32,
-                            arc: a,
-                        });
-                        j
-                    } else {
-                        let tok = &mut nt[j as usize];
-                        let b = &mut bp[j as usize];
-                        if c < tok.cost || (c == tok.cost && a < b.arc) {
-                            tok.cost = c;
-                            *b = Bp {
-                                src: i as u32,
-                                arc: a,
-                            };
-                        }
-                        j
-                    };
-                    if record {
-                        cand.push(Link {
-                            src: i as u32,
-                            dst: j,
-                            arc: a,
-                            graph: gc,
-                            ac,
-                        });
-                    }
-                }};
-            }
-            let mut in_ctx = false;
-            for (i, t) in prev.iter().enumerate() {
-                if !expand.keeps(t.cost) {
-                    continue;
-                }
-                if t.state >= n_ctx {
-                    in_ctx = true;
-                    continue;
-                }
-                let arcs = g.emitting(t.state);
-                let (lo, hi) = (arcs.start, arcs.end);
-                // Two loops, so that a token the booster does not touch (most of them) runs
-                // the loop without any lookup.
-                if booster.touches(t.state) {
-                    if B::ROW_BITS && hi - lo <= 64 {
-                        // The row's bits read once; each arc takes its delta from a two-entry
-                        // table indexed by its bit (one shift and one load per arc, no branch:
-                        // a walk from one boosted arc to the next cost fewer instructions but
-                        // more branch misses, and more time). Bits past the row go unread.
-                        let mut bits = booster.row_bits(lo as u32);
-                        let deltas = [-0.0, booster.discount()];
-                        let row_arcs = weight[lo..hi]
-                            .iter()
-                            .zip(&ilabel[lo..hi])
-                            .zip(&next[lo..hi]);
-                        for (k, ((&w, &il), &nx)) in row_arcs.enumerate() {
-                            let delta = deltas[(bits & 1) as usize];
-                            bits >>= 1;
-                            let (gc, ac) = arc_costs(w, il, delta, row, scale);
-                            relax!(i, t, lo + k, gc, ac, nx);
-                        }
-                    } else {
-                        for a in arcs {
-                            let (low, ac) = arc_costs(weight[a], ilabel[a], min_delta, row, scale);
-                            if t.cost + (low + min_word) + ac > bound {
-                                continue;
-                            }
-                            let delta = booster.delta(a as u32);
-                            let (gc, ac) = arc_costs(weight[a], ilabel[a], delta, row, scale);
-                            relax!(i, t, a, gc, ac, next[a]);
-                        }
-                    }
-                } else {
-                    // Weight, input label and destination from sub-slices zipped together:
-                    // no bound check per arc.
-                    let row_arcs = weight[lo..hi]
-                        .iter()
-                        .zip(&ilabel[lo..hi])
-                        .zip(&next[lo..hi]);
-                    for (k, ((&w, &il), &nx)) in row_arcs.enumerate() {
-                        let (gc, ac) = arc_costs(w, il, -0.0, row, scale);
-                        relax!(i, t, lo + k, gc, ac, nx);
-                    }
-                }
-            }
-            // The context's tokens after the main graph's, in ascending order: their arcs lead
-            // to context states only, so the two never recombine with each other. A context
-            // arc has no booster delta and moves no word automaton (its words are the list's).
-            if in_ctx {
-                let cx = active.as_ref().expect("a context token has a context");
-                let cg = &cx.graph.graph;
-                for (i, t) in prev.iter().enumerate() {
-                    if t.state < n_ctx || !expand.keeps(t.cost) {
-                        continue;
-                    }
-                    let (ri, c) = cx.split(t.state);
-                    // By label runs: a run whose cheapest arc fails the bound is skipped whole
-                    // (exact: every arc of it would fail), then each arc as the main graph's.
-                    let mut a = cg.e_offsets[c as usize] as usize;
-                    for r in cx.runs.of(c) {
-                        let end = cx.runs.end[r] as usize;
-                        let ac = -scale * row[cg.ilabel[a] as usize - 1];
-                        if t.cost + cx.runs.min_w[r] + ac > bound {
-                            a = end;
-                            continue;
-                        }
-                        for a in a..end {
-                            let (gc, ac) = arc_costs(cg.weight[a], cg.ilabel[a], -0.0, row, scale);
-                            let d = cx.state(ri, cg.next[a]) as usize;
-                            relax_to!(i, t, cx.a_main + a as u32, gc, ac, d, t.lm);
-                        }
-                        a = end;
-                    }
-                }
-            }
-        }
-        if nt.is_empty() {
-            return Err(DecodeError::NoSurvivors {
-                utt: self.id.clone(),
-                frame: (self.rows_total + 1) as usize,
-            });
-        }
-        let cutoff = self.beam_prune(&mut nt, cfg.beam, B::STATEFUL);
-        let mut links = if cfg.lattice {
-            surviving_links(&self.cand, &self.remap, &self.frames[k].toks, cutoff)
-        } else {
-            Vec::new()
-        };
-        let num_emitting = links.len();
-        let mut toks = nt;
-        self.closure(g, dec.slot(), cfg, booster, &mut toks, cutoff, &mut links)?;
-        self.gpu_epoch = 0;
-        self.commit_frame(dec, toks, links, num_emitting, cutoff)
-    }
-
     /// Appends the frame one score row made (its tokens, whose back-pointers are in `self.bp`,
     /// its links and beam cutoff): word traces, silence counts, the next expand cut, lattice
     /// pruning. Shared by the CPU step and the CUDA backend, which computes the same frame on
     /// the device. Fails when the frame's back-pointers go round a cycle (a zero-cost ε cycle).
     pub(crate) fn commit_frame(
         &mut self,
-        dec: &Decoder<'_>,
+        dec: &SearchSpace<'_>,
         toks: Vec<LTok>,
         links: Vec<Link>,
         num_emitting: usize,
@@ -813,261 +514,6 @@ impl Stream {
         cutoff
     }
 
-    /// ε-closure of the frontier tokens `toks` under `cutoff`; appends the ε links. With a
-    /// context, a slot arc enters it and a final context state leaves it (module
-    /// [`crate::context`]); with a slot but no context, slot arcs are not followed.
-    #[allow(clippy::too_many_arguments)]
-    fn closure<B: ArcDelta>(
-        &mut self,
-        g: &DecodingGraph,
-        slot: Option<&SlotInfo>,
-        cfg: &DecoderConfig,
-        booster: &B,
-        toks: &mut Vec<LTok>,
-        cutoff: f32,
-        links: &mut Vec<Link>,
-    ) -> Result<()> {
-        let Stream {
-            map,
-            chain,
-            bp,
-            frontier,
-            next_frontier: flagged,
-            inq,
-            active,
-            ..
-        } = self;
-        let cx = active.as_ref();
-        let n_main = g.num_states() as u32;
-        // Only tokens of states with ε arcs enter a frontier (most states have none: no
-        // relaxation or booster question for them). A context state has them when it has ε
-        // arcs or completes a phrase (the exit step).
-        let has_eps = |s: u32| {
-            if s < n_main {
-                !g.non_emitting(s).is_empty()
-            } else {
-                let cx = cx.expect("a context token has a context");
-                let c = cx.split(s).1;
-                let cg = &cx.graph.graph;
-                !cg.non_emitting(c).is_empty() || cg.final_cost[c as usize].is_finite()
-            }
-        };
-        let has_slot = |s: u32| slot.is_some_and(|sl| s < n_main && sl.has_slot(s));
-        // As in the expansion: an ε arc that fails the cut even at the booster's least costs
-        // is skipped before its delta is looked up or the automaton moves.
-        let (min_delta, min_word) = (booster.min_delta(), booster.min_word());
-        // Round 0: every token with ε arcs, ascending, with its cost.
-        frontier.clear();
-        frontier.extend(
-            toks.iter()
-                .enumerate()
-                .filter(|(_, t)| has_eps(t.state))
-                .map(|(j, t)| (j as u32, t.cost)),
-        );
-        inq.clear();
-        inq.resize(toks.len(), false);
-        let mut pops = 0usize;
-        while !frontier.is_empty() {
-            pops += frontier.len();
-            if pops > 64 * toks.len() + 100_000 {
-                return Err(DecodeError::EpsilonCycle {
-                    utt: self.id.clone(),
-                    frame: self.frames.len(),
-                });
-            }
-            flagged.clear();
-            for &(u, cost) in frontier.iter() {
-                let LTok { state, lm, .. } = toks[u as usize];
-                // Relaxes the ε step `$a` (an arc id) of graph cost `$gc` to search state `$d`
-                // with automaton state `$lm`. `cost` is the source's cost at the start of the
-                // round, not its current one.
-                macro_rules! relax_eps_to {
-                    ($a:expr, $gc:expr, $d:expr, $lm:expr) => {{
-                        let (a, gc, d, lm): (u32, f32, usize, u32) = ($a, $gc, $d, $lm);
-                        let c = cost + gc;
-                        if c > cutoff {
-                            continue;
-                        }
-                        let j = find::<B>(map, chain, toks, d, lm);
-                        if j == NONE {
-                            let j = toks.len() as u32;
-                            if B::STATEFUL {
-                                chain.push(map[d]);
-                            }
-                            map[d] = j;
-                            toks.push(LTok {
-                                state: d as u32,
-                                lm,
-                                cost: c,
-                                extra: 0.0,
-                            });
-                            bp.push(Bp { src: u, arc: a });
-                            let eps = has_eps(d as u32);
-                            inq.push(eps);
-                            if eps {
-                                flagged.push(j);
-                            }
-                        } else {
-                            let tok = &mut toks[j as usize];
-                            let b = &mut bp[j as usize];
-                            if c < tok.cost {
-                                tok.cost = c;
-                                *b = Bp { src: u, arc: a };
-                                if !inq[j as usize] && has_eps(d as u32) {
-                                    inq[j as usize] = true;
-                                    flagged.push(j);
-                                }
-                            } else if c == tok.cost && a < b.arc {
-                                *b = Bp { src: u, arc: a };
-                            }
-                        }
-                    }};
-                }
-                // Relaxes main ε arc `$a` with the booster's `$delta` (two loops, as in the
-                // expansion: a token of an unmarked state asks nothing per arc).
-                macro_rules! relax_eps {
-                    ($a:expr, $delta:expr) => {{
-                        let a = $a;
-                        if cost + ((g.weight[a] + min_delta) + min_word) > cutoff {
-                            continue;
-                        }
-                        let (lm, wc) = word_step(g, booster, a, lm);
-                        let gc = g.weight[a] + $delta + wc;
-                        relax_eps_to!(a as u32, gc, g.next[a] as usize, lm)
-                    }};
-                }
-                if state >= n_main {
-                    // Inside the context: its ε arcs, then the exit of a completed phrase.
-                    let cx = cx.expect("a context token has a context");
-                    let cg = &cx.graph.graph;
-                    let (ri, c) = cx.split(state);
-                    for a in cg.non_emitting(c) {
-                        let d = cx.state(ri, cg.next[a]) as usize;
-                        relax_eps_to!(cx.a_main + a as u32, cg.weight[a], d, lm);
-                    }
-                    let fc = cg.final_cost[c as usize];
-                    if fc.is_finite() {
-                        let r = slot.expect("a context has a slot").returns[ri as usize];
-                        // (Last step of this token: a cut `continue`s to the next.)
-                        relax_eps_to!(cx.exit_arc(c), fc, r as usize, lm);
-                    }
-                    continue;
-                }
-                let arcs = g.non_emitting(state);
-                if has_slot(state) {
-                    // Slot arcs enter the context at the arc's (entry) cost, returning to the
-                    // arc's destination; without a context they are not followed.
-                    let sl = slot.expect("checked");
-                    let touched = booster.touches_eps(state);
-                    for a in arcs {
-                        if g.olabel[a] != sl.word {
-                            relax_eps!(a, delta_of(booster, touched, a));
-                        } else if let Some(cx) = cx.filter(|_| sl.is_entry(a)) {
-                            let ri = sl.return_index(g.next[a]);
-                            if map.len() < cx.map_len(ri) {
-                                map.resize(cx.map_len(ri), NONE);
-                            }
-                            let d = cx.state(ri, cx.graph.graph.start) as usize;
-                            relax_eps_to!(a as u32, g.weight[a], d, lm);
-                        }
-                    }
-                } else if booster.touches_eps(state) {
-                    for a in arcs {
-                        relax_eps!(a, booster.delta(a as u32));
-                    }
-                } else {
-                    for a in arcs {
-                        relax_eps!(a, -0.0);
-                    }
-                }
-            }
-            // The next round: the tokens created or improved in this one, ascending, with
-            // their costs at the end of this round.
-            flagged.sort_unstable();
-            frontier.clear();
-            for &j in flagged.iter() {
-                inq[j as usize] = false;
-                frontier.push((j, toks[j as usize].cost));
-            }
-        }
-        if cfg.lattice {
-            for (u, t) in toks.iter().enumerate() {
-                // Records the ε step `$a` of graph cost `$gc` to search state `$d` (its token
-                // exists: the rounds relaxed every step within the cut).
-                macro_rules! link_to {
-                    ($a:expr, $gc:expr, $d:expr, $lm:expr) => {{
-                        let (a, gc, d, lm): (u32, f32, usize, u32) = ($a, $gc, $d, $lm);
-                        if t.cost + gc > cutoff {
-                            continue;
-                        }
-                        let dst = find::<B>(map, chain, toks, d, lm);
-                        debug_assert_ne!(dst, NONE);
-                        links.push(Link {
-                            src: u as u32,
-                            dst,
-                            arc: a,
-                            graph: gc,
-                            ac: 0.0,
-                        });
-                    }};
-                }
-                macro_rules! link_eps {
-                    ($a:expr, $delta:expr) => {{
-                        let a = $a;
-                        if t.cost + ((g.weight[a] + min_delta) + min_word) > cutoff {
-                            continue;
-                        }
-                        let (lm, wc) = word_step(g, booster, a, t.lm);
-                        let gc = g.weight[a] + $delta + wc;
-                        link_to!(a as u32, gc, g.next[a] as usize, lm)
-                    }};
-                }
-                if t.state >= n_main {
-                    let cx = cx.expect("a context token has a context");
-                    let cg = &cx.graph.graph;
-                    let (ri, c) = cx.split(t.state);
-                    for a in cg.non_emitting(c) {
-                        let d = cx.state(ri, cg.next[a]) as usize;
-                        link_to!(cx.a_main + a as u32, cg.weight[a], d, t.lm);
-                    }
-                    let fc = cg.final_cost[c as usize];
-                    if fc.is_finite() {
-                        let r = slot.expect("a context has a slot").returns[ri as usize];
-                        // (Last step of this token: a cut `continue`s to the next.)
-                        link_to!(cx.exit_arc(c), fc, r as usize, t.lm);
-                    }
-                    continue;
-                }
-                let arcs = g.non_emitting(t.state);
-                if arcs.is_empty() {
-                    continue;
-                }
-                if has_slot(t.state) {
-                    let sl = slot.expect("checked");
-                    let touched = booster.touches_eps(t.state);
-                    for a in arcs {
-                        if g.olabel[a] != sl.word {
-                            link_eps!(a, delta_of(booster, touched, a));
-                        } else if let Some(cx) = cx.filter(|_| sl.is_entry(a)) {
-                            let ri = sl.return_index(g.next[a]);
-                            let d = cx.state(ri, cx.graph.graph.start) as usize;
-                            link_to!(a as u32, g.weight[a], d, t.lm);
-                        }
-                    }
-                } else if booster.touches_eps(t.state) {
-                    for a in arcs {
-                        link_eps!(a, booster.delta(a as u32));
-                    }
-                } else {
-                    for a in arcs {
-                        link_eps!(a, -0.0);
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Stores frame `frame` (its tokens and links), computes the frontier's word traces and
     /// silence counts from the best predecessors, sets the next expand cut, clears the state map.
     /// A zero-cost ε cycle can leave back-pointers going round it (a tie moves a token's
@@ -1075,7 +521,7 @@ impl Stream {
     #[allow(clippy::too_many_arguments)]
     fn finish_frame(
         &mut self,
-        dec: &Decoder<'_>,
+        dec: &SearchSpace<'_>,
         toks: Vec<LTok>,
         links: Vec<Link>,
         num_emitting: usize,
@@ -1356,7 +802,7 @@ impl Stream {
     }
 
     /// The arc labels of the current segment (main graph and context).
-    pub(crate) fn labels<'a>(&'a self, dec: &Decoder<'a>) -> ArcLabels<'a> {
+    pub(crate) fn labels<'a>(&'a self, dec: &SearchSpace<'a>) -> ArcLabels<'a> {
         ArcLabels {
             g: dec.graph(),
             ctx: self.active.as_ref(),
