@@ -397,8 +397,10 @@ mod tests {
         use crate::settings::Block;
         // Read after decoding (which words get P/R/F1): points differing in it share a decode.
         let scoring_only = [crate::key!(Common, targets)];
-        let mut c = Common::default();
-        c.dataset = Some("d".into());
+        let c = Common {
+            dataset: Some("d".into()),
+            ..Common::default()
+        };
         let keys = setup_key_of("f", &c) + &decode_key_of(&c);
         for spec in Common::SPECS {
             let named = keys.contains(&format!(";{}=", spec.name));
