@@ -2,7 +2,69 @@
 
 use super::*;
 
+/// A registry in `d` with one audio entry `radio` over pocketsphinx's test recordings, with
+/// `extra` lines (its radio channel), and `decode` of it with `set` (a `--set KEY=VALUE`).
+fn radio_case(d: &std::path::Path, extra: &str, set: Option<&str>) -> Vec<String> {
+    let r = common::root().canonicalize().unwrap();
+    let t = r.join("datasets/pocketsphinx-test");
+    let reg = d.join("datasets.toml");
+    std::fs::write(
+        &reg,
+        format!(
+            "[radio]\nkind = \"audio\"\nmodel = \"{}\"\ndata = \"{}\"\nlexicon = \"{}\"\nlm = \"{}\"\n{extra}",
+            r.join("datasets/sphinx-en-us").display(),
+            t.join("data").display(),
+            t.join("lexicon.txt").display(),
+            t.join("lm.arpa").display()
+        ),
+    )
+    .unwrap();
+    let mut args = strs(&["decode", "--registry"]);
+    args.push(reg.display().to_string());
+    args.extend(strs(&["--dataset", "radio", "--methods", "none"]));
+    if let Some(x) = set {
+        args.extend(strs(&["--set", x]));
+    }
+    args
+}
+
 bad_inputs! {
+
+    radio_snr_without_channel: "snr_db set for an audio entry that has no radio channel"
+        => |b| {
+            let d = b.case_dir("radio-snr-without-channel");
+            (
+                radio_case(&d, "", Some("snr_db=10")),
+                Expect::Fails(strs(&["dataset radio", "the entry has no radio channel ([radio.channel])"])),
+            )
+        };
+
+    radio_clip_out_of_range: "a radio channel clipping above its peak"
+        => |b| {
+            let d = b.case_dir("radio-clip");
+            (
+                radio_case(&d, "[radio.channel]\nsnr_db = 10.0\nclip = 1.5\n", None),
+                Expect::Fails(strs(&["dataset radio", "clip 1.5 must be in (0, 1]"])),
+            )
+        };
+
+    radio_band_above_nyquist: "a radio channel's pass band beyond a 16 kHz recording's"
+        => |b| {
+            let d = b.case_dir("radio-band");
+            (
+                radio_case(&d, "[radio.channel]\nsnr_db = 10.0\nhigh_hz = 9000.0\n", None),
+                Expect::Fails(strs(&["dataset radio", "pass band 300–9000 Hz"])),
+            )
+        };
+
+    radio_unknown_key: "a radio channel key misspelt"
+        => |b| {
+            let d = b.case_dir("radio-key");
+            (
+                radio_case(&d, "[radio.channel]\nsnr = 10.0\n", None),
+                Expect::Fails(strs(&["datasets.toml", "unknown field `snr`", "snr_db"])),
+            )
+        };
     segments: "segments naming a recording wav.scp does not list"
         => |b| {
             let d = b.case_dir("segments");
