@@ -28,10 +28,7 @@ fn a_thousand_earnings_entities_compile_in_milliseconds() {
     let list = ContextList {
         phrases: oracle.phrases[..1000]
             .iter()
-            .map(|w| ContextPhrase {
-                words: w.clone(),
-                weight: 3.0,
-            })
+            .map(|w| ContextPhrase::new(w.clone(), 3.0))
             .collect(),
     };
     for (topo, max_blanks) in [
@@ -103,10 +100,7 @@ fn the_same_entities_compile_as_phone_hmms() {
     let list = ContextList {
         phrases: ds.global_lists["oracle"].phrases[..1000]
             .iter()
-            .map(|w| ContextPhrase {
-                words: w.clone(),
-                weight: 3.0,
-            })
+            .map(|w| ContextPhrase::new(w.clone(), 3.0))
             .collect(),
     };
     let mut best = f64::INFINITY;

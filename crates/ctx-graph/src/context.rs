@@ -6,7 +6,9 @@
 //!
 //! The phrases form a trie over (token, word output) pairs: phrases that start with the same
 //! words share states; a word's output label sits on the arc that reads its first token, so two
-//! words spelled alike still leave apart. Each trie node becomes the states of one CTC token:
+//! words spelled alike still leave apart. A phrase with spellings (NeMo's `WORD_SPELLING…`,
+//! [`ContextList`]) is a path per spelling that writes the phrase's own words: `gpu_g p u`
+//! reads the tokens of *g p u* and writes *gpu*. Each trie node becomes the states of one CTC token:
 //! - **normal** (exact CTC rules): node `n` holding token `u` has `E(n)` (just read `u`; `u`
 //!   again holds it) and, when it has children, `B(n)` (a blank after `u`). A child with token `v`
 //!   is entered from `E(n)` when `v ≠ u` and always from `B(n)`: a repeated token needs a blank.
@@ -56,9 +58,10 @@ pub struct ContextGraph {
     pub graph: DecodingGraph,
     /// Output label `k > 0` is `words[k − 1]`.
     pub words: Vec<String>,
-    /// Phrases compiled.
+    /// Phrases compiled (with at least one spelling kept).
     pub phrases: usize,
-    /// Phrases left out because a word could not be spelled (the spelling gave nothing).
+    /// Word sequences (phrases, or a phrase's spellings) left out because a word could not be
+    /// spelled (the spelling gave nothing).
     pub unspellable: Vec<String>,
 }
 
@@ -123,7 +126,8 @@ impl std::fmt::Display for ClassCost {
 
 impl ContextGraph {
     /// Compiles `list`: each word spelled by `spell` into token ids (1-based, as in T; `None` or
-    /// an empty spelling leaves the phrase out and names it in `unspellable`), laid out for
+    /// an empty spelling leaves that word sequence out and names it in `unspellable`; a phrase
+    /// with more words than a spelling of it has tokens is an error), laid out for
     /// `topo`, with at most `max_blanks` blank frames between two tokens of a phrase (`None`:
     /// unbounded; `Some(0)` is an error). A token id 0 (the blank) in a spelling is an error.
     pub fn compile(
@@ -238,48 +242,68 @@ impl Trie {
         let mut index: FxHashMap<(usize, u32, u32), usize> = FxHashMap::default();
         let mut unspellable = Vec::new();
         let mut phrases = 0;
-        'phrase: for p in &list.phrases {
-            let mut pieces: Vec<(u32, u32)> = Vec::new();
-            for w in &p.words {
-                let sp = spelled
-                    .entry(w.as_str())
-                    .or_insert_with(|| spell(w).filter(|s| !s.is_empty()));
-                let Some(sp) = sp else {
-                    unspellable.push(p.words.join(" "));
-                    continue 'phrase;
-                };
-                if sp.contains(&0) {
+        for p in &list.phrases {
+            let mut kept = false;
+            'spelling: for sp in p.spelled() {
+                // Units of the spelling and, per unit, the display word it writes: the
+                // phrase's own words each on its first unit; a spelling's display words on the
+                // first units of its words, then on the units after them (NeMo writes the
+                // phrase, not the spelling).
+                let mut units: Vec<u32> = Vec::new();
+                let mut firsts: Vec<usize> = Vec::new();
+                for w in sp {
+                    let s = spelled
+                        .entry(w.as_str())
+                        .or_insert_with(|| spell(w).filter(|s| !s.is_empty()));
+                    let Some(s) = s else {
+                        unspellable.push(sp.join(" "));
+                        continue 'spelling;
+                    };
+                    if s.contains(&0) {
+                        return Err(GraphError::Invalid(format!(
+                            "the spelling of '{w}' holds {zero}"
+                        )));
+                    }
+                    firsts.push(units.len());
+                    units.extend_from_slice(s);
+                }
+                let rest = (0..units.len()).filter(|i| !firsts.contains(i));
+                let slots: Vec<usize> = firsts.iter().copied().chain(rest).collect();
+                if p.words.len() > slots.len() {
                     return Err(GraphError::Invalid(format!(
-                        "the spelling of '{w}' holds {zero}"
+                        "'{}' has more words than its spelling '{}' has units",
+                        p.words.join(" "),
+                        sp.join(" ")
                     )));
                 }
-                let id = *word_ids.entry(w.as_str()).or_insert_with(|| {
-                    words.push(w.clone());
-                    words.len() as u32
-                });
-                for (i, &t) in sp.iter().enumerate() {
-                    pieces.push((t, if i == 0 { id } else { 0 }));
+                let mut out = vec![0u32; units.len()];
+                for (w, &slot) in p.words.iter().zip(&slots) {
+                    out[slot] = *word_ids.entry(w.as_str()).or_insert_with(|| {
+                        words.push(w.clone());
+                        words.len() as u32
+                    });
                 }
+                let mut n = 0;
+                for (t, o) in units.into_iter().zip(out) {
+                    n = match index.get(&(n, t, o)) {
+                        Some(&c) => c,
+                        None => {
+                            let c = nodes.len();
+                            nodes.push(Node {
+                                token: t,
+                                ..Node::default()
+                            });
+                            nodes[n].children.push((t, o, c));
+                            index.insert((n, t, o), c);
+                            c
+                        }
+                    };
+                }
+                let best = nodes[n].weight.map_or(p.weight, |w| w.max(p.weight));
+                nodes[n].weight = Some(best);
+                kept = true;
             }
-            let mut n = 0;
-            for (t, o) in pieces {
-                n = match index.get(&(n, t, o)) {
-                    Some(&c) => c,
-                    None => {
-                        let c = nodes.len();
-                        nodes.push(Node {
-                            token: t,
-                            ..Node::default()
-                        });
-                        nodes[n].children.push((t, o, c));
-                        index.insert((n, t, o), c);
-                        c
-                    }
-                };
-            }
-            let best = nodes[n].weight.map_or(p.weight, |w| w.max(p.weight));
-            nodes[n].weight = Some(best);
-            phrases += 1;
+            phrases += usize::from(kept);
         }
         Ok(Self {
             nodes,
@@ -728,6 +752,35 @@ mod tests {
         assert_eq!(read(gr, &[t(6), t(6)]), Some((1.5, vec![4])));
         // Blanks before the first token belong to the main graph.
         assert_eq!(read(gr, &[B, t(6)]), None);
+    }
+
+    #[test]
+    fn a_phrase_with_spellings_reads_each_and_writes_its_own_words() {
+        // NeMo's form: the phrase "zorblax inc", heard as "zorro mute" or as "zorblax"; the
+        // phrase "nobody" has one spelling no one can spell, and "zed" has none spellable.
+        let g = compile(
+            "zorblax inc_zorro mute_zorblax\t3\nmute_nobody knows_mute corp\nzed_nobody\n",
+            CtcTopology::Normal,
+        );
+        assert_eq!(g.phrases, 2);
+        assert_eq!(g.unspellable, ["nobody knows", "nobody"]);
+        assert_eq!(g.words, ["zorblax", "inc", "mute"]);
+        let gr = &g.graph;
+        // zorro mute (7 5 6) writes zorblax on its first word's token, inc on its second's.
+        assert_eq!(read(gr, &[t(7), t(5), t(6)]), Some((-3.0, vec![1, 2])));
+        // zorblax (7 7 9): one word, so inc goes on its next token.
+        assert_eq!(read(gr, &[t(7), B, t(7), t(9)]), Some((-3.0, vec![1, 2])));
+        // mute corp (6 4) writes mute; the word itself is no spelling of it.
+        assert_eq!(read(gr, &[t(6), t(4)]), Some((-2.0, vec![3])));
+        assert_eq!(read(gr, &[t(6)]), None);
+        // A phrase longer than a spelling's tokens cannot be written by it.
+        let list = ContextList::parse("a b c_mute\n", Path::new("ctx"), 2.0, true).unwrap();
+        let err = ContextGraph::compile(&list, spell, CtcTopology::Normal, None).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("'a b c' has more words than its spelling 'mute' has units"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -17,8 +17,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use wfst_search::Booster;
 
-/// One utterance's phrases as Python gave them: (words, weight).
-pub(crate) type Phrases = Vec<(Vec<String>, f32)>;
+/// One utterance's phrases as Python gave them (a string may hold NeMo's spellings,
+/// `word_spelling1_spelling2`).
+pub(crate) type Phrases = Vec<ContextPhrase>;
 
 /// `contexts` as each of `n` utterances' phrases: `None`; one list of phrases for all (each a
 /// string, at `weight`, or a `(string, weight)` pair); or a list of `n` such lists (or `None`),
@@ -108,11 +109,11 @@ fn phrases(list: &Bound<'_, PyList>, what: &str, weight: f32) -> PyResult<Phrase
                     type_name(&e)
                 )));
             };
-            let words: Vec<String> = text.split_whitespace().map(str::to_string).collect();
-            if words.is_empty() {
-                return Err(PyValueError::new_err(format!("{what}: an empty phrase")));
+            match ContextPhrase::parse(&text, w, false, None) {
+                Ok(Some(p)) => Ok(p),
+                Ok(None) => Err(PyValueError::new_err(format!("{what}: an empty phrase"))),
+                Err(msg) => Err(PyValueError::new_err(format!("{what}: {msg}"))),
             }
-            Ok((words, w))
         })
         .collect()
 }
@@ -137,7 +138,10 @@ pub(crate) struct Compiled {
 }
 
 /// Compiled lists by their phrases (words and weight bits): a decoder's cache across calls.
-pub(crate) type Cache = BTreeMap<Vec<(Vec<String>, u32)>, (Option<Arc<ContextGraph>>, Booster)>;
+pub(crate) type Cache = BTreeMap<Vec<CacheKey>, (Option<Arc<ContextGraph>>, Booster)>;
+
+/// A phrase as the cache knows it: words, spellings, weight's bits.
+pub(crate) type CacheKey = (Vec<String>, Vec<Vec<String>>, u32);
 
 /// Lists a decoder keeps compiled; past this the cache starts over.
 const CACHE_LISTS: usize = 1024;
@@ -163,8 +167,10 @@ impl Compiler<'_> {
                 out.boosters.push(Booster::None);
                 continue;
             };
-            let key: Vec<(Vec<String>, u32)> =
-                p.iter().map(|(w, x)| (w.clone(), x.to_bits())).collect();
+            let key: Vec<CacheKey> = p
+                .iter()
+                .map(|c| (c.words.clone(), c.spellings.clone(), c.weight.to_bits()))
+                .collect();
             if !cache.contains_key(&key) {
                 if cache.len() >= CACHE_LISTS {
                     cache.clear();
@@ -191,12 +197,7 @@ impl Compiler<'_> {
         p: Phrases,
         map: &[u32],
     ) -> anyhow::Result<(Option<Arc<ContextGraph>>, Booster)> {
-        let list = ContextList {
-            phrases: p
-                .into_iter()
-                .map(|(words, weight)| ContextPhrase { words, weight })
-                .collect(),
-        };
+        let list = ContextList { phrases: p };
         let (context, pen) =
             context_of(&list, self.words, self.word_insertion_penalty, |offered| {
                 let mut g = ContextGraph::compile(

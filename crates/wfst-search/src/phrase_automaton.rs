@@ -100,8 +100,8 @@ impl PhraseAutomaton {
         })
     }
 
-    /// The main-graph side of an open-vocabulary list's negative weights: each phrase with a
-    /// weight below 0 whose words all have an id (`word_id`: the main graph's words table)
+    /// The main-graph side of an open-vocabulary list's negative weights: each phrase (each of
+    /// its spellings) with a weight below 0 whose words all have an id (`word_id`: the main graph's words table)
     /// costs −weight when a path completes it, as the context graph charges its own copy. A
     /// phrase with a word the graph lacks needs nothing here (only the context can write it).
     /// `None` when no phrase qualifies; else the automaton and how many phrases it holds.
@@ -123,10 +123,12 @@ impl PhraseAutomaton {
         let phrases: Vec<(Vec<u32>, f32)> = list
             .phrases
             .iter()
-            .filter(|p| p.weight < 0.0 && !p.words.is_empty())
-            .filter_map(|p| {
-                let ids: Option<Vec<u32>> = p.words.iter().map(|w| word_id(w)).collect();
-                ids.map(|ids| (ids, -p.weight))
+            .filter(|p| p.weight < 0.0)
+            .flat_map(|p| p.spelled().map(move |s| (s, -p.weight)))
+            .filter(|(s, _)| !s.is_empty())
+            .filter_map(|(s, cost)| {
+                let ids: Option<Vec<u32>> = s.iter().map(|w| word_id(w)).collect();
+                ids.map(|ids| (ids, cost))
             })
             .collect();
         if phrases.is_empty() {

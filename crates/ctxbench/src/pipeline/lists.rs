@@ -3,10 +3,10 @@
 
 use anyhow::{bail, Result};
 use ctx_core::bias::BiasList;
-use ctx_core::context_list::ContextList;
+use ctx_core::context_list::{ContextList, ContextPhrase};
 use ctx_data::dataset::{Dataset, Utterance};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 /// A static (whole-set) phrase list, sorted and de-duplicated: `sequences` is the union of every
@@ -31,8 +31,9 @@ pub fn static_list(dataset: &Dataset, name: &str) -> Result<Vec<Vec<String>>> {
                 set.extend(entity_phrases(u));
             }
         }
-        other if other.starts_with("file:") && other.len() > 5 => {
-            set.extend(bias_list_of(&*file_list(Path::new(&other[5..]))?).phrases);
+        other if ListFile::parse(other).is_some() => {
+            let f = ListFile::parse(other).expect("checked");
+            set.extend(bias_list_of(&*file_list(&f)?).phrases);
         }
         other => match (
             dataset.global_lists.get(other),
@@ -82,38 +83,97 @@ pub enum ListKind {
     /// `<TAB>weight` that only open-vocabulary contexts read; a phrase with a negative weight
     /// is a suppression there and left out of the other methods' lists): the list a user
     /// holds, at any size.
-    File(std::path::PathBuf),
+    File(ListFile),
     /// Each utterance's list of a kind plus one phrase file's phrases (`KIND+file:PATH`): the
     /// utterance's own phrases among distractors, a "global" list (a phrase in
     /// both counts once).
-    Plus(Box<ListKind>, std::path::PathBuf),
+    Plus(Box<ListKind>, ListFile),
+}
+
+/// A phrase file and its format: ours (`file:PATH`, `phrase[<TAB>weight]`) or NVIDIA NeMo's
+/// context-biasing file (`nemo:PATH`, `WORD_SPELLING1_SPELLING2` per line, an optional
+/// `<TAB>weight`): NeMo's underscore is a separator, so a file of ours whose words hold one
+/// (ATC's `k_l_m`) is read as written.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ListFile {
+    /// Where the file is.
+    pub path: PathBuf,
+    /// Whether underscores separate a phrase from its spellings (NeMo's format).
+    pub nemo: bool,
+}
+
+impl ListFile {
+    /// `file:PATH` or `nemo:PATH` (a non-empty path), else `None`.
+    pub fn parse(s: &str) -> Option<Self> {
+        let (p, nemo) = match (s.strip_prefix("file:"), s.strip_prefix("nemo:")) {
+            (Some(p), _) => (p, false),
+            (_, Some(p)) => (p, true),
+            _ => return None,
+        };
+        (!p.is_empty()).then(|| Self {
+            path: p.into(),
+            nemo,
+        })
+    }
+
+    /// A file in our format (`file:PATH`).
+    pub fn ours(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            nemo: false,
+        }
+    }
+
+    /// Reads the file (errors name it and the line); lines without a weight get `weight`.
+    pub fn read(&self, weight: f32) -> Result<ContextList> {
+        Ok(ContextList::read_with(
+            &self.path,
+            weight,
+            true,
+            self.nemo.then_some('_'),
+        )?)
+    }
+}
+
+impl std::fmt::Display for ListFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = if self.nemo { "nemo" } else { "file" };
+        write!(f, "{kind}:{}", self.path.display())
+    }
 }
 
 impl ListKind {
     /// Parses `sequences`, `unigrams`, `gt`, `test-words`, `other-words`, `list:NAME` (a
-    /// global list) or `file:PATH` (a phrase file).
+    /// global list), `file:PATH` (a phrase file) or `nemo:PATH` (a NeMo context file).
     ///
     /// ```
-    /// use ctxbench::pipeline::ListKind;
-    /// assert_eq!(ListKind::parse("file:names.tsv"), Some(ListKind::File("names.tsv".into())));
+    /// use ctxbench::pipeline::{ListFile, ListKind};
+    /// assert_eq!(ListKind::parse("file:names.tsv"), Some(ListKind::File(ListFile::ours("names.tsv"))));
     /// assert_eq!(ListKind::parse("file:"), None);
     /// assert_eq!(ListKind::parse("list:rare"), Some(ListKind::Global("rare".into())));
     /// assert_eq!(
     ///     ListKind::parse("sequences+file:d.txt"),
-    ///     Some(ListKind::Plus(Box::new(ListKind::Sequences), "d.txt".into()))
+    ///     Some(ListKind::Plus(Box::new(ListKind::Sequences), ListFile::ours("d.txt")))
     /// );
     /// assert_eq!(ListKind::parse("file:a+file:b"), None);
+    /// let nemo = ListKind::parse("gt+nemo:ctx.txt").unwrap();
+    /// assert!(matches!(nemo, ListKind::Plus(_, f) if f.nemo && f.to_string() == "nemo:ctx.txt"));
     /// ```
     pub fn parse(s: &str) -> Option<Self> {
-        if let Some((own, path)) = s.split_once("+file:") {
-            let own = Self::parse(own)?;
-            if path.is_empty() || matches!(own, Self::File(_) | Self::Plus(..)) {
+        let plus = s.find("+file:").or_else(|| s.find("+nemo:"));
+        if let Some(i) = plus {
+            let own = Self::parse(&s[..i])?;
+            let file = ListFile::parse(&s[i + 1..])?;
+            if matches!(own, Self::File(_) | Self::Plus(..)) {
                 return None;
             }
-            return Some(Self::Plus(Box::new(own), path.into()));
+            return Some(Self::Plus(Box::new(own), file));
         }
-        if let Some(p) = s.strip_prefix("file:") {
-            return (!p.is_empty()).then(|| Self::File(p.into()));
+        if let Some(f) = ListFile::parse(s) {
+            return Some(Self::File(f));
+        }
+        if s.starts_with("file:") || s.starts_with("nemo:") {
+            return None;
         }
         match s {
             "test-words" => Some(Self::TestWords),
@@ -135,7 +195,7 @@ impl ListKind {
 pub fn dataset_kind(key: &str, l: &str) -> Result<ListKind> {
     match ListKind::parse(l) {
         Some(ListKind::TestWords | ListKind::OtherWords) | None => {
-            bail!("{key} '{l}' (sequences, unigrams, gt, list:NAME, file:PATH or KIND+file:PATH)")
+            bail!("{key} '{l}' (sequences, unigrams, gt, list:NAME, file:PATH, nemo:PATH or KIND+file:PATH)")
         }
         Some(k) => Ok(k),
     }
@@ -151,25 +211,25 @@ fn entity_phrases(u: &Utterance) -> impl Iterator<Item = Vec<String>> + '_ {
 pub enum OpenList {
     /// Each utterance's dataset list of this kind, every phrase at the run's weight.
     Dataset(ListKind),
-    /// One phrase file for every utterance (`file:PATH`): a phrase per line with an optional
-    /// `<TAB>weight` (the run's weight otherwise; negative weights suppress).
-    File(std::path::PathBuf),
+    /// One phrase file for every utterance (`file:PATH`, or NeMo's `nemo:PATH`): a phrase per
+    /// line with an optional `<TAB>weight` (the run's weight otherwise; negative weights
+    /// suppress).
+    File(ListFile),
 }
 
 impl OpenList {
-    /// Parses `file:PATH` or a [`ListKind`].
+    /// Parses `file:PATH`, `nemo:PATH` or a [`ListKind`].
     ///
     /// ```
-    /// use ctxbench::pipeline::{ListKind, OpenList};
-    /// assert_eq!(OpenList::parse("file:names.tsv"), Some(OpenList::File("names.tsv".into())));
+    /// use ctxbench::pipeline::{ListFile, ListKind, OpenList};
+    /// assert_eq!(OpenList::parse("file:names.tsv"), Some(OpenList::File(ListFile::ours("names.tsv"))));
     /// assert_eq!(OpenList::parse("gt"), Some(OpenList::Dataset(ListKind::GroundTruth)));
     /// assert_eq!(OpenList::parse("file:"), None);
     /// ```
     pub fn parse(s: &str) -> Option<Self> {
-        match s.strip_prefix("file:") {
-            Some("") => None,
-            Some(p) => Some(Self::File(p.into())),
-            None => ListKind::parse(s).map(Self::Dataset),
+        match ListKind::parse(s)? {
+            ListKind::File(f) => Some(Self::File(f)),
+            k => Some(Self::Dataset(k)),
         }
     }
 }
@@ -186,14 +246,48 @@ pub fn dataset_list_of(ds: &Dataset, u: &Utterance, kind: &ListKind) -> Option<B
         },
         ListKind::Global(name) => ds.named_list(name, u).cloned().unwrap_or_default(),
         // Read (once per process) when the run's lists were checked ([`check_global`]).
-        ListKind::File(path) => return file_list(path).ok().map(|l| bias_list_of(&l)),
-        ListKind::Plus(own, path) => {
+        ListKind::File(f) => return file_list(f).ok().map(|l| bias_list_of(&l)),
+        ListKind::Plus(own, f) => {
             let own = dataset_list_of(ds, u, own)?;
-            let file = file_list(path).ok().map(|l| bias_list_of(&l))?;
+            let file = file_list(f).ok().map(|l| bias_list_of(&l))?;
             union(own, file)
         }
         ListKind::TestWords | ListKind::OtherWords => return None,
     })
+}
+
+/// The phrases of an utterance's list with their spellings (NeMo's `WORD_SPELLING…`, only a
+/// phrase file has them), for a method that writes a phrase as a unit however it was heard
+/// (CTC-WS): a phrase file's phrases of weight 0 or more, the dataset's phrases as written;
+/// `None` as [`dataset_list_of`].
+pub fn spelled_list_of(ds: &Dataset, u: &Utterance, kind: &ListKind) -> Option<Vec<ContextPhrase>> {
+    let file = |f: &ListFile| -> Option<Vec<ContextPhrase>> {
+        let l = file_list(f).ok()?;
+        Some(
+            l.phrases
+                .iter()
+                .filter(|p| p.weight >= 0.0)
+                .cloned()
+                .collect(),
+        )
+    };
+    let plain = |l: BiasList| -> Vec<ContextPhrase> {
+        l.phrases
+            .into_iter()
+            .map(|w| ContextPhrase::new(w, 0.0))
+            .collect()
+    };
+    match kind {
+        ListKind::File(f) => file(f),
+        ListKind::Plus(own, f) => {
+            let mut out = plain(dataset_list_of(ds, u, own)?);
+            let seen: std::collections::HashSet<Vec<String>> =
+                out.iter().map(|p| p.words.clone()).collect();
+            out.extend(file(f)?.into_iter().filter(|p| !seen.contains(&p.words)));
+            Some(out)
+        }
+        _ => dataset_list_of(ds, u, kind).map(plain),
+    }
 }
 
 /// `a`'s phrases, then those of `b` that `a` lacks.
@@ -212,33 +306,38 @@ pub fn union(a: BiasList, b: BiasList) -> BiasList {
 
 /// The phrases of a phrase file that a list of phrases without weights holds: those with a
 /// weight of 0 or more (a negative weight suppresses a phrase in an open-vocabulary context;
-/// no other method has a use for it).
+/// no other method has a use for it), each as its spellings (NeMo's `WORD_SPELLING…`: a method
+/// that boosts the graph's words or the model's tokens boosts what the phrase may be heard as,
+/// and writes what it decodes), each word sequence once.
 pub fn bias_list_of(l: &ContextList) -> BiasList {
+    let mut seen = std::collections::HashSet::new();
     BiasList {
         phrases: l
             .phrases
             .iter()
             .filter(|p| p.weight >= 0.0)
-            .map(|p| p.words.clone())
+            .flat_map(|p| p.spelled())
+            .filter(|s| seen.insert(*s))
+            .map(<[String]>::to_vec)
             .collect(),
     }
 }
 
-/// A phrase file (`file:PATH`), read once per process and shared: errors name the file and the
-/// line; a file without a phrase is an error (it would decode unbiased under a biased row's
-/// label). Lines without a weight get weight 1.
-pub fn file_list(path: &Path) -> Result<Arc<ContextList>> {
-    static READ: Mutex<BTreeMap<PathBuf, Arc<ContextList>>> = Mutex::new(BTreeMap::new());
+/// A phrase file (`file:PATH` or `nemo:PATH`), read once per process and shared: errors name
+/// the file and the line; a file without a phrase is an error (it would decode unbiased under a
+/// biased row's label). Lines without a weight get weight 1.
+pub fn file_list(f: &ListFile) -> Result<Arc<ContextList>> {
+    static READ: Mutex<BTreeMap<ListFile, Arc<ContextList>>> = Mutex::new(BTreeMap::new());
     let mut read = READ.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(l) = read.get(path) {
+    if let Some(l) = read.get(f) {
         return Ok(l.clone());
     }
-    let l = ContextList::read(path, 1.0, true)?;
+    let l = f.read(1.0)?;
     if l.is_empty() {
-        bail!("{}: the file holds no phrase", path.display());
+        bail!("{}: the file holds no phrase", f.path.display());
     }
     let l = Arc::new(l);
-    read.insert(path.to_path_buf(), l.clone());
+    read.insert(f.clone(), l.clone());
     Ok(l)
 }
 
@@ -268,9 +367,9 @@ pub fn require_named(ds: &Dataset, kind: &ListKind) -> Result<()> {
 /// file (`file:PATH`) must read and hold a phrase (read here, once, before anything decodes).
 pub fn check_global(ds: &Dataset, key: &str, list: Option<&str>) -> Result<()> {
     let parsed = list.map(ListKind::parse);
-    if let Some(Some(ListKind::Plus(own, path))) = &parsed {
+    if let Some(Some(ListKind::Plus(own, f))) = &parsed {
         require_named(ds, own).map_err(|e| anyhow::anyhow!("{key}: {e:#}"))?;
-        file_list(path).map_err(|e| anyhow::anyhow!("{key} 'file:{}': {e:#}", path.display()))?;
+        file_list(f).map_err(|e| anyhow::anyhow!("{key} '{f}': {e:#}"))?;
         return Ok(());
     }
     match parsed {
@@ -279,9 +378,8 @@ pub fn check_global(ds: &Dataset, key: &str, list: Option<&str>) -> Result<()> {
             ds.name,
             lists_it_has(ds)
         ),
-        Some(Some(ListKind::File(path))) => {
-            file_list(&path)
-                .map_err(|e| anyhow::anyhow!("{key} 'file:{}': {e:#}", path.display()))?;
+        Some(Some(ListKind::File(f))) => {
+            file_list(&f).map_err(|e| anyhow::anyhow!("{key} '{f}': {e:#}"))?;
         }
         _ => {}
     }

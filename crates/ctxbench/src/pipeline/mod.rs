@@ -13,7 +13,7 @@ pub mod search;
 pub mod setup;
 pub mod utterance_lists;
 
-pub use lists::{dataset_list_of, static_list, ListKind, OpenList};
+pub use lists::{dataset_list_of, static_list, ListFile, ListKind, OpenList};
 pub use memory::{peak_mem_mb, reset_peak_mem};
 pub use otf_lm::OtfGBoost;
 pub use output::{

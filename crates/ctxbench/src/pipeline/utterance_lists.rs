@@ -19,12 +19,12 @@ pub fn set_list(setup: &Setup, kind: &ListKind) -> Option<BiasList> {
             .collect()
     };
     match kind {
-        ListKind::File(path) => crate::pipeline::lists::file_list(path)
+        ListKind::File(f) => crate::pipeline::lists::file_list(f)
             .ok()
             .map(|l| crate::pipeline::lists::bias_list_of(&l)),
-        ListKind::Plus(own, path) => {
+        ListKind::Plus(own, f) => {
             let own = set_list(setup, own)?;
-            let file = crate::pipeline::lists::file_list(path)
+            let file = crate::pipeline::lists::file_list(f)
                 .ok()
                 .map(|l| crate::pipeline::lists::bias_list_of(&l))?;
             Some(crate::pipeline::lists::union(own, file))

@@ -111,7 +111,7 @@ crate::settings_block! {
     /// Arc boosting's settings (000 §4.2, Algorithm 1).
     pub struct ArcBoost in "arc-boosting" {
         /// per-utterance list whose HCLG arcs (000 Algorithm 1) the search discounts:
-        /// sequences, unigrams, gt, list:NAME, file:PATH or KIND+file:PATH
+        /// sequences, unigrams, gt, list:NAME, file:PATH, nemo:PATH or KIND+file:PATH
         arcs_list: Option<String> = None => required; old "arc-boost",
         /// arc-boosting discount per boosted arc (graph units; negative = boost)
         arcs_discount: f64 = -2.0; old "arc-boost-discount",

@@ -3,9 +3,10 @@
 //! merged into its greedy hypothesis where they beat the greedy words (the end-to-end family's
 //! `e2e+ctc-ws`, model = "ctc").
 
-use crate::pipeline::lists::{dataset_list_of, ListKind};
+use crate::pipeline::lists::{spelled_list_of, ListKind};
 use anyhow::{anyhow, Context, Result};
 use ctc_ws::{ContextGraph, Labels, SpotterConfig};
+use ctx_core::context_list::ContextPhrase;
 use ctx_core::scores::ScoreMatrix;
 use ctx_data::bpe::{Bpe, UNK};
 use ctx_data::dataset::Dataset;
@@ -16,7 +17,7 @@ use std::time::Instant;
 crate::settings_block! {
     /// CTC-WS (`ctc-ws`; defaults: NeMo's script).
     pub struct CtcWs in "ctc-ws" {
-        /// each utterance's phrases to spot: sequences, unigrams, gt, list:NAME, file:PATH or KIND+file:PATH
+        /// each utterance's phrases to spot: sequences, unigrams, gt, list:NAME, file:PATH, nemo:PATH or KIND+file:PATH
         ws_list: Option<String> = None => required,
         /// beam of the spotter's token passing (NeMo 5.0)
         ws_beam: f64 = 5.0,
@@ -120,31 +121,39 @@ impl WordSpotter {
             }
             (!out.is_empty()).then_some(out)
         };
-        let mut index: HashMap<Vec<Vec<String>>, usize> = HashMap::new();
+        type Key = Vec<(Vec<String>, Vec<Vec<String>>)>;
+        let mut index: HashMap<Key, usize> = HashMap::new();
         let (mut graphs, mut which) = (Vec::new(), Vec::with_capacity(ds.utterances.len()));
         let (mut kept, mut dropped) = (0, 0);
         let mut sizes: Vec<(usize, usize)> = Vec::new();
         for u in &ds.utterances {
-            let list = dataset_list_of(ds, u, &kind)
-                .map(|l| l.phrases)
-                .unwrap_or_default();
+            let list: Vec<ContextPhrase> = spelled_list_of(ds, u, &kind).unwrap_or_default();
+            let key: Key = list
+                .iter()
+                .map(|p| (p.words.clone(), p.spellings.clone()))
+                .collect();
             let next = graphs.len();
-            let i = match index.get(&list) {
+            let i = match index.get(&key) {
                 Some(&i) => i,
                 None => {
+                    // NeMo's context file: a phrase and its spellings; the spot writes the
+                    // phrase. A spelling with a character the pieces lack is left out, and the
+                    // phrase with it when no spelling is left.
                     let mut items = Vec::new();
                     let mut lost = 0;
                     for p in &list {
-                        match spell(p) {
-                            Some(l) => items.push((p.join(" "), vec![l])),
-                            None => lost += 1,
+                        let spelled: Vec<Vec<u32>> = p.spelled().filter_map(&spell).collect();
+                        if spelled.is_empty() {
+                            lost += 1;
+                        } else {
+                            items.push((p.words.join(" "), spelled));
                         }
                     }
                     let g = ContextGraph::new(&items, 0, width)
                         .with_context(|| format!("the CTC-WS graph of utterance {}", u.id))?;
                     graphs.push(Arc::new(g));
                     sizes.push((items.len(), lost));
-                    index.insert(list, next);
+                    index.insert(key, next);
                     next
                 }
             };

@@ -190,7 +190,7 @@ crate::settings_block! {
         /// G_boosted − G)
         gboost_mode: GBoostMode = GBoostMode::Static,
         /// set (one list for the whole set) or utterance (each utterance's own list:
-        /// sequences, unigrams, gt, list:NAME, file:PATH or KIND+file:PATH; on-the-fly only)
+        /// sequences, unigrams, gt, list:NAME, file:PATH, nemo:PATH or KIND+file:PATH; on-the-fly only)
         gboost_scope: String = "set".into(),
     }
 }

@@ -102,7 +102,7 @@ pub fn open_contexts(
     let t = Instant::now();
     // A phrase file is read as a list arrives (its time counts); errors name file and line.
     let file = match list {
-        OpenList::File(path) => Some(ContextList::read(path, weight, true)?),
+        OpenList::File(f) => Some(f.read(weight)?),
         OpenList::Dataset(_) => None,
     };
     let wip = settings.word_insertion_penalty;
@@ -147,10 +147,7 @@ pub fn open_contexts(
                         phrases: e
                             .key()
                             .iter()
-                            .map(|w| ctx_core::context_list::ContextPhrase {
-                                words: w.clone(),
-                                weight,
-                            })
+                            .map(|w| ctx_core::context_list::ContextPhrase::new(w.clone(), weight))
                             .collect(),
                     };
                     e.insert(compile(&cl)?).clone()
@@ -208,7 +205,7 @@ crate::settings_block! {
     /// a graph with the class slot (wfst over an HCLG, ctc-wfst over a TLG, hclg-boost).
     pub struct OpenVocab in "open-vocab" {
         /// open-vocabulary list: each utterance's sequences, gt or list:NAME, or one phrase file
-        /// for all, file:PATH (phrase<TAB>weight per line)
+        /// for all, file:PATH (phrase<TAB>weight per line) or nemo:PATH (NeMo spellings)
         open_vocab: Option<String> = None => required,
         /// reward of a completed phrase of the list (graph units; earned only at its end)
         open_vocab_weight: f64 = 5.0,
@@ -239,7 +236,7 @@ impl OpenVocab {
             .map(|l| {
                 OpenList::parse(l).ok_or_else(|| {
                     anyhow::anyhow!(
-                        "open_vocab '{l}' (sequences, unigrams, gt, list:NAME, file:PATH)"
+                        "open_vocab '{l}' (sequences, unigrams, gt, list:NAME, file:PATH, nemo:PATH)"
                     )
                 })
             })
@@ -317,10 +314,10 @@ impl OpenVocab {
     /// The part of a decode key that a `file:PATH` list adds: a hash of the file's bytes (a
     /// changed file is a new point; an unreadable one fails when the point runs).
     pub fn file_key(&self) -> String {
-        let Ok(Some(OpenList::File(path))) = self.list() else {
+        let Ok(Some(OpenList::File(f))) = self.list() else {
             return String::new();
         };
-        match std::fs::read(&path) {
+        match std::fs::read(&f.path) {
             // FNV-1a: stable across runs and builds, unlike the std hasher.
             Ok(bytes) => {
                 let h = ctx_core::hash::fnv1a(&bytes);
@@ -334,16 +331,14 @@ impl OpenVocab {
     /// phrase, before anything runs; a `list:NAME` must be a global list of `ds`.
     pub fn check_lists(&self, ds: &ctx_data::dataset::Dataset) -> Result<()> {
         match self.list()? {
-            Some(OpenList::File(path)) => {
-                let l = ContextList::read(&path, 1.0, true)
-                    .map_err(|e| anyhow::anyhow!("open_vocab 'file:{}': {e:#}", path.display()))?;
+            Some(OpenList::File(f)) => {
+                let l = f
+                    .read(1.0)
+                    .map_err(|e| anyhow::anyhow!("open_vocab '{f}': {e:#}"))?;
                 // An empty list would decode unbiased under an open-vocabulary label (issue
                 // 58), as an empty --bias-list is refused.
                 if l.is_empty() {
-                    bail!(
-                        "open_vocab 'file:{}': the file holds no phrase",
-                        path.display()
-                    );
+                    bail!("open_vocab '{f}': the file holds no phrase");
                 }
             }
             Some(OpenList::Dataset(ListKind::Global(n))) if !ds.has_list(&n) => {

@@ -122,7 +122,7 @@ crate::settings_block! {
     /// Word boosting's settings (001 §3.3's B on any graph; the WFST and CTC families).
     pub struct WordBoost in "word-boosting" {
         /// per-utterance word list whose distinct words are boosted: sequences, unigrams, gt,
-        /// test-words, other-words, list:NAME, file:PATH or KIND+file:PATH
+        /// test-words, other-words, list:NAME, file:PATH, nemo:PATH or KIND+file:PATH
         word_boost: Option<String> = None => required,
         /// bonus per boosted word (graph units; positive = favoured; 001's rule: at most half
         /// the beam)
@@ -162,7 +162,7 @@ impl WordBoost {
 crate::settings_block! {
     /// Phrase boosting's settings (the CTC family: a bonus per word matched in order).
     pub struct PhraseBoost in "phrase-boosting" {
-        /// per-utterance phrase list: sequences, gt, list:NAME, file:PATH or KIND+file:PATH
+        /// per-utterance phrase list: sequences, gt, list:NAME, file:PATH, nemo:PATH or KIND+file:PATH
         phrase_boost: Option<String> = None => required,
         /// bonus per word of a phrase matched in order (graph units; a broken-off prefix keeps
         /// it, as in G-boosting)
@@ -195,7 +195,7 @@ pub fn parse_list(key: &str, v: Option<&str>) -> Result<Option<ListKind>> {
     v.map(|l| {
         ListKind::parse(l).ok_or_else(|| {
             anyhow::anyhow!(
-                "{key} '{l}' (sequences, unigrams, gt, test-words, other-words, list:NAME, file:PATH or KIND+file:PATH)"
+                "{key} '{l}' (sequences, unigrams, gt, test-words, other-words, list:NAME, file:PATH, nemo:PATH or KIND+file:PATH)"
             )
         })
     })
