@@ -220,6 +220,8 @@ impl Device for CudaDevice {
         params: &[u8],
     ) -> Result<()> {
         let (name, f) = self.kernels.get(k)?;
+        // The driver copies the kernel's parameter size from `params`: held to the struct's.
+        crate::shim::check_param_size(name, params)?;
         self.bind()?;
         // The parameter struct, 8-byte aligned; the driver copies it at launch.
         self.words.clear();

@@ -48,6 +48,19 @@ pub enum CudaError {
     /// A launch named a kernel that no kernel file exports.
     #[error("no kernel named {0} in kernels/")]
     UnknownKernel(String),
+    /// A launch whose parameter block is not the kernel's parameter struct (a host-side bug,
+    /// reported instead of reading past the block or leaving fields unset).
+    #[error("kernel {kernel} takes a {expected}-byte {params} but was given {given} bytes")]
+    ParamSize {
+        /// The kernel.
+        kernel: String,
+        /// Its parameter struct.
+        params: String,
+        /// The struct's size as the kernels' compiler lays it out.
+        expected: usize,
+        /// Bytes the launch passed.
+        given: usize,
+    },
     /// A copy outside an allocation (a host-side bug, reported instead of corrupting memory).
     #[error("copy of {bytes} bytes at offset {offset} is outside the {size}-byte buffer {what}")]
     OutOfBounds {

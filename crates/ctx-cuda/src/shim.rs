@@ -15,6 +15,8 @@ use crate::error::{CudaError, Result};
 use std::collections::HashMap;
 
 type ShimFn = unsafe extern "C" fn(u32, u32, u32, *const u8, u64, u64, u64);
+/// Writes a parameter struct's field offsets in order and returns its size.
+type LayoutFn = unsafe extern "C" fn(*mut u64) -> u64;
 
 include!(concat!(env!("OUT_DIR"), "/shim_table.rs"));
 
@@ -65,7 +67,7 @@ impl ShimDevice {
             *THREADS.get_or_init(|| env_number("CTX_SHIM_THREADS", "OS threads per launch", 1));
         Self {
             mem: HashMap::new(),
-            kernels: KernelTable::new(SHIM_KERNELS.iter().map(|&(n, f)| (n.to_string(), f))),
+            kernels: KernelTable::new(SHIM_KERNELS.iter().map(|&(n, f, _)| (n.to_string(), f))),
             limit: None,
             used: 0,
             schedule,
@@ -187,7 +189,10 @@ impl Device for ShimDevice {
         block: u32,
         params: &[u8],
     ) -> Result<()> {
-        let (_, f) = self.kernels.get(k)?;
+        let (name, f) = self.kernels.get(k)?;
+        // The shim copies sizeof(struct) bytes from `params`: a shorter block would be read
+        // past its end, a longer one means the Rust and C structs disagree.
+        check_param_size(name, params)?;
         let (gx, gy, schedule, threads) = (grid.0, grid.1, self.schedule, self.threads as u64);
         // SAFETY: `params` is the kernel's parameter struct (the caller's contract, as for a
         // GPU launch) and every address in it is a live allocation of this device; the OS
@@ -221,4 +226,126 @@ impl Device for ShimDevice {
     fn synchronize(&mut self) -> Result<()> {
         Ok(())
     }
+}
+
+/// A kernel parameter struct as the kernels' C++ compiler lays it out: each field's name and
+/// offset in declaration order, and the struct's size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamLayout {
+    /// (field, offset in bytes), in declaration order.
+    pub fields: Vec<(&'static str, usize)>,
+    /// `sizeof` the struct.
+    pub size: usize,
+}
+
+/// The layout of the kernels' parameter struct `name` (`Frame`, `NgpuQuery`, ...), or `None`
+/// when no exported kernel takes it.
+///
+/// ```
+/// let l = ctx_cuda::shim::param_layout("NgpuWalk").unwrap();
+/// assert_eq!(l.fields[0], ("states", 0));
+/// assert!(ctx_cuda::shim::param_layout("Nothing").is_none());
+/// ```
+pub fn param_layout(name: &str) -> Option<ParamLayout> {
+    let &(_, names, f) = PARAM_LAYOUTS.iter().find(|(n, _, _)| *n == name)?;
+    let mut offsets = vec![0u64; names.len()];
+    // SAFETY: the generated function writes one offset per field of the struct, and `offsets`
+    // holds as many as the field list the same build generated from that struct.
+    let size = unsafe { f(offsets.as_mut_ptr()) } as usize;
+    Some(ParamLayout {
+        fields: names
+            .iter()
+            .copied()
+            .zip(offsets.into_iter().map(|o| o as usize))
+            .collect(),
+        size,
+    })
+}
+
+/// Kernel `name`'s parameter struct and its size (`None`: no such exported kernel); computed
+/// once per process.
+pub(crate) fn kernel_param(name: &str) -> Option<(&'static str, usize)> {
+    static SIZES: std::sync::OnceLock<HashMap<&'static str, (&'static str, usize)>> =
+        std::sync::OnceLock::new();
+    let sizes = SIZES.get_or_init(|| {
+        SHIM_KERNELS
+            .iter()
+            .map(|&(n, _, ty)| (n, (ty, param_layout(ty).map_or(0, |l| l.size))))
+            .collect()
+    });
+    sizes.get(name).copied()
+}
+
+/// Refuses a parameter block whose length is not kernel `name`'s struct's size.
+pub(crate) fn check_param_size(name: &str, params: &[u8]) -> Result<()> {
+    match kernel_param(name) {
+        Some((ty, size)) if size != params.len() => Err(CudaError::ParamSize {
+            kernel: name.to_string(),
+            params: ty.to_string(),
+            expected: size,
+            given: params.len(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Checks a Rust parameter struct (`fields`: name and offset of each field in order, as
+/// [`crate::kernel_params`] records them; `size` its size) against the kernels' struct `name`:
+/// the first field that differs in name or offset, or a different size, is the error.
+pub fn check_layout(
+    name: &str,
+    fields: &[(&str, usize)],
+    size: usize,
+) -> std::result::Result<(), String> {
+    let c = param_layout(name).ok_or_else(|| format!("no kernel takes a struct {name}"))?;
+    for (i, pair) in c.fields.iter().zip(fields.iter()).enumerate() {
+        let ((cn, co), (rn, ro)) = pair;
+        if cn != rn || co != ro {
+            return Err(format!(
+                "struct {name}, field {i}: the kernels have {cn} at {co}, Rust has {rn} at {ro}"
+            ));
+        }
+    }
+    if c.fields.len() != fields.len() {
+        return Err(format!(
+            "struct {name}: the kernels have {} fields, Rust has {}",
+            c.fields.len(),
+            fields.len()
+        ));
+    }
+    if c.size != size {
+        return Err(format!(
+            "struct {name}: {} bytes in the kernels, {size} in Rust",
+            c.size
+        ));
+    }
+    Ok(())
+}
+
+/// Declares a `#[repr(C)]` kernel parameter struct and records its fields' names and offsets
+/// as `FIELDS`, so that a test can hold it to the kernels' struct with
+/// [`shim::check_layout`](crate::shim::check_layout).
+///
+/// ```
+/// ctx_cuda::kernel_params! {
+///     /// `struct NgpuWalk` of kernels/ngpu_lm.cu, as a test would declare it.
+///     struct Walk { states: u64, labels: u64, scores: u64, next: u64, picked: u64, vocab: u32, rows: u32 }
+/// }
+/// assert_eq!(Walk::FIELDS[5], ("vocab", 40));
+/// ctx_cuda::shim::check_layout("NgpuWalk", Walk::FIELDS, std::mem::size_of::<Walk>()).unwrap();
+/// ```
+#[macro_export]
+macro_rules! kernel_params {
+    ($(#[$m:meta])* $vis:vis struct $name:ident { $($(#[$fm:meta])* $fvis:vis $f:ident : $t:ty),* $(,)? }) => {
+        $(#[$m])*
+        #[repr(C)]
+        $vis struct $name { $($(#[$fm])* $fvis $f: $t),* }
+        impl $name {
+            /// Each field's name and offset, in declaration order (held to the kernels' struct
+            /// by a test).
+            #[allow(dead_code)]
+            pub const FIELDS: &'static [(&'static str, usize)] =
+                &[$((stringify!($f), std::mem::offset_of!($name, $f))),*];
+        }
+    };
 }

@@ -8,12 +8,13 @@ use ctx_cuda::device::{as_bytes, as_bytes_mut};
 use ctx_cuda::shim::ShimDevice;
 use ctx_cuda::Device;
 
-/// `struct ScanTest` of kernels/decoder.cu.
-#[repr(C)]
-struct ScanTest {
-    x: u64,
-    n: u32,
-    unused: u32,
+ctx_cuda::kernel_params! {
+    /// `struct ScanTest` of kernels/decoder.cu.
+    struct ScanTest {
+        x: u64,
+        n: u32,
+        unused: u32,
+    }
 }
 
 fn scan_on(dev: &mut dyn Device, x: &[u32], block: u32) -> Vec<u32> {
@@ -73,4 +74,31 @@ fn the_block_scan_gives_prefix_sums_at_every_block_size_and_thread_order() {
             }
         }
     }
+}
+
+/// The scan's parameters are laid out as the kernels' struct, and a launch with a parameter
+/// block of another length is refused by name instead of read past its end.
+#[test]
+fn parameter_blocks_are_checked_against_the_kernels_structs() {
+    let size = std::mem::size_of::<ScanTest>();
+    ctx_cuda::shim::check_layout("ScanTest", ScanTest::FIELDS, size).unwrap();
+    let err = ctx_cuda::shim::check_layout("ScanTest", &ScanTest::FIELDS[..2], size).unwrap_err();
+    assert_eq!(
+        err,
+        "struct ScanTest: the kernels have 3 fields, Rust has 2"
+    );
+    let swapped = [("x", 0), ("unused", 8), ("n", 12)];
+    let err = ctx_cuda::shim::check_layout("ScanTest", &swapped, size).unwrap_err();
+    assert_eq!(
+        err,
+        "struct ScanTest, field 1: the kernels have n at 8, Rust has unused at 8"
+    );
+    let mut dev = ShimDevice::new();
+    let err = dev
+        .launch("selftest_scan", (1, 1), 1, &[0u8; 12])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel selftest_scan takes a 16-byte ScanTest but was given 12 bytes"
+    );
 }

@@ -13,26 +13,27 @@ const MAX_GRID_Y: usize = 65_535;
 use ctx_cuda::device::{as_bytes, as_bytes_mut};
 use ctx_cuda::{CudaError, DevPtr, Device, Pod};
 
-/// `struct NgpuQuery` of kernels/ngpu_lm.cu (pointers as u64, then four u32: no padding).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-struct QueryParams {
-    arc_start: u64,
-    arc_label: u64,
-    arc_weight: u64,
-    arc_to: u64,
-    backoff_to: u64,
-    backoff_weight: u64,
-    final_weight: u64,
-    states: u64,
-    labels: u64,
-    roots: u64,
-    scores: u64,
-    next: u64,
-    vocab: u32,
-    rows: u32,
-    k: u32,
-    pad: u32,
+ctx_cuda::kernel_params! {
+    /// `struct NgpuQuery` of kernels/ngpu_lm.cu (pointers as u64, then four u32: no padding).
+    #[derive(Debug, Clone, Copy, Default)]
+    struct QueryParams {
+        arc_start: u64,
+        arc_label: u64,
+        arc_weight: u64,
+        arc_to: u64,
+        backoff_to: u64,
+        backoff_weight: u64,
+        final_weight: u64,
+        states: u64,
+        labels: u64,
+        roots: u64,
+        scores: u64,
+        next: u64,
+        vocab: u32,
+        rows: u32,
+        k: u32,
+        pad: u32,
+    }
 }
 
 impl QueryParams {
@@ -47,17 +48,18 @@ impl QueryParams {
     }
 }
 
-/// `struct NgpuWalk` of kernels/ngpu_lm.cu (five pointers, two u32: no padding).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-struct WalkParams {
-    states: u64,
-    labels: u64,
-    scores: u64,
-    next: u64,
-    picked: u64,
-    vocab: u32,
-    rows: u32,
+ctx_cuda::kernel_params! {
+    /// `struct NgpuWalk` of kernels/ngpu_lm.cu (five pointers, two u32: no padding).
+    #[derive(Debug, Clone, Copy, Default)]
+    struct WalkParams {
+        states: u64,
+        labels: u64,
+        scores: u64,
+        next: u64,
+        picked: u64,
+        vocab: u32,
+        rows: u32,
+    }
 }
 
 impl WalkParams {
@@ -456,5 +458,28 @@ impl Drop for DeviceLm {
         {
             d.free(p);
         }
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::{QueryParams, WalkParams};
+
+    /// The query and walk parameters where the kernels' C++ compiler puts their structs'.
+    #[test]
+    fn query_and_walk_params_are_laid_out_as_the_kernels_structs() {
+        use ctx_cuda::shim::check_layout;
+        check_layout(
+            "NgpuQuery",
+            QueryParams::FIELDS,
+            std::mem::size_of::<QueryParams>(),
+        )
+        .unwrap();
+        check_layout(
+            "NgpuWalk",
+            WalkParams::FIELDS,
+            std::mem::size_of::<WalkParams>(),
+        )
+        .unwrap();
     }
 }
