@@ -51,6 +51,7 @@ pub fn measure_name(m: &str) -> &str {
         "lattice_density" => "arcs/frame",
         "oracle_wer" => "OWER",
         "boosted_arcs" => "boosted arcs/utt",
+        "switch_ms" => "switch ms",
         "keywords_in_lm" => "keywords in LM",
         "wl_ngrams" => "WL n-grams",
         "wl_nodes" => "WL trie nodes",
@@ -64,9 +65,9 @@ pub fn format_measure(m: &str, v: f64) -> String {
     match m {
         "rtfx" | "rtfx_am" if v >= 100.0 => format!("{v:.0}"),
         "peak_mem_mb" | "utterances" | "graph_states" | "graph_arcs" | "phrases_kept"
-        | "phrases_dropped" | "boosted_arcs" | "keywords_in_lm" | "wl_ngrams" | "wl_nodes"
-        | "phrases_duplicate" | "words_c0" | "words_c1_2" | "words_c3_10" | "words_c11_100"
-        | "words_c101" => {
+        | "phrases_dropped" | "boosted_arcs" | "contexts" | "keywords_in_lm" | "wl_ngrams"
+        | "wl_nodes" | "phrases_duplicate" | "words_c0" | "words_c1_2" | "words_c3_10"
+        | "words_c11_100" | "words_c101" => {
             format!("{v:.0}")
         }
         "lattice_density" => format!("{v:.2}"),

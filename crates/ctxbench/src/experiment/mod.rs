@@ -77,6 +77,7 @@ pub const MEASURES: &[&str] = &[
     "latency_p90_ms",
     "graph_mb",
     "contexts",
+    "switch_ms",
     "context_kb",
     "context_host_kb",
     "pool_mb",

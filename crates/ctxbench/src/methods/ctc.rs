@@ -242,6 +242,7 @@ impl Family for CtcWfst {
                 m.insert("context_s".into(), context_s);
             }
             if let Some(c) = &open {
+                m.insert("contexts".into(), c.lists as f64);
                 m.insert("phrases_kept".into(), c.phrases as f64 / n);
                 m.insert("phrases_dropped".into(), c.unspellable as f64 / n);
                 m.insert("context_words".into(), context_words(st, &o.hyps));
@@ -340,6 +341,7 @@ fn streaming(
             // Lists arrive with their utterances (compiled before the clients start here).
             let n = utts.len().max(1) as f64;
             put("context_s", Some(o.build_s));
+            put("contexts", Some(o.lists as f64));
             put("phrases_kept", Some(o.phrases as f64 / n));
             put("phrases_dropped", Some(o.unspellable as f64 / n));
             put("context_words", Some(context_words(st, &hyps)));

@@ -336,10 +336,17 @@ pub(crate) fn graph_bytes(g: &ctx_graph::csr::DecodingGraph) -> usize {
 pub(crate) fn record(
     cx: &GroupContext<'_>,
     i: usize,
-    measures: BTreeMap<String, f64>,
+    mut measures: BTreeMap<String, f64>,
     device: &str,
 ) -> PointRecord {
     let p = &cx.points[i];
+    // A list switch's cost: the time to build one stream's biasing structures (its lists arrive
+    // with its utterances), where a method says how many distinct lists it built.
+    if let (Some(&s), Some(&n)) = (measures.get("context_s"), measures.get("contexts")) {
+        if n > 0.0 {
+            measures.insert("switch_ms".into(), 1e3 * s / n);
+        }
+    }
     // A biasing method whose lists lost every phrase to the vocabulary decoded unbiased: said
     // where the figures are made, for every family alike.
     let m = |k: &str| measures.get(k).copied().unwrap_or(0.0);

@@ -742,14 +742,24 @@ fn keyword_trees(
     let mut lists: Vec<std::borrow::Cow<'_, [Vec<String>]>> = Vec::new();
     let mut which = Vec::with_capacity(ds.utterances.len());
     for u in &ds.utterances {
-        let list = list_of(u);
-        let key = match &list {
-            std::borrow::Cow::Borrowed(l) if !l.is_empty() => ListKey::Address(l.as_ptr() as usize),
-            l => ListKey::Content(l.to_vec()),
+        // A phrase file added to an utterance's own list is told apart by the own list alone
+        // (the file is every utterance's): the union is made once per distinct own list.
+        let key = match &kind {
+            ListKind::Plus(own, _) => ListKey::Content(
+                crate::pipeline::dataset_list_of(ds, u, own)
+                    .map(|l| l.phrases)
+                    .unwrap_or_default(),
+            ),
+            _ => match list_of(u) {
+                std::borrow::Cow::Borrowed(l) if !l.is_empty() => {
+                    ListKey::Address(l.as_ptr() as usize)
+                }
+                l => ListKey::Content(l.to_vec()),
+            },
         };
         let next = lists.len();
         let i = *index.entry(key).or_insert_with(|| {
-            lists.push(list);
+            lists.push(list_of(u));
             next
         });
         which.push(i);

@@ -314,6 +314,9 @@ impl Family for Wfst {
                 "context_words",
                 open.as_ref().map(|_| context_words(st, &o.hyps)),
             );
+            if let Some(c) = &open {
+                put("contexts", Some(c.lists as f64));
+            }
             out.push(record(cx, i, m, &run.device));
         }
         Ok(out)

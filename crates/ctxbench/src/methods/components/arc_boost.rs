@@ -6,7 +6,7 @@ use crate::experiment::Component;
 use crate::pipeline::lists::check_global;
 use crate::pipeline::lists::ListKind;
 use crate::pipeline::setup::Setup;
-use crate::pipeline::utterance_lists::{list_of, set_list};
+use crate::pipeline::utterance_lists::{list_identity, list_of, set_list};
 use crate::settings::{Block, SettingSpec, Settings};
 use anyhow::Result;
 use ctx_core::bias::BiasList;
@@ -31,6 +31,8 @@ pub struct ArcBoosters {
     /// Seconds spent finding the arcs and building the boosters: the lists arrive with their
     /// utterances, so this time counts in RTFx.
     pub build_s: f64,
+    /// Distinct lists built.
+    pub lists: usize,
 }
 
 impl ArcBoosters {
@@ -42,14 +44,25 @@ impl ArcBoosters {
         // A list for the whole set (a global list, a phrase file) is searched and built once,
         // not copied and compared per utterance (20,000 phrases × every utterance).
         let shared = set_list(setup, kind);
-        let lists: Vec<BiasList> = match &shared {
-            Some(l) => vec![l.clone()],
-            None => setup
-                .dataset
-                .utterances
-                .iter()
-                .map(|u| list_of(setup, u, kind))
-                .collect(),
+        // Otherwise each utterance's list, made once per distinct identity (a file added to
+        // an own list is joined to it once per own list, not per utterance).
+        let n_utts = setup.dataset.utterances.len();
+        let (lists, which): (Vec<BiasList>, Vec<usize>) = match &shared {
+            Some(l) => (vec![l.clone()], vec![0; n_utts]),
+            None => {
+                let mut seen: std::collections::BTreeMap<Vec<Vec<String>>, usize> =
+                    Default::default();
+                let (mut lists, mut which) = (Vec::new(), Vec::with_capacity(n_utts));
+                for u in &setup.dataset.utterances {
+                    let next = lists.len();
+                    let i = *seen.entry(list_identity(setup, u, kind)).or_insert(next);
+                    if i == next {
+                        lists.push(list_of(setup, u, kind));
+                    }
+                    which.push(i);
+                }
+                (lists, which)
+            }
         };
         let mut distinct: Vec<&Vec<Vec<String>>> = lists.iter().map(|l| &l.phrases).collect();
         distinct.sort();
@@ -84,16 +97,13 @@ impl ArcBoosters {
                 .collect::<Result<_>>()
         })?;
         let mut out = Self {
-            boosters: Vec::with_capacity(lists.len()),
+            boosters: Vec::with_capacity(n_utts),
             report: PhraseReport::default(),
             arcs: 0,
             build_s: 0.0,
+            lists: built.len(),
         };
-        let per_utt: Vec<&BiasList> = match &shared {
-            Some(_) => vec![&lists[0]; setup.dataset.utterances.len()],
-            None => lists.iter().collect(),
-        };
-        for l in per_utt {
+        for l in which.iter().map(|&i| &lists[i]) {
             let i = distinct
                 .binary_search(&&l.phrases)
                 .expect("every list is among the distinct ones");
@@ -182,7 +192,11 @@ impl SearchComponent for ArcBoosting {
                 b.arcs,
                 b.build_s
             ),
-            measures: [("boosted_arcs", b.arcs as f64 / n)].into(),
+            measures: [
+                ("boosted_arcs", b.arcs as f64 / n),
+                ("contexts", b.lists as f64),
+            ]
+            .into(),
             phrases: Some((b.report.kept as f64, b.report.dropped as f64)),
             build_s: b.build_s,
             boosters: b.boosters,

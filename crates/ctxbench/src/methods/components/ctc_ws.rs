@@ -127,15 +127,23 @@ impl WordSpotter {
         let (mut kept, mut dropped) = (0, 0);
         let mut sizes: Vec<(usize, usize)> = Vec::new();
         for u in &ds.utterances {
-            let list: Vec<ContextPhrase> = spelled_list_of(ds, u, &kind).unwrap_or_default();
-            let key: Key = list
-                .iter()
-                .map(|p| (p.words.clone(), p.spellings.clone()))
+            // A phrase file added to the utterance's own list is told apart by the own list
+            // alone (the file is every utterance's): joined once per distinct own list.
+            let identity = match &kind {
+                ListKind::Plus(own, _) => own.as_ref(),
+                k => k,
+            };
+            let key: Key = spelled_list_of(ds, u, identity)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| (p.words, p.spellings))
                 .collect();
             let next = graphs.len();
             let i = match index.get(&key) {
                 Some(&i) => i,
                 None => {
+                    let list: Vec<ContextPhrase> =
+                        spelled_list_of(ds, u, &kind).unwrap_or_default();
                     // NeMo's context file: a phrase and its spellings; the spot writes the
                     // phrase. A spelling with a character the pieces lack is left out, and the
                     // phrase with it when no spelling is left.

@@ -4,7 +4,7 @@
 use crate::pipeline::lists::{ListKind, OpenList};
 use crate::pipeline::search::DecodeSettings;
 use crate::pipeline::setup::{Acoustic, Setup};
-use crate::pipeline::utterance_lists::list_of;
+use crate::pipeline::utterance_lists::{list_identity, list_of};
 use anyhow::{bail, Result};
 use ctx_core::context_list::ContextList;
 use ctx_data::bpe::Bpe;
@@ -33,6 +33,8 @@ pub struct OpenContexts {
     pub unspellable: usize,
     /// Seconds spent compiling (each distinct list once).
     pub build_s: f64,
+    /// Distinct lists compiled (one phrase file for all: 1).
+    pub lists: usize,
 }
 
 /// Compiles each utterance's `list` (phrases without their own weight at `weight`) into a
@@ -135,19 +137,22 @@ pub fn open_contexts(
         phrases: 0,
         unspellable: 0,
         build_s: 0.0,
+        lists: 1,
     };
     for u in &setup.dataset.utterances {
         let (c, pen) = match list {
             // Compiled once above, for every utterance.
             OpenList::File(_) => shared.clone().unwrap_or_default(),
-            OpenList::Dataset(kind) => match built.entry(list_of(setup, u, kind).phrases) {
+            // Told apart by the list's identity: a file added to an utterance's own list is
+            // joined to it once per distinct own list, not per utterance.
+            OpenList::Dataset(kind) => match built.entry(list_identity(setup, u, kind)) {
                 Entry::Occupied(e) => e.get().clone(),
                 Entry::Vacant(e) => {
                     let cl = ContextList {
-                        phrases: e
-                            .key()
-                            .iter()
-                            .map(|w| ctx_core::context_list::ContextPhrase::new(w.clone(), weight))
+                        phrases: list_of(setup, u, kind)
+                            .phrases
+                            .into_iter()
+                            .map(|w| ctx_core::context_list::ContextPhrase::new(w, weight))
                             .collect(),
                     };
                     e.insert(compile(&cl)?).clone()
@@ -163,6 +168,9 @@ pub fn open_contexts(
         out.penalties.push(pen.map(|p| p.0));
     }
     out.build_s = t.elapsed().as_secs_f64();
+    if !built.is_empty() {
+        out.lists = built.len();
+    }
     Ok(out)
 }
 

@@ -6,7 +6,7 @@ use crate::experiment::Component;
 use crate::pipeline::lists::check_global;
 use crate::pipeline::lists::ListKind;
 use crate::pipeline::setup::Setup;
-use crate::pipeline::utterance_lists::{list_of, set_list};
+use crate::pipeline::utterance_lists::{list_identity, list_of, set_list};
 use crate::settings::{Block, SettingSpec, Settings};
 use anyhow::{bail, Result};
 use ctx_core::bias::BiasList;
@@ -28,6 +28,8 @@ pub struct ContextBoosters {
     pub oov: usize,
     /// Seconds spent building the tables (the lists arrive with their utterances: counted in RTFx).
     pub build_s: f64,
+    /// Distinct lists built (a set-wide list: 1).
+    pub lists: usize,
 }
 
 impl ContextBoosters {
@@ -90,6 +92,7 @@ impl ContextBoosters {
             applied: 0,
             oov: 0,
             build_s: 0.0,
+            lists: 1,
         };
         let utts = &setup.dataset.utterances;
         if let Some(l) = set_list(setup, kind) {
@@ -99,19 +102,32 @@ impl ContextBoosters {
             out.oov = c.report.oov.len() * utts.len();
             out.boosters = vec![c.booster; utts.len()];
         } else {
-            let mut built: BTreeMap<K, ctc_wfst::ContextBoost> = BTreeMap::new();
+            // Each utterance's list is told apart by its identity (cheap for a file added to
+            // an own list), then built once per distinct key of the list itself.
+            let mut seen: BTreeMap<Vec<Vec<String>>, usize> = BTreeMap::new();
+            let mut index: BTreeMap<K, usize> = BTreeMap::new();
+            let mut made: Vec<ctc_wfst::ContextBoost> = Vec::new();
             for u in utts {
-                let c = match built.entry(key(&list_of(setup, u, kind))) {
-                    Entry::Occupied(e) => e.into_mut(),
+                let i = match seen.entry(list_identity(setup, u, kind)) {
+                    Entry::Occupied(e) => *e.get(),
                     Entry::Vacant(e) => {
-                        let c = make(e.key())?;
-                        e.insert(c)
+                        let k = key(&list_of(setup, u, kind));
+                        let i = match index.entry(k) {
+                            Entry::Occupied(x) => *x.get(),
+                            Entry::Vacant(x) => {
+                                made.push(make(x.key())?);
+                                *x.insert(made.len() - 1)
+                            }
+                        };
+                        *e.insert(i)
                     }
                 };
+                let c = &made[i];
                 out.applied += c.report.applied;
                 out.oov += c.report.oov.len();
                 out.boosters.push(c.booster.clone());
             }
+            out.lists = made.len();
         }
         out.build_s = t.elapsed().as_secs_f64();
         Ok(out)
@@ -257,6 +273,7 @@ impl SearchComponent for WordBoosting {
             measures: [
                 ("boosted_words", b.applied as f64 / n),
                 ("boost_oov", b.oov as f64 / n),
+                ("contexts", b.lists as f64),
             ]
             .into(),
             phrases: None,
@@ -316,7 +333,7 @@ impl SearchComponent for PhraseBoosting {
                 b.oov,
                 b.build_s
             ),
-            measures: BTreeMap::new(),
+            measures: [("contexts", b.lists as f64)].into(),
             phrases: Some((b.applied as f64, b.oov as f64)),
             build_s: b.build_s,
             boosters: b.boosters,
