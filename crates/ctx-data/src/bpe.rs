@@ -6,6 +6,7 @@
 //! sort first), until the inventory has `vocab_size` pieces. Encoding applies the learned merges
 //! in order of rank. Token id 0 is reserved for the CTC blank; pieces are ids 1..=V.
 
+use crate::rng::Rng;
 use ctx_core::io::{read_text, write_atomic};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -198,19 +199,7 @@ impl Bpe {
 
     /// The pieces of one word (unknown characters become `<unk>`).
     pub fn encode_word(&self, word: &str) -> Vec<String> {
-        let mut syms: Vec<String> = Vec::new();
-        for (i, c) in word.chars().enumerate() {
-            let s = if i == 0 {
-                format!("{BOUNDARY}{c}")
-            } else {
-                c.to_string()
-            };
-            syms.push(if self.ids.contains_key(&s) {
-                s
-            } else {
-                UNK.to_string()
-            });
-        }
+        let mut syms = self.characters(word);
         loop {
             let best = syms
                 .windows(2)
@@ -227,6 +216,99 @@ impl Bpe {
             syms.remove(i + 1);
         }
         syms
+    }
+
+    /// The pieces of one word with BPE-dropout (Provilkov et al., 2020): at each merge step
+    /// every applicable merge is left out with probability `p` and the best-ranked of the rest
+    /// is made; the word stops merging when none is left. `p` = 0 is [`Self::encode_word`]; a
+    /// seeded `rng` makes the sample reproducible. NeMo samples a boosting tree's alternative
+    /// tokenisations of a phrase so (its `use_bpe_dropout`, `bpe_alpha`).
+    ///
+    /// ```
+    /// use ctx_data::bpe::Bpe;
+    /// use ctx_data::rng::Rng;
+    /// let bpe = Bpe::train(&["low lower lowest", "slow slower"], 40).unwrap();
+    /// let whole = bpe.encode_word("lower");
+    /// assert_eq!(bpe.encode_word_dropout("lower", 0.0, &mut Rng::new(1)), whole);
+    /// // p = 1: no merge at all, one piece per character.
+    /// assert_eq!(bpe.encode_word_dropout("lower", 1.0, &mut Rng::new(1)).len(), 5);
+    /// ```
+    pub fn encode_word_dropout(&self, word: &str, p: f64, rng: &mut Rng) -> Vec<String> {
+        let mut syms = self.characters(word);
+        loop {
+            let mut best: Option<(usize, usize)> = None;
+            for (i, w) in syms.windows(2).enumerate() {
+                if let Some(&r) = self.ranks.get(&(w[0].clone(), w[1].clone())) {
+                    if !rng.chance(p) && best.is_none_or(|b| (r, i) < b) {
+                        best = Some((r, i));
+                    }
+                }
+            }
+            let Some((_, i)) = best else { break };
+            let merged = format!("{}{}", syms[i], syms[i + 1]);
+            syms[i] = merged;
+            syms.remove(i + 1);
+        }
+        syms
+    }
+
+    /// Up to `n` tokenisations of `words` other than their own ([`Self::encode_word`]), each a
+    /// distinct BPE-dropout sample at probability `p`, as piece ids: at most 5·(n + 1) draws
+    /// from a generator seeded by `seed` and the words' text (NeMo's alternative
+    /// transcriptions of a boosting tree's phrase), a sample with a piece the model lacks left
+    /// out.
+    ///
+    /// ```
+    /// use ctx_data::bpe::Bpe;
+    /// let bpe = Bpe::train(&["low lower lowest", "slow slower newer"], 40).unwrap();
+    /// let words = ["lower".to_string(), "newer".to_string()];
+    /// let s = bpe.dropout_samples(&words, 4, 0.3, 7);
+    /// assert!(!s.is_empty() && s.len() <= 4);
+    /// assert_eq!(s, bpe.dropout_samples(&words, 4, 0.3, 7)); // seeded
+    /// for t in &s {
+    ///     assert_eq!(bpe.decode(t), "lower newer");
+    /// }
+    /// assert!(bpe.dropout_samples(&words, 0, 0.3, 7).is_empty());
+    /// ```
+    pub fn dropout_samples(&self, words: &[String], n: usize, p: f64, seed: u64) -> Vec<Vec<u32>> {
+        let ids = |pieces: Vec<String>| -> Option<Vec<u32>> {
+            pieces.iter().map(|x| self.id(x)).collect()
+        };
+        let own = ids(words.iter().flat_map(|w| self.encode_word(w)).collect());
+        let mut rng = Rng::for_key(seed, &words.join(" "));
+        let mut out: Vec<Vec<u32>> = Vec::new();
+        let mut draws = 0;
+        while out.len() < n && draws < 5 * (n + 1) {
+            draws += 1;
+            let pieces = words
+                .iter()
+                .flat_map(|w| self.encode_word_dropout(w, p, &mut rng))
+                .collect();
+            if let Some(s) = ids(pieces).filter(|s| Some(s) != own.as_ref() && !out.contains(s)) {
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    /// A word's characters as pieces, the first with the word-boundary mark (`<unk>` for a
+    /// character the model lacks).
+    fn characters(&self, word: &str) -> Vec<String> {
+        word.chars()
+            .enumerate()
+            .map(|(i, c)| {
+                let s = if i == 0 {
+                    format!("{BOUNDARY}{c}")
+                } else {
+                    c.to_string()
+                };
+                if self.ids.contains_key(&s) {
+                    s
+                } else {
+                    UNK.to_string()
+                }
+            })
+            .collect()
     }
 
     /// Token ids of a sentence.

@@ -754,34 +754,7 @@ mod tests {
         assert_eq!(read(gr, &[B, t(6)]), None);
     }
 
-    #[test]
-    fn a_phrase_with_spellings_reads_each_and_writes_its_own_words() {
-        // NeMo's form: the phrase "zorblax inc", heard as "zorro mute" or as "zorblax"; the
-        // phrase "nobody" has one spelling no one can spell, and "zed" has none spellable.
-        let g = compile(
-            "zorblax inc_zorro mute_zorblax\t3\nmute_nobody knows_mute corp\nzed_nobody\n",
-            CtcTopology::Normal,
-        );
-        assert_eq!(g.phrases, 2);
-        assert_eq!(g.unspellable, ["nobody knows", "nobody"]);
-        assert_eq!(g.words, ["zorblax", "inc", "mute"]);
-        let gr = &g.graph;
-        // zorro mute (7 5 6) writes zorblax on its first word's token, inc on its second's.
-        assert_eq!(read(gr, &[t(7), t(5), t(6)]), Some((-3.0, vec![1, 2])));
-        // zorblax (7 7 9): one word, so inc goes on its next token.
-        assert_eq!(read(gr, &[t(7), B, t(7), t(9)]), Some((-3.0, vec![1, 2])));
-        // mute corp (6 4) writes mute; the word itself is no spelling of it.
-        assert_eq!(read(gr, &[t(6), t(4)]), Some((-2.0, vec![3])));
-        assert_eq!(read(gr, &[t(6)]), None);
-        // A phrase longer than a spelling's tokens cannot be written by it.
-        let list = ContextList::parse("a b c_mute\n", Path::new("ctx"), 2.0, true).unwrap();
-        let err = ContextGraph::compile(&list, spell, CtcTopology::Normal, None).unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("'a b c' has more words than its spelling 'mute' has units"),
-            "{err}"
-        );
-    }
+    mod spellings;
 
     #[test]
     fn compact_topology_does_not_enforce_the_repeat_rule() {

@@ -67,8 +67,72 @@ pub struct ThroughputArgs {
     pub csv: Option<PathBuf>,
 }
 
-/// Runs `ctxbench throughput`.
+/// Runs `ctxbench throughput`: checks the flags, simulates the scores, opens the backend, then
+/// one timed decode per stream count (a table line each, and a CSV row with `--csv`).
 pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
+    check(a)?;
+    let (setup, mats) = scores(a)?;
+    let utts = &setup.dataset.utterances;
+    let d = DecoderConfig::default();
+    let config = DecoderConfig {
+        acoustic_scale: setup.acoustic_scale,
+        lattice: a.lattice,
+        beam: a.beam.unwrap_or(d.beam),
+        lattice_beam: a.lattice_beam.unwrap_or(d.lattice_beam),
+        max_active: a.max_active.unwrap_or(d.max_active),
+        ..d
+    };
+    config.validate()?;
+    let dec = Decoder::new(&setup.csr, config)?.with_silence(&setup.silence);
+    let mut gpu = match ctx_cuda::open(a.backend)? {
+        Opened::Cpu => None,
+        Opened::Device(d) => Some(GpuDecoder::new(dec.clone(), d)?),
+    };
+    let (backend, device) = describe(a, gpu.as_ref());
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(a.threads.max(1))
+        .build()?;
+    println!("| backend | device | streams | audio s | decode s | RTFx | frames/s | arcs/s | launches/step | readbacks/step | step ms | host ms |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut lines = Vec::new();
+    for &n in &a.streams {
+        let pick: Vec<usize> = (0..n).map(|i| i % utts.len()).collect();
+        let audio: f64 = pick.iter().map(|&i| utts[i].duration_s).sum();
+        let frames: usize = pick.iter().map(|&i| mats[i].rows()).sum();
+        let before = gpu.as_ref().map(|g| g.stats());
+        let secs = pool.install(|| timed_decode(a, &setup, &dec, gpu.as_mut(), &mats, &pick))?;
+        let c = counters(gpu.as_ref(), before, secs);
+        println!(
+            "| {backend} | {device} | {n} | {audio:.1} | {secs:.3} | {:.1} | {:.0} | {} | {} | {} | {} | {} |",
+            audio / secs,
+            frames as f64 / secs,
+            c[0], c[1], c[2], c[3], c[4]
+        );
+        lines.push(format!(
+            "{},{},{},\"{}\",{},{},{:.3},{:.4},{:.2},{:.0},{},{}",
+            a.dataset,
+            setup.graph.kind.name(),
+            backend,
+            device,
+            a.threads,
+            n,
+            audio,
+            secs,
+            audio / secs,
+            frames as f64 / secs,
+            c.join(","),
+            if a.resident { "resident" } else { "host" }
+        ));
+    }
+    match &a.csv {
+        Some(p) => append_csv(p, &lines),
+        None => Ok(()),
+    }
+}
+
+/// Refuses flags that cannot run: no stream, resident scores without a device, a device batch
+/// above its row limit.
+fn check(a: &ThroughputArgs) -> Result<()> {
     if a.streams.contains(&0) {
         bail!("--streams: every stream count must be at least 1");
     }
@@ -83,6 +147,11 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+/// The set's setup and every utterance's simulated scores (made before any clock starts).
+fn scores(a: &ThroughputArgs) -> Result<(Setup, Vec<ScoreMatrix>)> {
     let reg = registry(&a.registry)?;
     let kind =
         GraphKind::parse(&a.kind).ok_or_else(|| anyhow!("unknown graph kind '{}'", a.kind))?;
@@ -103,30 +172,21 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
             context_slot: None,
         },
     )?;
-    let utts = &setup.dataset.utterances;
-    if utts.is_empty() {
+    if setup.dataset.utterances.is_empty() {
         bail!("dataset {} has no utterances to decode", a.dataset);
     }
-    let mats: Vec<ScoreMatrix> = utts
+    let mats = setup
+        .dataset
+        .utterances
         .iter()
         .map(|u| setup.scores(u))
         .collect::<Result<_>>()?;
-    let d = DecoderConfig::default();
-    let config = DecoderConfig {
-        acoustic_scale: setup.acoustic_scale,
-        lattice: a.lattice,
-        beam: a.beam.unwrap_or(d.beam),
-        lattice_beam: a.lattice_beam.unwrap_or(d.lattice_beam),
-        max_active: a.max_active.unwrap_or(d.max_active),
-        ..d
-    };
-    config.validate()?;
-    let dec = Decoder::new(&setup.csr, config)?.with_silence(&setup.silence);
-    let mut gpu = match ctx_cuda::open(a.backend)? {
-        Opened::Cpu => None,
-        Opened::Device(d) => Some(GpuDecoder::new(dec.clone(), d)?),
-    };
-    let (backend, device) = match &gpu {
+    Ok((setup, mats))
+}
+
+/// The backend's and device's names as the table prints them.
+fn describe(a: &ThroughputArgs, gpu: Option<&GpuDecoder<'_>>) -> (&'static str, String) {
+    let (backend, device) = match gpu {
         Some(g) if g.is_gpu() => (
             "cuda",
             format!("{} + {} host thread(s)", g.device_name(), a.threads),
@@ -137,110 +197,96 @@ pub fn run_throughput(a: &ThroughputArgs) -> Result<()> {
         ),
         None => ("cpu", format!("{} thread(s)", a.threads)),
     };
-    let device = if a.resident {
-        format!("{device}, scores resident")
+    if a.resident {
+        (backend, format!("{device}, scores resident"))
     } else {
-        device
+        (backend, device)
+    }
+}
+
+/// Seconds to decode the utterances `pick` (indices into the set) as concurrent streams: one
+/// device batch, or the CPU threads sharing them (resident scores uploaded before the clock).
+fn timed_decode(
+    a: &ThroughputArgs,
+    setup: &Setup,
+    dec: &Decoder<'_>,
+    gpu: Option<&mut GpuDecoder<'_>>,
+    mats: &[ScoreMatrix],
+    pick: &[usize],
+) -> Result<f64> {
+    let utts = &setup.dataset.utterances;
+    let mut t = Instant::now();
+    match gpu {
+        Some(g) => {
+            let mut streams: Vec<Stream> = pick
+                .iter()
+                .map(|&i| Stream::new(utts[i].id.clone(), Booster::None))
+                .collect();
+            let refs: Vec<&ScoreMatrix> = pick.iter().map(|&i| &mats[i]).collect();
+            let longest = refs.iter().map(|m| m.rows()).max().unwrap_or(1);
+            let res = if a.resident {
+                let scores = g.upload_scores(&refs)?;
+                t = Instant::now();
+                let res = g.decode_resident(&mut streams, &scores, None);
+                g.free_scores(scores);
+                res
+            } else {
+                g.decode_utterances(&mut streams, &refs, longest, None)
+            };
+            for r in res {
+                r?;
+            }
+        }
+        None => {
+            pick.par_iter()
+                .map(|&i| {
+                    let mut s = Stream::new(utts[i].id.clone(), Booster::None);
+                    let m = &mats[i];
+                    decode_utterance(dec, &mut s, m, m.rows(), None).map(|_| ())
+                })
+                .collect::<wfst_search::Result<()>>()?;
+        }
+    }
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// The device's work per batched frame step since `before`: arcs relaxed per second,
+/// launches, copies back, the device's and the host's milliseconds — where a step's time goes
+/// (empty on the CPU backend, which relaxes the same arcs uncounted).
+fn counters(
+    gpu: Option<&GpuDecoder<'_>>,
+    before: Option<wfst_search::GpuStats>,
+    secs: f64,
+) -> [String; 5] {
+    match (gpu, before) {
+        (Some(g), Some(b)) => {
+            let a = g.stats();
+            let steps = (a.steps - b.steps).max(1) as f64;
+            [
+                format!("{:.0}", (a.arcs - b.arcs) as f64 / secs),
+                format!("{:.1}", (a.launches - b.launches) as f64 / steps),
+                format!("{:.1}", (a.readbacks - b.readbacks) as f64 / steps),
+                format!("{:.3}", 1e3 * (a.step_s - b.step_s) / steps),
+                format!("{:.3}", 1e3 * (a.host_s - b.host_s) / steps),
+            ]
+        }
+        _ => Default::default(),
+    }
+}
+
+/// Appends CSV rows to `p` (the header first when the file is new), atomically.
+fn append_csv(p: &std::path::Path, lines: &[String]) -> Result<()> {
+    let mut text = if p.exists() {
+        std::fs::read_to_string(p)?
+    } else {
+        "dataset,graph,backend,device,threads,streams,audio_s,decode_s,rtfx,frames_per_s,\
+         arcs_per_s,launches_per_step,readbacks_per_step,step_ms,host_ms,scores\n"
+            .to_string()
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(a.threads.max(1))
-        .build()?;
-    println!("| backend | device | streams | audio s | decode s | RTFx | frames/s | arcs/s | launches/step | readbacks/step | step ms | host ms |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-    let mut lines = Vec::new();
-    for &n in &a.streams {
-        let pick: Vec<usize> = (0..n).map(|i| i % utts.len()).collect();
-        let audio: f64 = pick.iter().map(|&i| utts[i].duration_s).sum();
-        let frames: usize = pick.iter().map(|&i| mats[i].rows()).sum();
-        let before = gpu.as_ref().map(|g| g.stats());
-        let mut t = Instant::now();
-        let words: usize = match &mut gpu {
-            Some(g) => {
-                let mut streams: Vec<Stream> = pick
-                    .iter()
-                    .map(|&i| Stream::new(utts[i].id.clone(), Booster::None))
-                    .collect();
-                let refs: Vec<&ScoreMatrix> = pick.iter().map(|&i| &mats[i]).collect();
-                let longest = refs.iter().map(|m| m.rows()).max().unwrap_or(1);
-                let res = if a.resident {
-                    // Uploaded before the clock (re)starts.
-                    let scores = g.upload_scores(&refs)?;
-                    t = Instant::now();
-                    let res = pool.install(|| g.decode_resident(&mut streams, &scores, None));
-                    g.free_scores(scores);
-                    res
-                } else {
-                    pool.install(|| g.decode_utterances(&mut streams, &refs, longest, None))
-                };
-                res.into_iter()
-                    .map(|r| r.map(|r| r.words().len()))
-                    .sum::<wfst_search::Result<usize>>()?
-            }
-            None => pool.install(|| {
-                pick.par_iter()
-                    .map(|&i| {
-                        let mut s = Stream::new(utts[i].id.clone(), Booster::None);
-                        let m = &mats[i];
-                        decode_utterance(&dec, &mut s, m, m.rows(), None).map(|r| r.words().len())
-                    })
-                    .sum::<wfst_search::Result<usize>>()
-            })?,
-        };
-        let secs = t.elapsed().as_secs_f64();
-        let _ = words;
-        // Device work counters (the CPU backend relaxes the same arcs, uncounted).
-        // Per batched frame step: the device's share (launches, waits, copies back) and the
-        // host's (committing each stream's frame): where a step's time goes.
-        let (arcs_s, launches, readbacks, step_ms, host_ms) = match (&gpu, before) {
-            (Some(g), Some(b)) => {
-                let a = g.stats();
-                let steps = (a.steps - b.steps).max(1) as f64;
-                (
-                    format!("{:.0}", (a.arcs - b.arcs) as f64 / secs),
-                    format!("{:.1}", (a.launches - b.launches) as f64 / steps),
-                    format!("{:.1}", (a.readbacks - b.readbacks) as f64 / steps),
-                    format!("{:.3}", 1e3 * (a.step_s - b.step_s) / steps),
-                    format!("{:.3}", 1e3 * (a.host_s - b.host_s) / steps),
-                )
-            }
-            _ => Default::default(),
-        };
-        println!(
-            "| {backend} | {device} | {n} | {audio:.1} | {secs:.3} | {:.1} | {:.0} | {arcs_s} | {launches} | {readbacks} | {step_ms} | {host_ms} |",
-            audio / secs,
-            frames as f64 / secs
-        );
-        lines.push(format!(
-            "{},{},{},\"{}\",{},{},{:.3},{:.4},{:.2},{:.0},{arcs_s},{launches},{readbacks},{step_ms},{host_ms},{}",
-            a.dataset,
-            kind.name(),
-            backend,
-            device,
-            a.threads,
-            n,
-            audio,
-            secs,
-            audio / secs,
-            frames as f64 / secs,
-            if a.resident { "resident" } else { "host" }
-        ));
+    for l in lines {
+        text.push_str(l);
+        text.push('\n');
     }
-    if let Some(p) = &a.csv {
-        let new = !p.exists();
-        let mut text = String::new();
-        if new {
-            text.push_str(
-                "dataset,graph,backend,device,threads,streams,audio_s,decode_s,rtfx,frames_per_s,\
-                 arcs_per_s,launches_per_step,readbacks_per_step,step_ms,host_ms,scores\n",
-            );
-        } else {
-            text = std::fs::read_to_string(p)?;
-        }
-        for l in lines {
-            text.push_str(&l);
-            text.push('\n');
-        }
-        ctx_core::io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;
-    }
+    ctx_core::io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;
     Ok(())
 }

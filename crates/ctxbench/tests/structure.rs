@@ -499,11 +499,6 @@ const LONG_FNS: &[(&str, &str, &str)] = &[
         "a dataset's setup: graph, acoustic model, lists",
     ),
     (
-        "crates/ctxbench/src/pipeline/setup.rs",
-        "load_files",
-        "a files dataset's setup: scores, graph, words, data dir, each checked",
-    ),
-    (
         "crates/ctxbench/src/score.rs",
         "run_score",
         "the score command: hypotheses, references, entities, every measure",
@@ -512,11 +507,6 @@ const LONG_FNS: &[(&str, &str, &str)] = &[
         "crates/ctxbench/src/table.rs",
         "grid",
         "the table layout: sections, groups, paper blocks",
-    ),
-    (
-        "crates/ctxbench/src/throughput.rs",
-        "run_throughput",
-        "the throughput command's streams, backends and report",
     ),
     (
         "crates/wfst-search/src/cuda/mod.rs",

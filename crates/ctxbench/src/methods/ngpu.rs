@@ -123,6 +123,11 @@ crate::settings_block! {
         kb_mode: String = "strict".into(),
         /// NeMo's depth scaling: the piece at depth d ≥ 2 earns kb_score·scale + ln d (0: off)
         kb_depth_scaling: f64 = 0.0,
+        /// tokenisations per keyword: 1 the model's own; n > 1 adds up to n − 1 distinct
+        /// BPE-dropout samples (NeMo's use_bpe_dropout with num_of_transcriptions = n; 5 there)
+        kb_alternatives: usize = 1,
+        /// the BPE-dropout probability of those samples (NeMo's bpe_alpha 0.3)
+        kb_dropout: f64 = 0.3,
     }
 }
 
@@ -205,6 +210,19 @@ impl FamilySpec for E2e {
             }
             if let Some(l) = &b.kb.kb_list {
                 crate::pipeline::lists::dataset_kind(crate::key!(Keywords, kb_list), l)?;
+            }
+            if b.kb.kb_alternatives == 0 {
+                bail!(
+                    "{} 0: at least 1 (the keyword's own tokenisation)",
+                    crate::key!(Keywords, kb_alternatives)
+                );
+            }
+            if !(b.kb.kb_dropout > 0.0 && b.kb.kb_dropout < 1.0) {
+                bail!(
+                    "{} {}: a probability between 0 and 1 (exclusive)",
+                    crate::key!(Keywords, kb_dropout),
+                    b.kb.kb_dropout
+                );
             }
             if ngpu_lm::boost::Matching::parse(&b.kb.kb_mode).is_none() {
                 bail!("kb_mode '{}' (strict, non-strict or nemo)", b.kb.kb_mode);
@@ -683,6 +701,9 @@ struct KeywordTrees {
     dropped: usize,
 }
 
+/// Seed of the keyword tries' BPE-dropout samples (with each phrase's text).
+const KB_DROPOUT_SEED: u64 = 0x006b_625f_6472_6f70;
+
 /// The keyword tries' scoring: `kb_score` per piece, `kb_mode`'s matching and depth scaling;
 /// with the WL trie strict matching without scaling (end bonuses only: the sum with the shared
 /// trie is 003's unified trie).
@@ -701,6 +722,58 @@ fn boost_options(kb: &Keywords, with_wl: bool) -> Result<ngpu_lm::boost::BoostOp
     })
 }
 
+/// The distinct keyword lists of a set's utterances in first-use order, and each utterance's
+/// index into them: the dataset's own lists (`sequences`: borrowed, told apart by address) or
+/// made per utterance (unigrams, ground truth, global: told apart by content; a phrase file
+/// added to an own list by the own list alone, so the union is made once per own list).
+fn distinct_lists<'d>(
+    ds: &'d ctx_data::dataset::Dataset,
+    kind: &crate::pipeline::ListKind,
+) -> (Vec<std::borrow::Cow<'d, [Vec<String>]>>, Vec<usize>) {
+    use crate::pipeline::ListKind;
+    use std::borrow::Cow;
+    let list_of = |u: &ctx_data::dataset::Utterance| -> Cow<'d, [Vec<String>]> {
+        match kind {
+            ListKind::Sequences => {
+                Cow::Borrowed(ds.list_for(u).map_or(&[][..], |l| &l.phrases[..]))
+            }
+            _ => Cow::Owned(
+                crate::pipeline::dataset_list_of(ds, u, kind)
+                    .map(|l| l.phrases)
+                    .unwrap_or_default(),
+            ),
+        }
+    };
+    #[derive(PartialEq, Eq, Hash)]
+    enum ListKey {
+        Address(usize),
+        Content(Vec<Vec<String>>),
+    }
+    let mut index: rustc_hash::FxHashMap<ListKey, usize> = Default::default();
+    let mut lists: Vec<Cow<'d, [Vec<String>]>> = Vec::new();
+    let mut which = Vec::with_capacity(ds.utterances.len());
+    for u in &ds.utterances {
+        let key = match kind {
+            ListKind::Plus(own, _) => ListKey::Content(
+                crate::pipeline::dataset_list_of(ds, u, own)
+                    .map(|l| l.phrases)
+                    .unwrap_or_default(),
+            ),
+            _ => match list_of(u) {
+                Cow::Borrowed(l) if !l.is_empty() => ListKey::Address(l.as_ptr() as usize),
+                l => ListKey::Content(l.to_vec()),
+            },
+        };
+        let next = lists.len();
+        let i = *index.entry(key).or_insert_with(|| {
+            lists.push(list_of(u));
+            next
+        });
+        which.push(i);
+    }
+    (lists, which)
+}
+
 /// Each utterance's list of `kind` spelled in the model's pieces, as an Aho-Corasick trie; one
 /// trie per distinct list, shared by the utterances that have it. Beside a WL-n-gram-LM trie
 /// (`wl`) a keyword earns α_inLM or α_outLM at its last piece instead (003's unified trie, the
@@ -717,53 +790,8 @@ fn keyword_trees(
     let opts = boost_options(&b.kb, wl.is_some())?;
     let (in_lm, out_lm) = (b.wl.wl_in_lm as f32, b.wl.wl_out_lm as f32);
     let ds = &st.dataset;
-    // An utterance's list: the dataset's own (sequences: borrowed, told apart by address) or
-    // made for it (unigrams, ground truth, global: told apart by content).
-    let list_of = |u: &ctx_data::dataset::Utterance| -> std::borrow::Cow<'_, [Vec<String>]> {
-        match kind {
-            ListKind::Sequences => {
-                std::borrow::Cow::Borrowed(ds.list_for(u).map_or(&[][..], |l| &l.phrases[..]))
-            }
-            _ => std::borrow::Cow::Owned(
-                crate::pipeline::dataset_list_of(ds, u, &kind)
-                    .map(|l| l.phrases)
-                    .unwrap_or_default(),
-            ),
-        }
-    };
     let v = st.bpe.len();
-    // Distinct lists in first-use order, then their tries built in parallel.
-    #[derive(PartialEq, Eq, Hash)]
-    enum ListKey {
-        Address(usize),
-        Content(Vec<Vec<String>>),
-    }
-    let mut index: rustc_hash::FxHashMap<ListKey, usize> = Default::default();
-    let mut lists: Vec<std::borrow::Cow<'_, [Vec<String>]>> = Vec::new();
-    let mut which = Vec::with_capacity(ds.utterances.len());
-    for u in &ds.utterances {
-        // A phrase file added to an utterance's own list is told apart by the own list alone
-        // (the file is every utterance's): the union is made once per distinct own list.
-        let key = match &kind {
-            ListKind::Plus(own, _) => ListKey::Content(
-                crate::pipeline::dataset_list_of(ds, u, own)
-                    .map(|l| l.phrases)
-                    .unwrap_or_default(),
-            ),
-            _ => match list_of(u) {
-                std::borrow::Cow::Borrowed(l) if !l.is_empty() => {
-                    ListKey::Address(l.as_ptr() as usize)
-                }
-                l => ListKey::Content(l.to_vec()),
-            },
-        };
-        let next = lists.len();
-        let i = *index.entry(key).or_insert_with(|| {
-            lists.push(list_of(u));
-            next
-        });
-        which.push(i);
-    }
+    let (lists, which) = distinct_lists(ds, &kind);
     // Each distinct word spelled once (BPE encoding is the slow part of building the tries).
     let mut words: Vec<&str> = lists
         .iter()
@@ -777,40 +805,53 @@ fn keyword_trees(
     let spelled: rustc_hash::FxHashMap<&str, Option<Vec<u32>>> =
         words.into_par_iter().map(|w| (w, st.spell(w))).collect();
     let spell = |w: &str| spelled.get(w).cloned().flatten();
-    let built: Vec<(NgramLm, usize, usize, usize, usize)> = lists
-        .par_iter()
-        .enumerate()
-        .map(|(k, list)| {
-            let (mut phrases, mut dropped, mut found) = (Vec::new(), 0, 0);
-            if let Some(w) = wl {
-                let (ph, rep) = lm_keyword_phrases(&w.lm, spell, list, in_lm, out_lm);
-                phrases = ph;
-                dropped = rep.keywords_unspelled;
-                found = rep.keywords_in_lm;
-            }
-            for ph in list.iter().filter(|_| wl.is_none()) {
-                let mut labels = Vec::with_capacity(4 * ph.len());
-                let ok = ph.iter().all(|w| match spelled.get(w.as_str()) {
-                    Some(Some(l)) => {
-                        labels.extend_from_slice(l);
-                        true
-                    }
-                    _ => false,
-                });
-                if ok && !labels.is_empty() {
-                    phrases.push(Phrase::keyword(labels, None));
-                } else {
-                    dropped += 1;
+    let built: Vec<(NgramLm, usize, usize, usize, usize)> =
+        lists
+            .par_iter()
+            .enumerate()
+            .map(|(k, list)| {
+                let (mut phrases, mut dropped, mut found, mut kept) = (Vec::new(), 0, 0, 0);
+                if let Some(w) = wl {
+                    let (ph, rep) = lm_keyword_phrases(&w.lm, spell, list, in_lm, out_lm);
+                    phrases = ph;
+                    dropped = rep.keywords_unspelled;
+                    found = rep.keywords_in_lm;
                 }
-            }
-            let kept = phrases.len();
-            let (tree, rep) = boosting_tree(&phrases, v, &opts).with_context(|| {
-                let u = which.iter().position(|&w| w == k).unwrap_or(0);
-                format!("the keyword trie of utterance {}", ds.utterances[u].id)
-            })?;
-            Ok((tree, kept, dropped, found, rep.duplicates))
-        })
-        .collect::<Result<_>>()?;
+                for ph in list.iter().filter(|_| wl.is_none()) {
+                    let mut labels = Vec::with_capacity(4 * ph.len());
+                    let ok = ph.iter().all(|w| match spelled.get(w.as_str()) {
+                        Some(Some(l)) => {
+                            labels.extend_from_slice(l);
+                            true
+                        }
+                        _ => false,
+                    });
+                    if ok && !labels.is_empty() {
+                        // NeMo's alternative transcriptions: BPE-dropout samples, seeded by the
+                        // phrase's text (labels are piece ids − 1, as `spell` gives them).
+                        let n = b.kb.kb_alternatives.saturating_sub(1);
+                        let samples =
+                            st.bpe
+                                .dropout_samples(ph, n, b.kb.kb_dropout, KB_DROPOUT_SEED);
+                        phrases.push(Phrase::keyword(labels, None));
+                        phrases.extend(samples.into_iter().map(|l| {
+                            Phrase::keyword(l.into_iter().map(|id| id - 1).collect(), None)
+                        }));
+                        kept += 1;
+                    } else {
+                        dropped += 1;
+                    }
+                }
+                if wl.is_some() {
+                    kept = phrases.len();
+                }
+                let (tree, rep) = boosting_tree(&phrases, v, &opts).with_context(|| {
+                    let u = which.iter().position(|&w| w == k).unwrap_or(0);
+                    format!("the keyword trie of utterance {}", ds.utterances[u].id)
+                })?;
+                Ok((tree, kept, dropped, found, rep.duplicates))
+            })
+            .collect::<Result<_>>()?;
     let kept = built.iter().map(|b| b.1).sum();
     let duplicates = built.iter().map(|b| b.4).sum();
     let dropped = built.iter().map(|b| b.2).sum();

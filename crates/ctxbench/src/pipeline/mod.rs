@@ -3,6 +3,7 @@
 //! ([`output`], lattice-rescorer) → scoring ([`scoring`], ctx-core metrics). What only one biasing
 //! component needs lives with it in `methods/components`.
 
+pub mod files_checks;
 pub mod label_graph;
 pub mod lists;
 pub mod memory;
