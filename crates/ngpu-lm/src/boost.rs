@@ -71,6 +71,9 @@ pub struct BoostOptions {
     /// NeMo's depth scaling: the label at depth `d ≥ 2` of a phrase with score `s` earns
     /// `s·scale + ln d` (a longer match is worth more per label); `None`: `s` at every depth.
     pub depth_scaling: Option<f32>,
+    /// NeMo's `unk_score`: the weight of a label that starts no phrase, read at the root (also
+    /// after a match breaks off, past its take-back); 0 in NeMo's decoding config and here.
+    pub unk_score: f32,
 }
 
 impl Default for BoostOptions {
@@ -79,6 +82,7 @@ impl Default for BoostOptions {
             default_score: 1.0,
             matching: Matching::Strict,
             depth_scaling: None,
+            unk_score: 0.0,
         }
     }
 }
@@ -156,6 +160,12 @@ pub fn boosting_tree(
         return Err(NgpuError::Invalid(format!(
             "boosting score {} is not finite",
             opts.default_score
+        )));
+    }
+    if !opts.unk_score.is_finite() {
+        return Err(NgpuError::Invalid(format!(
+            "unknown-label score {} is not finite",
+            opts.unk_score
         )));
     }
     if let Some(d) = opts.depth_scaling.filter(|d| !d.is_finite()) {
@@ -348,9 +358,10 @@ pub fn boosting_tree(
     for s in 0..ns {
         arc_start.push(arc_label.len() as u32);
         if s == 0 {
-            // Every label, at weight 0 back to the root, then the phrases' first labels.
+            // Every label, at the unknown-label weight back to the root, then the phrases'
+            // first labels.
             arc_label.extend(0..vocab as u32);
-            arc_weight.resize(vocab, 0.0);
+            arc_weight.resize(vocab, opts.unk_score);
             arc_to.resize(vocab, 0);
             for &c in kids(0) {
                 let (w, t) = arc_of(c as usize);

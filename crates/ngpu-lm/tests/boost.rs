@@ -32,6 +32,7 @@ fn icefall_tree(matching: Matching) -> NgramLm {
     .map(|p| Phrase::keyword(letters(p), None))
     .collect();
     let opts = BoostOptions {
+        unk_score: 0.0,
         default_score: 1.0,
         matching,
         depth_scaling: None,
@@ -252,6 +253,7 @@ fn arrays_equal_a_direct_trie_walk_and_never_pay_more_than_completed_phrases() {
             .collect();
         for strict in [Matching::Strict, Matching::NonStrict, Matching::Nemo] {
             let opts = BoostOptions {
+                unk_score: 0.0,
                 default_score: 1.0,
                 matching: strict,
                 depth_scaling: None,
@@ -333,6 +335,7 @@ fn end_bonuses_are_paid_once_at_the_last_label_and_never_taken_back() {
     ];
     for strict in [true, false] {
         let opts = BoostOptions {
+            unk_score: 0.0,
             default_score: 1.0,
             matching: if strict {
                 Matching::Strict
@@ -463,6 +466,7 @@ fn nemo_golden_vectors_with_depth_scaling() {
         .map(|p| Phrase::keyword(p, None))
         .collect();
     let opts = BoostOptions {
+        unk_score: 0.0,
         default_score: 1.0,
         matching: Matching::Nemo,
         depth_scaling: Some(1.0),
@@ -508,4 +512,39 @@ fn nemo_golden_vectors_with_depth_scaling() {
         (total_strict - (4.7917 + 1.0)).abs() < 1e-3,
         "strict: [1,2,3] and [3] paid as outputs, the partial a taken back: {total_strict}"
     );
+}
+
+/// NeMo's `unk_score`: a label that starts no phrase earns it at the root, and a match that
+/// breaks off pays its take-back and then earns it; a phrase's labels earn their own scores.
+#[test]
+fn unknown_labels_earn_the_unk_score() {
+    let phrases = [Phrase::keyword(letters("HE"), None)];
+    let tree = |unk: f32, matching: Matching| {
+        let opts = BoostOptions {
+            unk_score: unk,
+            matching,
+            ..BoostOptions::default()
+        };
+        boosting_tree(&phrases, 26, &opts).unwrap().0
+    };
+    for m in [Matching::Strict, Matching::Nemo] {
+        let (zero, half) = (tree(0.0, m), tree(0.5, m));
+        // Q starts nothing: 0.5 more per such label.
+        assert_eq!(
+            total(&half, &letters("QQ")) - total(&zero, &letters("QQ")),
+            1.0
+        );
+        // H then Q: H is a phrase's label (no unk score), Q breaks off and earns it.
+        assert_eq!(
+            total(&half, &letters("HQ")) - total(&zero, &letters("HQ")),
+            0.5
+        );
+        // The phrase itself earns what it did.
+        assert_eq!(total(&half, &letters("HE")), total(&zero, &letters("HE")));
+    }
+    let bad = BoostOptions {
+        unk_score: f32::NAN,
+        ..BoostOptions::default()
+    };
+    assert!(boosting_tree(&phrases, 26, &bad).is_err());
 }

@@ -188,6 +188,7 @@ fn boosting_trees_on_the_device_equal_the_cpu() {
         (Matching::Nemo, Some(1.5)),
     ] {
         let opts = BoostOptions {
+            unk_score: 0.0,
             default_score: 2.0,
             matching,
             depth_scaling,

@@ -128,6 +128,8 @@ crate::settings_block! {
         kb_alternatives: usize = 1,
         /// the BPE-dropout probability of those samples (NeMo's bpe_alpha 0.3)
         kb_dropout: f64 = 0.3,
+        /// NeMo's unk_score: the bonus of a piece that starts no keyword (0 in its config)
+        kb_unk_score: f64 = 0.0,
     }
 }
 
@@ -233,6 +235,7 @@ impl FamilySpec for E2e {
                     crate::key!(Keywords, kb_depth_scaling),
                     b.kb.kb_depth_scaling,
                 ),
+                (crate::key!(Keywords, kb_unk_score), b.kb.kb_unk_score),
                 (crate::key!(WordLm, wl_in_lm), b.wl.wl_in_lm),
                 (crate::key!(WordLm, wl_out_lm), b.wl.wl_out_lm),
             ] {
@@ -718,9 +721,13 @@ fn boost_options(kb: &Keywords, with_wl: bool) -> Result<ngpu_lm::boost::BoostOp
         } else {
             Matching::parse(mode).ok_or_else(|| anyhow!("kb_mode '{mode}'"))?
         },
+        unk_score: if with_wl { 0.0 } else { kb.kb_unk_score as f32 },
         depth_scaling: (scaling > 0.0 && !with_wl).then_some(scaling),
     })
 }
+
+/// Keyword lists, each borrowed from the dataset or made for an utterance.
+type DistinctLists<'d> = Vec<std::borrow::Cow<'d, [Vec<String>]>>;
 
 /// The distinct keyword lists of a set's utterances in first-use order, and each utterance's
 /// index into them: the dataset's own lists (`sequences`: borrowed, told apart by address) or
@@ -729,7 +736,7 @@ fn boost_options(kb: &Keywords, with_wl: bool) -> Result<ngpu_lm::boost::BoostOp
 fn distinct_lists<'d>(
     ds: &'d ctx_data::dataset::Dataset,
     kind: &crate::pipeline::ListKind,
-) -> (Vec<std::borrow::Cow<'d, [Vec<String>]>>, Vec<usize>) {
+) -> (DistinctLists<'d>, Vec<usize>) {
     use crate::pipeline::ListKind;
     use std::borrow::Cow;
     let list_of = |u: &ctx_data::dataset::Utterance| -> Cow<'d, [Vec<String>]> {
