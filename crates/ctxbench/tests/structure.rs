@@ -479,11 +479,6 @@ const LONG_FNS: &[(&str, &str, &str)] = &[
         "the `lm arrays` command: load, convert, report, write; to split",
     ),
     (
-        "crates/ctxbench/src/methods/components/open_vocab.rs",
-        "open_contexts",
-        "building each utterance's open-vocabulary grammar; to split with the shared list structures",
-    ),
-    (
         "crates/ctxbench/src/methods/hclg.rs",
         "run_group",
         "the hclg-boost family's group: setup, contexts, decode, measures; to split as the e2e family's was",

@@ -761,8 +761,8 @@ fn distinct_lists<'d>(
     let mut which = Vec::with_capacity(ds.utterances.len());
     for u in &ds.utterances {
         let key = match kind {
-            ListKind::Plus(own, _) => ListKey::Content(
-                crate::pipeline::dataset_list_of(ds, u, own)
+            ListKind::Plus(..) => ListKey::Content(
+                crate::pipeline::dataset_list_of(ds, u, kind.identity())
                     .map(|l| l.phrases)
                     .unwrap_or_default(),
             ),

@@ -143,6 +143,16 @@ impl std::fmt::Display for ListFile {
 }
 
 impl ListKind {
+    /// What tells one utterance's list of this kind from another's: for a phrase file added to
+    /// an own list (`KIND+file:PATH`) the own list's kind — the file is every utterance's, so a
+    /// build memoised on it joins the file once per distinct own list — else the kind itself.
+    pub fn identity(&self) -> &ListKind {
+        match self {
+            Self::Plus(own, _) => own,
+            k => k,
+        }
+    }
+
     /// Parses `sequences`, `unigrams`, `gt`, `test-words`, `other-words`, `list:NAME` (a
     /// global list), `file:PATH` (a phrase file) or `nemo:PATH` (a NeMo context file).
     ///

@@ -68,15 +68,11 @@ pub fn set_list(setup: &Setup, kind: &ListKind) -> Option<BiasList> {
     }
 }
 
-/// What tells an utterance's list of `kind` from another's, cheaply: its phrases, or for a
-/// phrase file added to the utterance's own list (`KIND+file:PATH`) the own list alone — the
-/// file is every utterance's — so that a build memoised on it makes a 20,000-phrase union once
-/// per distinct own list, not once per utterance.
+/// What tells an utterance's list of `kind` from another's, cheaply: the phrases of its
+/// [`ListKind::identity`] (for `KIND+file:PATH` the own list alone), so that a build memoised
+/// on it makes a 20,000-phrase union once per distinct own list, not once per utterance.
 pub fn list_identity(setup: &Setup, u: &Utterance, kind: &ListKind) -> Vec<Vec<String>> {
-    match kind {
-        ListKind::Plus(own, _) => list_of(setup, u, own).phrases,
-        _ => list_of(setup, u, kind).phrases,
-    }
+    list_of(setup, u, kind.identity()).phrases
 }
 
 /// The biasing list of an utterance.

@@ -162,4 +162,54 @@ bad_inputs! {
                 ]),
             )
         };
+
+    nemo_list_empty_spelling: "a NeMo context file (nemo:PATH) with an empty spelling"
+        => |b| {
+            let d = b.case_dir("nemo-empty-spelling");
+            let f = d.join("nemo.txt");
+            std::fs::write(&f, "ryanair_ryan\nklm_\n").unwrap();
+            let set = format!("ws_list=nemo:{}", f.display());
+            (
+                strs(&[
+                    "decode", "--dataset", "atco2-sim-1h", "--quick", "--method", "e2e+ctc-ws",
+                    "--set", "model=ctc", "--set", &set,
+                ]),
+                Expect::Fails(strs(&["nemo.txt:2", "spelling 1 is empty"])),
+            )
+        };
+
+    kb_alternatives_zero: "kb_alternatives = 0 (no tokenisation of a keyword at all)"
+        => |_| {
+            (
+                strs(&[
+                    "decode", "--dataset", "atco2-sim-1h", "--quick", "--method", "e2e+kb",
+                    "--set", "model=rnnt", "--set", "kb_list=sequences",
+                    "--set", "kb_alternatives=0",
+                ]),
+                Expect::Fails(strs(&["kb_alternatives 0", "at least 1"])),
+            )
+        };
+
+    kb_dropout_one: "kb_dropout = 1 (every merge dropped: characters only)"
+        => |_| {
+            (
+                strs(&[
+                    "decode", "--dataset", "atco2-sim-1h", "--quick", "--method", "e2e+kb",
+                    "--set", "model=rnnt", "--set", "kb_list=sequences", "--set", "kb_dropout=1",
+                ]),
+                Expect::Fails(strs(&["kb_dropout 1", "between 0 and 1"])),
+            )
+        };
+
+    kb_unk_score_nan: "kb_unk_score = nan"
+        => |_| {
+            (
+                strs(&[
+                    "decode", "--dataset", "atco2-sim-1h", "--quick", "--method", "e2e+kb",
+                    "--set", "model=rnnt", "--set", "kb_list=sequences",
+                    "--set", "kb_unk_score=nan",
+                ]),
+                Expect::Fails(strs(&["kb_unk_score=nan", "is not a number"])),
+            )
+        };
 }

@@ -127,13 +127,8 @@ impl WordSpotter {
         let (mut kept, mut dropped) = (0, 0);
         let mut sizes: Vec<(usize, usize)> = Vec::new();
         for u in &ds.utterances {
-            // A phrase file added to the utterance's own list is told apart by the own list
-            // alone (the file is every utterance's): joined once per distinct own list.
-            let identity = match &kind {
-                ListKind::Plus(own, _) => own.as_ref(),
-                k => k,
-            };
-            let key: Key = spelled_list_of(ds, u, identity)
+            // Told apart by the list's identity: a file is joined once per distinct own list.
+            let key: Key = spelled_list_of(ds, u, kind.identity())
                 .unwrap_or_default()
                 .into_iter()
                 .map(|p| (p.words, p.spellings))

@@ -37,34 +37,18 @@ pub struct OpenContexts {
     pub lists: usize,
 }
 
-/// Compiles each utterance's `list` (phrases without their own weight at `weight`) into a
-/// context graph over the TLG's tokens (the simulated CTC model's BPE pieces, the TLG's
-/// topology, the decoder's word insertion penalty, at most `max_pause_s` of blanks between two
-/// tokens of a phrase — `None`: unbounded; hybrid contexts have no blanks, a hybrid graph's
-/// contexts are its phones' HMMs); utterances sharing a list share its graph. A
-/// phrase with a negative weight is a penalty only: it is left out of the context graph (a
-/// context path skips the LM costs of its words, so its copy could be cheaper than the main
-/// path's even at a negative weight) and its in-vocabulary form gets a completion-cost
-/// automaton ([`PhraseAutomaton::penalties`]) to stack on the stream's booster: −weight on
-/// every main path that writes it.
-pub fn open_contexts(
-    setup: &Setup,
-    list: &OpenList,
-    weight: f32,
-    max_pause_s: Option<f64>,
-    class: ClassCost,
-    settings: &DecodeSettings,
-) -> Result<OpenContexts> {
-    let max_blanks = max_pause_s.map(|s| ((s / setup.frame_s).round() as u32).max(1));
-    // How a phrase's words become the graph's input units: BPE pieces over a TLG (a simulated
-    // CTC model), or phones (the lexicon, letter-to-sound for unknown words) laid out as the
-    // HCLG's monophone HMMs (a simulated hybrid model), or a real model's triphones.
-    enum Spell<'a> {
-        Pieces(&'a Bpe, ctx_graph::ctc::CtcTopology),
-        Phones(&'a Pronouncer, ctx_graph::hmm::UnitHmms),
-        Triphones(&'a crate::audio::ContextSpeller),
-    }
-    let spell = match (&setup.acoustic, setup.graph.kind) {
+/// How a phrase's words become the graph's input units: BPE pieces over a TLG (a simulated
+/// CTC model), or phones (the lexicon, letter-to-sound for unknown words) laid out as the
+/// HCLG's monophone HMMs (a simulated hybrid model), or a real model's triphones.
+enum Spell<'a> {
+    Pieces(&'a Bpe, ctx_graph::ctc::CtcTopology),
+    Phones(&'a Pronouncer, ctx_graph::hmm::UnitHmms),
+    Triphones(&'a crate::audio::ContextSpeller),
+}
+
+/// The setup's speller, or an error naming a graph open-vocabulary contexts cannot extend.
+fn speller(setup: &Setup) -> Result<Spell<'_>> {
+    Ok(match (&setup.acoustic, setup.graph.kind) {
         (Acoustic::Ctc(sim), GraphKind::Tlg(topo)) => Spell::Pieces(sim.bpe(), topo),
         (Acoustic::Hybrid { pron, .. }, GraphKind::Hclg) => Spell::Phones(
             pron,
@@ -86,7 +70,29 @@ pub fn open_contexts(
             setup.dataset.name,
             setup.graph.kind.name()
         ),
-    };
+    })
+}
+
+/// Compiles each utterance's `list` (phrases without their own weight at `weight`) into a
+/// context graph over the TLG's tokens (the simulated CTC model's BPE pieces, the TLG's
+/// topology, the decoder's word insertion penalty, at most `max_pause_s` of blanks between two
+/// tokens of a phrase — `None`: unbounded; hybrid contexts have no blanks, a hybrid graph's
+/// contexts are its phones' HMMs); utterances sharing a list share its graph. A
+/// phrase with a negative weight is a penalty only: it is left out of the context graph (a
+/// context path skips the LM costs of its words, so its copy could be cheaper than the main
+/// path's even at a negative weight) and its in-vocabulary form gets a completion-cost
+/// automaton ([`PhraseAutomaton::penalties`]) to stack on the stream's booster: −weight on
+/// every main path that writes it.
+pub fn open_contexts(
+    setup: &Setup,
+    list: &OpenList,
+    weight: f32,
+    max_pause_s: Option<f64>,
+    class: ClassCost,
+    settings: &DecodeSettings,
+) -> Result<OpenContexts> {
+    let max_blanks = max_pause_s.map(|s| ((s / setup.frame_s).round() as u32).max(1));
+    let spell = speller(setup)?;
     let units = &setup.graph.symbols.units;
     let pronounce = |w: &str| -> Option<Vec<u32>> {
         match &spell {
