@@ -13,7 +13,7 @@ TEST_PROFILE ?= ci
 BIN := $(or $(CARGO_TARGET_DIR),target)/$(PROFILE)/ctxbench
 E21 := datasets/earnings21/nlp_references
 
-.PHONY: fidelity librispeech-tts librispeech-tts-full librispeech-bias nvrtc-venv python-venv python python-test peers-python sphinx-lm lm-en-us-3gram gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep slurm-check bench bench-score bench-decode bench-overhead bench-overhead-instructions lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm peer-kaldi-ctc bataev-derived
+.PHONY: fidelity librispeech-tts librispeech-tts-full librispeech-bias nvrtc-venv python-venv python python-test peers-python sphinx-lm lm-en-us-3gram gpu-bundle chen18-table2 sphinx-test sphinx-test-data sphinx-atco2 atco2-tts earnings21-tts lm-en-us tts-install peer-sphinx all build test reproduce reproduce-quick reproduce-quick-all regress regress-ci regress-update selfcheck slurm-sweep slurm-check bench bench-score bench-decode bench-overhead bench-overhead-instructions bench-scale lint fmt clean lm-earnings22 peer-kenlm graph-sizes data-stats peers-ctc peers peer-ngpu-lm peer-kaldi-ctc bataev-derived
 
 all: build
 
@@ -281,6 +281,11 @@ bench-decode:
 ## (interleaved rounds, on-CPU time; ROUNDS=N, default 15).
 bench-overhead:
 	$(CARGO) bench -p ctxbench --bench overhead
+
+## What 1,000 to 20,000 phrases per stream add to the CTC WFST search per frame: word and
+## phrase boosting on Earnings-21's TLG (interleaved rounds, on-CPU time; ROUNDS=N, UTTS=N).
+bench-scale:
+	$(CARGO) bench -p ctxbench --bench scale
 
 # The same variants counted in instructions under callgrind (needs valgrind; ~2 min each).
 bench-overhead-instructions:

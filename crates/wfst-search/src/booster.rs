@@ -392,6 +392,13 @@ pub(crate) trait ArcDelta {
         (state, -0.0)
     }
 
+    /// Whether tokens of one graph state may differ in automaton state (a stateful booster
+    /// with an automaton; a stack of arc boosters is stateful without one).
+    #[inline(always)]
+    fn splits(&self) -> bool {
+        Self::STATEFUL
+    }
+
     /// Whether [`ArcDelta::row_bits`] and [`ArcDelta::discount`] describe the deltas (one
     /// discount for a set of arcs), so that a state's row of arcs reads its bits once.
     const ROW_BITS: bool = false;
@@ -590,6 +597,10 @@ impl ArcDelta for Booster {
             Some(_) => f32::NEG_INFINITY,
             None => -0.0,
         }
+    }
+
+    fn splits(&self) -> bool {
+        self.has_automaton()
     }
 }
 

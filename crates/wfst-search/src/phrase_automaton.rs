@@ -32,8 +32,12 @@ struct Trie {
     offsets: Vec<u32>,
     /// Child word labels, ascending within a node.
     words: Vec<u32>,
-    /// Child nodes.
+    /// Child nodes, each as its representative ([`Trie::collapse_leaves`]: a leaf is its
+    /// failure target's representative).
     next: Vec<u32>,
+    /// The cost of reading each child's word: the discount (prefix form) or the child's own
+    /// `out` (completion form) — the child's, even where `next` holds another node.
+    cost: Vec<f32>,
     /// Failure link: the longest proper suffix of the node's prefix that is a node.
     fail: Vec<u32>,
     discount: f32,
@@ -43,11 +47,14 @@ struct Trie {
     /// The least cost a word step adds: min(0, discount) in prefix form, min(0, out) in
     /// completion form.
     min_cost: f32,
-    /// The root's children by word id (0: none; the root is no one's child), when it has more
-    /// than [`DENSE_ROOT`]: every word a path reads that starts no open prefix ends at the
-    /// root, so a long list's lookups there are one load, not a binary search over it.
-    root: Vec<u32>,
+    /// The root's children by word id as (`next`, `cost`) ([`NO_CHILD`]: none), when it has
+    /// more than [`DENSE_ROOT`]: every word a path reads that starts no open prefix ends at
+    /// the root, so a long list's lookups there are one load, not a binary search over it.
+    root: Vec<(u32, f32)>,
 }
+
+/// A word the root has no child for, in [`Trie::root`].
+const NO_CHILD: u32 = u32::MAX;
 
 /// Root children above which the root's row is also kept as a table by word id.
 const DENSE_ROOT: usize = 32;
@@ -60,8 +67,10 @@ impl PhraseAutomaton {
                 "discount {discount} is not finite"
             )));
         }
+        let mut trie = Trie::build(phrases, discount);
+        trie.collapse_leaves();
         Ok(Self {
-            inner: Arc::new(Trie::build(phrases, discount)),
+            inner: Arc::new(trie),
         })
     }
 
@@ -95,6 +104,7 @@ impl PhraseAutomaton {
         }
         trie.min_cost = out.iter().fold(-0.0f32, |m, &c| m.min(c));
         trie.out = out;
+        trie.collapse_leaves();
         Ok(Self {
             inner: Arc::new(trie),
         })
@@ -157,19 +167,17 @@ impl PhraseAutomaton {
         let t = &*self.inner;
         loop {
             if s == 0 && !t.root.is_empty() {
-                let n = t.root.get(word as usize).copied().unwrap_or(0);
-                if n == 0 {
-                    return (0, 0.0);
-                }
-                return (n, t.out.get(n as usize).copied().unwrap_or(t.discount));
+                return match t.root.get(word as usize) {
+                    Some(&(n, c)) if n != NO_CHILD => (n, c),
+                    _ => (0, 0.0),
+                };
             }
             let (lo, hi) = (
                 t.offsets[s as usize] as usize,
                 t.offsets[s as usize + 1] as usize,
             );
             if let Ok(k) = t.words[lo..hi].binary_search(&word) {
-                let n = t.next[lo + k];
-                return (n, t.out.get(n as usize).copied().unwrap_or(t.discount));
+                return (t.next[lo + k], t.cost[lo + k]);
             }
             if s == 0 {
                 return (0, 0.0);
@@ -230,6 +238,7 @@ impl Trie {
             offsets: vec![0],
             words: Vec::new(),
             next: Vec::new(),
+            cost: Vec::new(),
             fail,
             discount,
             out: Vec::new(),
@@ -243,14 +252,43 @@ impl Trie {
             }
             trie.offsets.push(trie.words.len() as u32);
         }
-        if kids[0].len() > DENSE_ROOT {
-            let top = kids[0].keys().next_back().map_or(0, |&w| w as usize);
-            trie.root = vec![0; top + 1];
-            for (&w, &c) in &kids[0] {
-                trie.root[w as usize] = c;
+        trie
+    }
+
+    /// Points every edge into a leaf at the leaf's failure target's representative, with the
+    /// edge's cost kept as the leaf's, then builds the dense root. Exact: a leaf has no child,
+    /// so from it every word moves as from its failure target, and the cost of a step is on
+    /// its edge. Tokens of the search that only differ in such states then recombine (a
+    /// completed phrase whose last word starts no other phrase returns to the root).
+    fn collapse_leaves(&mut self) {
+        let n = self.fail.len();
+        self.cost = self
+            .next
+            .iter()
+            .map(|&c| match self.out.is_empty() {
+                true => self.discount,
+                false => self.out[c as usize],
+            })
+            .collect();
+        let mut rep: Vec<u32> = (0..n as u32).collect();
+        for s in self.bfs() {
+            let leaf = self.offsets[s as usize] == self.offsets[s as usize + 1];
+            if leaf {
+                // The failure target is shallower: its representative is final.
+                rep[s as usize] = rep[self.fail[s as usize] as usize];
             }
         }
-        trie
+        for c in self.next.iter_mut() {
+            *c = rep[*c as usize];
+        }
+        let (lo, hi) = (self.offsets[0] as usize, self.offsets[1] as usize);
+        if hi - lo > DENSE_ROOT {
+            let top = self.words[hi - 1] as usize;
+            self.root = vec![(NO_CHILD, 0.0); top + 1];
+            for k in lo..hi {
+                self.root[self.words[k] as usize] = (self.next[k], self.cost[k]);
+            }
+        }
     }
 
     /// The node `phrase` leads to from the root (every prefix is a node).
@@ -335,5 +373,26 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A state whose future equals its failure target's (a leaf: a completed phrase that
+    /// starts no longer one) is that target: tokens holding either recombine in the search.
+    #[test]
+    fn a_completed_phrase_moves_to_its_failure_target() {
+        let a = PhraseAutomaton::new(&[vec![1, 2], vec![3], vec![2, 5]], -2.0).unwrap();
+        let (s1, c1) = a.word(0, 1);
+        assert!(s1 != 0 && c1 == -2.0);
+        // "1 2" is complete; its failure target "2" starts "2 5": the state is "2"'s.
+        let (s12, c12) = a.word(s1, 2);
+        assert_eq!((s12, c12), (a.word(0, 2).0, -2.0));
+        assert_ne!(s12, 0);
+        // "3" starts nothing longer: back at the root, the discount still paid.
+        assert_eq!(a.word(0, 3), (0, -2.0));
+        assert_eq!(a.word(s1, 3), (0, -2.0));
+        // Completion form: "7 8" ends there and so does "8"; nothing continues either.
+        let c = PhraseAutomaton::completions(&[(vec![7, 8], 3.0), (vec![8], 1.0)]).unwrap();
+        let (s7, _) = c.word(0, 7);
+        assert_eq!(c.word(s7, 8), (0, 4.0));
+        assert_eq!(c.word(0, 8), (0, 1.0));
     }
 }

@@ -141,12 +141,53 @@ impl Stream {
                 }};
             }
             let mut in_ctx = false;
+            // With a word automaton, the tokens of one graph state (one per automaton state)
+            // share one scan of its arcs: an arc the group's cheapest token cannot relax within
+            // the bound, with the automaton's least cost, none of them can (exact). A group is
+            // expanded where its first token comes in frame order, its tokens in frame order
+            // for each arc (a tie on one arc still goes to the earlier token); a token alone in
+            // its state expands as before, so a frame without shared states is unchanged.
+            let groups = match B::STATEFUL && booster.splits() {
+                true => state_groups(map, prev, expand),
+                false => Vec::new(),
+            };
+            let mut role = vec![SINGLE; if groups.is_empty() { 0 } else { prev.len() }];
+            for (k, group) in groups.chunk_by(|x, y| x.0 == y.0).enumerate() {
+                role[group[0].0 as usize] = k as u32;
+                for &(_, j) in group {
+                    role[j as usize] = MEMBER;
+                }
+            }
+            let group_list: Vec<&[(u32, u32)]> = groups.chunk_by(|x, y| x.0 == y.0).collect();
             for (i, t) in prev.iter().enumerate() {
                 if !expand.keeps(t.cost) {
                     continue;
                 }
                 if t.state >= n_ctx {
                     in_ctx = true;
+                    continue;
+                }
+                if B::STATEFUL && !role.is_empty() && role[i] != SINGLE {
+                    if role[i] == MEMBER {
+                        continue;
+                    }
+                    let members = group_list[role[i] as usize];
+                    let least = members
+                        .iter()
+                        .map(|&(_, j)| prev[j as usize].cost)
+                        .fold(t.cost, f32::min);
+                    let touched = booster.touches(t.state);
+                    for a in g.emitting(t.state) {
+                        let delta = delta_of(booster, touched, a);
+                        let (gc, ac) = arc_costs(weight[a], ilabel[a], delta, row, scale);
+                        if least + (gc + min_word) + ac > bound {
+                            continue;
+                        }
+                        relax!(i, t, a, gc, ac, next[a]);
+                        for (j, u) in members.iter().map(|&(_, j)| (j, &prev[j as usize])) {
+                            relax!(j as usize, u, a, gc, ac, next[a]);
+                        }
+                    }
                     continue;
                 }
                 let arcs = g.emitting(t.state);
@@ -244,4 +285,34 @@ impl Stream {
         self.gpu_epoch = 0;
         self.commit_frame(dec, toks, links, num_emitting, cutoff)
     }
+}
+
+/// A token alone in its graph state, for the expansion's groups.
+const SINGLE: u32 = u32::MAX;
+/// A token expanded with the first token of its graph state.
+const MEMBER: u32 = u32::MAX - 1;
+
+/// The expandable tokens of `prev` that share a graph state with an earlier one, as (that
+/// state's first token, token), sorted; empty when every token has a state of its own (the
+/// usual frame). Found with the state map `map` (all [`NONE`] between frames, and left so).
+fn state_groups(map: &mut [u32], prev: &[LTok], expand: &ExpandCut) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for (i, t) in prev.iter().enumerate() {
+        if !expand.keeps(t.cost) {
+            continue;
+        }
+        if let Some(m) = map.get_mut(t.state as usize) {
+            match *m {
+                NONE => *m = i as u32,
+                first => out.push((first, i as u32)),
+            }
+        }
+    }
+    for t in prev {
+        if let Some(m) = map.get_mut(t.state as usize) {
+            *m = NONE;
+        }
+    }
+    out.sort_unstable();
+    out
 }
