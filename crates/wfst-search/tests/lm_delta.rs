@@ -353,3 +353,96 @@ fn completions_cost_each_phrase_occurrence_once_at_its_end() {
     assert!(nonzero > 1000, "{nonzero}");
     assert!(PhraseAutomaton::completions(&[(vec![1], f32::NAN)]).is_err());
 }
+
+/// `fst` composed with a phrase automaton by hand: states (graph state, automaton state), each
+/// word arc moving the automaton and adding its cost. Decoded without a booster, no two tokens
+/// share a state: the search with the automaton must give the same best path and cost at any
+/// beam (the tokens of one graph state expanded together must each be relaxed).
+fn composed(fst: &StdFst, trie: &PhraseAutomaton) -> StdFst {
+    use rustfst::prelude::*;
+    let mut out = StdFst::new();
+    let mut ids: BTreeMap<(u32, u32), u32> = BTreeMap::new();
+    let mut queue = vec![(fst.start().unwrap(), 0u32)];
+    ids.insert(queue[0], out.add_state());
+    out.set_start(0).unwrap();
+    while let Some((s, q)) = queue.pop() {
+        let me = ids[&(s, q)];
+        if let Some(f) = fst.final_weight(s).unwrap() {
+            out.set_final(me, *f.value()).unwrap();
+        }
+        for tr in fst.get_trs(s).unwrap().iter() {
+            let (q2, c) = match tr.olabel {
+                0 => (q, 0.0),
+                w => trie.word(q, w),
+            };
+            let key = (tr.nextstate, q2);
+            let next = match ids.get(&key) {
+                Some(&n) => n,
+                None => {
+                    let n = out.add_state();
+                    ids.insert(key, n);
+                    queue.push(key);
+                    n
+                }
+            };
+            let w = *tr.weight.value() + c;
+            out.add_tr(me, Tr::new(tr.ilabel, tr.olabel, w, next))
+                .unwrap();
+        }
+    }
+    out
+}
+
+#[test]
+fn the_automaton_at_narrow_beams_equals_the_composed_graph() {
+    let mut rng = Rng(41);
+    let mut compared = 0;
+    for case in 0..200 {
+        let fst = random_graph(&mut rng, 4 + (case % 5) as u32, 6, 2);
+        let phrases: Vec<Vec<u32>> = (0..1 + rng.below(4))
+            .map(|_| {
+                (0..1 + rng.below(3))
+                    .map(|_| 1 + rng.below(6) as u32)
+                    .collect()
+            })
+            .collect();
+        let trie = PhraseAutomaton::new(&phrases, -1.5).unwrap();
+        let graph = DecodingGraph::from_fst(&fst, None).unwrap();
+        let both = composed(&fst, &trie);
+        let product = DecodingGraph::from_fst(&both, None).unwrap();
+        let rows = 4 + case % 6;
+        let data = (0..rows * 3).map(|_| -4.0 * rng.unit()).collect();
+        let scores = ScoreMatrix::new(rows, 3, data).unwrap();
+        for beam in [1.0, 2.5, 6.0] {
+            let cfg = DecoderConfig {
+                beam,
+                lattice_beam: 1.0,
+                ..DecoderConfig::default()
+            };
+            let decode = |g: &DecodingGraph, b: Booster| {
+                let dec = Decoder::new(g, cfg.clone()).unwrap();
+                let mut s = Stream::new(format!("case{case}"), b);
+                decode_utterance(&dec, &mut s, &scores, 2, None)
+                    .ok()
+                    .map(|r| (r.segments[0].best.words.clone(), r.segments[0].best.cost()))
+            };
+            let (Some(a), Some(b)) = (
+                decode(&graph, Booster::Phrases(trie.clone())),
+                decode(&product, Booster::None),
+            ) else {
+                continue;
+            };
+            if !a.1.is_finite() || !b.1.is_finite() {
+                // No final state reached: the best partial path, as words.
+                assert_eq!(a.0, b.0, "case {case} beam {beam}");
+                continue;
+            }
+            assert!(
+                (a.1 - b.1).abs() < 1e-3,
+                "case {case} beam {beam}: {a:?} vs {b:?}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > 300, "only {compared} decodes compared");
+}

@@ -148,7 +148,7 @@ impl Stream {
             // for each arc (a tie on one arc still goes to the earlier token); a token alone in
             // its state expands as before, so a frame without shared states is unchanged.
             let groups = match B::STATEFUL && booster.splits() {
-                true => state_groups(map, prev, expand),
+                true => state_groups(map, prev, expand, g),
                 false => Vec::new(),
             };
             let mut role = vec![SINGLE; if groups.is_empty() { 0 } else { prev.len() }];
@@ -183,8 +183,10 @@ impl Stream {
                         if least + (gc + min_word) + ac > bound {
                             continue;
                         }
-                        relax!(i, t, a, gc, ac, next[a]);
-                        for (j, u) in members.iter().map(|&(_, j)| (j, &prev[j as usize])) {
+                        // (`relax!` skips a token with `continue`: each token of the group
+                        // in this inner loop, so one skipped token never skips the others.)
+                        let group = std::iter::once(i as u32).chain(members.iter().map(|m| m.1));
+                        for (j, u) in group.map(|j| (j, &prev[j as usize])) {
                             relax!(j as usize, u, a, gc, ac, next[a]);
                         }
                     }
@@ -292,13 +294,24 @@ const SINGLE: u32 = u32::MAX;
 /// A token expanded with the first token of its graph state.
 const MEMBER: u32 = u32::MAX - 1;
 
-/// The expandable tokens of `prev` that share a graph state with an earlier one, as (that
-/// state's first token, token), sorted; empty when every token has a state of its own (the
-/// usual frame). Found with the state map `map` (all [`NONE`] between frames, and left so).
-fn state_groups(map: &mut [u32], prev: &[LTok], expand: &ExpandCut) -> Vec<(u32, u32)> {
+/// A graph state's tokens are expanded together from this many emitting arcs on (below it the
+/// shared scan saves less than the grouping costs: a hybrid HCLG's states have a few arcs).
+const GROUP_ARCS: usize = 16;
+
+/// The expandable tokens of `prev` that share a graph state of at least [`GROUP_ARCS`]
+/// emitting arcs with an earlier one, as (that state's first token, token), sorted; empty when
+/// there are none (the usual frame). Found with the state map `map` (all [`NONE`] between
+/// frames, and left so).
+fn state_groups(
+    map: &mut [u32],
+    prev: &[LTok],
+    expand: &ExpandCut,
+    g: &DecodingGraph,
+) -> Vec<(u32, u32)> {
     let mut out = Vec::new();
+    let n = g.num_states() as u32;
     for (i, t) in prev.iter().enumerate() {
-        if !expand.keeps(t.cost) {
+        if !expand.keeps(t.cost) || t.state >= n || g.emitting(t.state).len() < GROUP_ARCS {
             continue;
         }
         if let Some(m) = map.get_mut(t.state as usize) {

@@ -6,7 +6,9 @@
 //!    `cost' = cost + (weight + boost + word) + (−acoustic_scale × loglik[ilabel − 1])`,
 //!    evaluated left to right in f32 (`word` is a word automaton's cost for an arc with an
 //!    output label, 0 otherwise). A candidate above `bound` (the best token's cheapest
-//!    expansion + beam, an upper bound of the exact cut) is skipped early.
+//!    expansion + beam, an upper bound of the exact cut) is skipped early. With a word
+//!    automaton, the tokens of one graph state of many arcs (several automaton states) are expanded
+//!    together where the first of them comes, arc by arc, sharing that early test.
 //! 2. **Recombination** per destination state — per (graph state, automaton state) with a word
 //!    automaton — the token keeps the minimum cost; ties go to the smaller arc index, so the
 //!    result does not depend on the order arcs are visited.
