@@ -15,6 +15,9 @@
 //! `cargo bench -p ctxbench --bench overhead` (ROUNDS=N to change the 15 rounds; ONLY=text keeps
 //! the variants whose name contains `text`, e.g. to profile one of them with `perf record`).
 
+mod common;
+
+use common::{now, on_cpu_s, quartiles};
 use ctx_core::scores::ScoreMatrix;
 use ctx_data::dataset::Subset;
 use ctx_data::registry::Registry;
@@ -29,19 +32,6 @@ use wfst_search::{
 };
 
 /// Seconds this thread has run on a CPU (`None` where the kernel does not say).
-fn on_cpu_s() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: f64 = s.split_whitespace().next()?.parse().ok()?;
-    Some(ns * 1e-9)
-}
-
-/// A clock: on-CPU seconds of this thread, or wall seconds.
-fn now(start: Instant) -> f64 {
-    on_cpu_s().unwrap_or_else(|| start.elapsed().as_secs_f64())
-}
-
-/// Decodes every utterance on this thread (online chunks of 0.5 s, Kaldi endpointing, as the
-/// runner does) and returns the run with its decode seconds on the bench clock.
 fn decode_all(setup: &Setup, mats: &[ScoreMatrix], booster: &Booster, t0: Instant) -> DecodeRun {
     let dec = Decoder::new(
         &setup.csr,
@@ -80,17 +70,6 @@ fn decode_all(setup: &Setup, mats: &[ScoreMatrix], booster: &Booster, t0: Instan
 }
 
 /// Quartiles of a sample (sorted copy; linear interpolation).
-fn quartiles(v: &[f64]) -> (f64, f64, f64) {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let q = |p: f64| {
-        let x = p * (s.len() - 1) as f64;
-        let (i, f) = (x.floor() as usize, x.fract());
-        s[i] + f * (s[(i + 1).min(s.len() - 1)] - s[i])
-    };
-    (q(0.25), q(0.5), q(0.75))
-}
-
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs this with no such flag: keep
     // that to one round so the test run stays quick.

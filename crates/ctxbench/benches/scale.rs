@@ -10,6 +10,9 @@
 //! unbiased decode, with the quartiles. ROUNDS=N (default 7), UTTS=N utterances (default 8),
 //! ONLY=text to run the variants whose name contains it.
 
+mod common;
+
+use common::{now, quartiles};
 use ctx_data::dataset::Subset;
 use ctx_data::registry::Registry;
 use ctx_graph::compile::GraphKind;
@@ -17,13 +20,6 @@ use ctxbench::pipeline::{Setup, SetupOptions};
 use std::path::Path;
 use std::time::Instant;
 use wfst_search::{decode_utterance, Booster, DecoderConfig, Stream};
-
-fn on_cpu_s(start: Instant) -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
-        .map_or_else(|| start.elapsed().as_secs_f64(), |ns| ns * 1e-9)
-}
 
 /// The phrases of a gzipped list, one per line.
 fn read_list(path: &Path) -> Vec<Vec<String>> {
@@ -33,17 +29,6 @@ fn read_list(path: &Path) -> Vec<Vec<String>> {
         .map(|l| l.split_whitespace().map(String::from).collect())
         .filter(|p: &Vec<String>| !p.is_empty())
         .collect()
-}
-
-fn quartiles(v: &[f64]) -> (f64, f64, f64) {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let q = |p: f64| {
-        let x = p * (s.len() - 1) as f64;
-        let (i, f) = (x.floor() as usize, x.fract());
-        s[i] + f * (s[(i + 1).min(s.len() - 1)] - s[i])
-    };
-    (q(0.25), q(0.5), q(0.75))
 }
 
 fn main() {
@@ -108,14 +93,14 @@ fn main() {
     let t0 = Instant::now();
     let mut stream = Stream::new("", Booster::None);
     let mut run = |b: &Booster| -> (f64, usize) {
-        let start = on_cpu_s(t0);
+        let start = now(t0);
         let mut n_words = 0;
         for (u, m) in setup.dataset.utterances.iter().zip(&mats) {
             stream.reset(u.id.clone(), b.clone());
             let r = decode_utterance(&engine, &mut stream, m, 50, None).unwrap();
             n_words += r.segments.iter().map(|s| s.best.words.len()).sum::<usize>();
         }
-        (on_cpu_s(t0) - start, n_words)
+        (now(t0) - start, n_words)
     };
     let base_words = run(&Booster::None).1;
     let mut ratios = vec![Vec::new(); variants.len()];
